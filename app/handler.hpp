@@ -1,0 +1,20 @@
+#pragma once
+// app::Handler: what a user writes. One required method; the worker hooks are optional.
+#include "app/request.hpp"
+#include "app/response.hpp"
+
+namespace app {
+
+class Handler {
+public:
+  virtual ~Handler() = default;
+  // Called for every request. An exception becomes a 500 for that request only (logged once);
+  // the worker goes on serving.
+  virtual void handle(const Request& request, Response& response) = 0;
+  // Called once in each worker process before its first request (open connections, warm caches)
+  // and once when it stops. An exception from on_worker_start is a boot failure.
+  virtual void on_worker_start() {}
+  virtual void on_worker_stop() {}
+};
+
+} // namespace app

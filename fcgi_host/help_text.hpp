@@ -1,0 +1,24 @@
+#pragma once
+// The tables --help prints and the README repeats: keep them in step with
+// process_manager/signals.hpp and process_manager/exit_codes.hpp.
+namespace fcgi_host {
+
+inline constexpr const char* kSignalsHelp =
+    "Signals (send them to the master):\n"
+    "  TERM, QUIT  graceful stop: stop accepting, finish in-flight and queued requests\n"
+    "              (up to --graceful-timeout, then kill), exit 0\n"
+    "  INT         fast stop: workers exit at once\n"
+    "  HUP         graceful reload: re-read the config; if it is good, start a new generation\n"
+    "              of workers and stop the old one gracefully once the new one accepts\n"
+    "  USR1        reopen the log files\n"
+    "  USR2        binary upgrade (re-exec, keeping the socket)\n"
+    "  TTIN, TTOU  one worker more, one worker less\n";
+
+inline constexpr const char* kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  stopped on request (TERM, QUIT, INT), or --help, --version, a good --test-config\n"
+    "  1  runtime failure: workers could not boot, or a fatal error in the master\n"
+    "  2  bad option or config file\n"
+    "  3  start-up failure: listening socket, plugin, pidfile or privileges\n";
+
+} // namespace fcgi_host

@@ -1,0 +1,109 @@
+#pragma once
+// The host's side of the FastCGI boundary: every byte a client sends is framed and checked here
+// before libfcgi reads it, because libfcgi 2.4.2 (the version Debian ships) aborts or leaks on
+// hostile input:
+//   - FCGI_GET_VALUES naming one variable several times overflows a fixed reply buffer (stack
+//     smashing, SIGABRT), and with zero padding it never answers: the guard answers GET_VALUES
+//     itself and libfcgi never sees a management record;
+//   - PARAMS length fields near INT_MAX hit an allocation assertion (SIGABRT): pair lengths are
+//     checked against the bytes really sent and against --max-params-size;
+//   - every unknown management record leaks ~60 bytes: answered here with FCGI_UNKNOWN_TYPE;
+//   - a pipelined second request can be lost inside libfcgi's read buffer: libfcgi is handed the
+//     records of one request at a time, and what follows stays in the host's buffer.
+// Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fcgi_host {
+
+struct GuardLimits {
+  std::size_t max_body = 8u << 20;
+  std::size_t max_params_size = 64u << 10;
+  std::size_t max_params = 1000;
+  std::size_t max_records = 100'000;
+  std::size_t max_management_records = 1000; // per connection between two requests
+};
+
+// What the pool tells a client that asks with FCGI_GET_VALUES.
+struct ServerValues {
+  unsigned max_conns = 1;
+  unsigned max_reqs = 1;
+};
+
+class RecordGuard {
+public:
+  enum class Verdict {
+    NeedMore,     // everything so far is valid; read more
+    RequestReady, // [request_begin(), request_end()) holds one whole request for libfcgi
+    Reject,       // answer error_status() to request_id() (the host sends a short error page),
+                  // then close the connection
+    Close,        // protocol violation: close the connection, log close_reason()
+  };
+
+  RecordGuard(const GuardLimits& limits, const ServerValues& values)
+      : limits_(limits), values_(values) {}
+
+  // Scans buf[0, size) from where the last call stopped. May remove management records from
+  // the buffer (shifting what follows, and reducing `size`), and appends the records the host
+  // must send back (management answers, FCGI_END_REQUEST for refused requests) to `replies`.
+  Verdict advance(char* buf, std::size_t& size, std::string& replies);
+
+  // After RequestReady: the request is served; its bytes are dropped by the caller, which shifts
+  // the buffer by request_end(). Resets the state for the next request on a kept connection.
+  void consume_request();
+
+  std::size_t request_begin() const { return request_begin_; }
+  std::size_t request_end() const { return pos_; }
+  std::uint16_t request_id() const { return request_id_; }
+  bool keep_connection() const { return keep_conn_; }
+  bool in_request() const { return request_id_ != 0; }
+  bool params_done() const { return params_done_; }
+  // True when an FCGI_ABORT_REQUEST for the current request was seen.
+  bool aborted() const { return aborted_; }
+  int error_status() const { return error_status_; }
+  const std::string& close_reason() const { return close_reason_; }
+  std::size_t body_size() const { return body_size_; }
+
+private:
+  Verdict close(std::string reason);
+  Verdict reject(int status, std::string reason);
+  Verdict management_record(std::uint8_t type, const char* content, std::size_t length,
+                            std::string& replies);
+  Verdict begin_request(std::uint16_t id, const char* content, std::size_t length,
+                        std::string& replies);
+  Verdict check_params(const char* buf);
+
+  GuardLimits limits_;
+  ServerValues values_;
+  std::size_t pos_ = 0; // next record header to scan
+  std::size_t request_begin_ = 0;
+  std::uint16_t request_id_ = 0; // 0: between requests
+  bool keep_conn_ = false;
+  bool params_done_ = false;
+  bool aborted_ = false;
+  bool ready_ = false; // RequestReady returned, consume_request() not yet called
+  std::size_t params_size_ = 0;
+  std::size_t body_size_ = 0;
+  long long content_length_ = -1; // CONTENT_LENGTH, -1 when not sent
+  std::size_t records_ = 0;
+  std::size_t management_records_ = 0;
+  std::vector<std::size_t> params_records_; // offsets of the PARAMS records of this request
+  int error_status_ = 0;
+  std::string close_reason_;
+};
+
+// Record encoders for what the host answers itself.
+namespace records {
+void append_header(std::string& out, std::uint8_t type, std::uint16_t id, std::size_t length,
+                   std::uint8_t padding = 0);
+void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
+                        std::uint8_t protocol_status);
+// A whole CGI response (Status line, a text body) as STDOUT records, the empty STDOUT record and
+// FCGI_END_REQUEST.
+void append_error_response(std::string& out, std::uint16_t id, int status);
+} // namespace records
+
+} // namespace fcgi_host

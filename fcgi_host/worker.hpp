@@ -1,0 +1,28 @@
+#pragma once
+// One worker process: accepts on the shared socket, reads requests, runs the handler.
+#include "app/handler.hpp"
+#include "fcgi_host/config.hpp"
+#include "fcgi_host/record_guard.hpp"
+#include "process_manager/master.hpp"
+
+#include <functional>
+#include <memory>
+
+namespace fcgi_host {
+
+// A handler and how to dispose of it (plugins delete through their own entry point).
+using HandlerPtr = std::unique_ptr<app::Handler, void (*)(app::Handler*)>;
+// Called once in each worker process, after the fork.
+using HandlerFactory = std::function<HandlerPtr()>;
+
+struct WorkerSettings {
+  int listen_fd = -1;
+  Limits limits;
+  ServerValues server_values;
+};
+
+// The worker's entry point; returns its exit code (process_manager/exit_codes.hpp).
+int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
+               const HandlerFactory& make_handler);
+
+} // namespace fcgi_host
