@@ -1,0 +1,137 @@
+// The handler API: Request lookups, Response headers, the router's 404 and 405.
+#include "app/builtin_apps.hpp"
+#include "app/request.hpp"
+#include "app/response.hpp"
+#include "app/router.hpp"
+
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+app::Request make_request(std::string method, std::string uri) {
+  app::Request r;
+  r.add_param("REQUEST_METHOD", method);
+  r.add_param("REQUEST_URI", uri);
+  auto q = uri.find('?');
+  r.add_param("QUERY_STRING", q == std::string::npos ? "" : uri.substr(q + 1));
+  r.add_param("HTTP_X_REQUEST_ID", "abc");
+  r.add_param("CONTENT_TYPE", "text/plain");
+  r.finish_params();
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("request fields come from the params") {
+  app::Request r = make_request("GET", "/a/b?x=1&y=&z=3");
+  CHECK(r.method() == "GET");
+  CHECK(r.path() == "/a/b");
+  CHECK(r.query() == "x=1&y=&z=3");
+  CHECK(r.query_arg("x") == "1");
+  CHECK(r.query_arg("z") == "3");
+  CHECK(r.query_arg("y").empty());
+  CHECK(r.query_arg("nope").empty());
+  CHECK(r.header("x-request-id") == "abc");
+  CHECK(r.header("X-Request-Id") == "abc");
+  CHECK(r.header("Content-Type") == "text/plain");
+  CHECK(r.header("missing").empty());
+  CHECK_FALSE(r.aborted());
+}
+
+TEST_CASE("a repeated param: the last value wins") {
+  app::Request r;
+  r.add_param("A", "1");
+  r.add_param("A", "2");
+  r.finish_params();
+  CHECK(r.param("A") == "2");
+  CHECK(r.param_count() == 2);
+}
+
+TEST_CASE("a cleared request keeps nothing") {
+  app::Request r = make_request("POST", "/x");
+  r.set_body("data");
+  r.clear();
+  CHECK(r.param_count() == 0);
+  CHECK(r.method().empty());
+  CHECK(r.body().empty());
+}
+
+TEST_CASE("response headers") {
+  app::Response res;
+  res.set_header("Content-Type", "a");
+  res.set_header("content-type", "b");
+  res.add_header("Set-Cookie", "1");
+  res.add_header("Set-Cookie", "2");
+  CHECK(res.headers.size() == 3);
+  CHECK(res.header("CONTENT-TYPE") == "b");
+  CHECK(app::reason_phrase(404) == "Not Found");
+  CHECK(app::reason_phrase(799) == "Unknown");
+}
+
+TEST_CASE("streaming without a host is an error, with a sink it sends the head once") {
+  app::Response res;
+  CHECK_THROWS_AS(res.write("x"), std::logic_error);
+  struct Capture : app::BodySink {
+    int heads = 0;
+    std::string body;
+    void send_head(const app::Response&) override { ++heads; }
+    bool send_body(std::string_view chunk) override {
+      body.append(chunk);
+      return true;
+    }
+  } sink;
+  res.reset(&sink);
+  CHECK(res.write("ab"));
+  CHECK(res.write("cd"));
+  CHECK(sink.heads == 1);
+  CHECK(sink.body == "abcd");
+  CHECK(res.head_sent());
+}
+
+TEST_CASE("router: match, prefix, 404, 405") {
+  app::Router router;
+  std::string hit;
+  router.get("/items", [&](const app::Request&, app::Response&) { hit = "get items"; });
+  router.post("/items", [&](const app::Request&, app::Response&) { hit = "post items"; });
+  router.get("/static/*",
+             [&](const app::Request& r, app::Response&) { hit = std::string(r.path()); });
+  app::Response res;
+  router.handle(make_request("GET", "/items"), res);
+  CHECK(hit == "get items");
+  router.handle(make_request("POST", "/items?x"), res);
+  CHECK(hit == "post items");
+  router.handle(make_request("GET", "/static/css/a.css"), res);
+  CHECK(hit == "/static/css/a.css");
+
+  app::Response missing;
+  router.handle(make_request("GET", "/nope"), missing);
+  CHECK(missing.status == 404);
+  app::Response wrong_method;
+  router.handle(make_request("DELETE", "/items"), wrong_method);
+  CHECK(wrong_method.status == 405);
+  CHECK(wrong_method.header("Allow") == "GET, POST");
+}
+
+TEST_CASE("built-in apps") {
+  CHECK(app::is_builtin_app("hello"));
+  CHECK(app::make_builtin_app("nope") == nullptr);
+  auto hello = app::make_hello_app();
+  app::Response res;
+  hello->handle(make_request("GET", "/"), res);
+  CHECK(res.status == 200);
+  CHECK(res.body == "OK");
+
+  auto echo = app::make_echo_app();
+  app::Request post = make_request("POST", "/e?q=1");
+  post.set_body("payload");
+  app::Response echoed;
+  echo->handle(post, echoed);
+  CHECK(echoed.body.find("method=POST\n") != std::string::npos);
+  CHECK(echoed.body.find("param HTTP_X_REQUEST_ID=abc\n") != std::string::npos);
+  CHECK(echoed.body.ends_with("\npayload"));
+  app::Response thrown;
+  CHECK_THROWS(echo->handle(make_request("GET", "/throw"), thrown));
+}

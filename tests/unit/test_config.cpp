@@ -1,0 +1,150 @@
+// Options and config file: defaults, file vs command line, and refusals that name the option.
+#include "fcgi_host/config.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using fcgi_host::Config;
+using fcgi_host::ConfigError;
+using fcgi_host::ListenAddress;
+using fcgi_host::parse_config;
+using fcgi_host::ParseOutcome;
+
+namespace {
+
+Config parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fcgi-host");
+  std::vector<const char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.c_str());
+  Config c;
+  std::ostringstream out;
+  parse_config(static_cast<int>(argv.size()), argv.data(), c, out);
+  return c;
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A config file in a temporary directory, removed at the end of the test.
+struct TempConfig {
+  std::string path;
+  explicit TempConfig(const std::string& text) {
+    char tmpl[] = "/tmp/fcgi-host-config-XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    close(fd);
+    path = tmpl;
+    std::ofstream(path) << text;
+  }
+  ~TempConfig() { std::remove(path.c_str()); }
+};
+
+} // namespace
+
+TEST_CASE("defaults") {
+  Config c = parse({});
+  CHECK(c.workers == fcgi_host::default_worker_count());
+  CHECK(c.app == "hello");
+  CHECK(c.listen.kind == ListenAddress::Kind::Inherited);
+  CHECK(c.limits.max_body == 8u << 20);
+  CHECK(c.socket_mode == 0660);
+  CHECK(c.graceful_timeout.count() == 30'000);
+  CHECK(c.request_timeout.count() == 0);
+}
+
+TEST_CASE("listen addresses") {
+  CHECK(parse({"--listen", "unix:/run/x.sock"}).listen.path == "/run/x.sock");
+  CHECK(parse({"--listen", "/run/y.sock"}).listen.kind == ListenAddress::Kind::Unix);
+  Config tcp = parse({"--listen", "127.0.0.1:9000"});
+  CHECK(tcp.listen.kind == ListenAddress::Kind::Tcp);
+  CHECK(tcp.listen.host == "127.0.0.1");
+  CHECK(tcp.listen.port == 9000);
+  Config v6 = parse({"--listen", "[::1]:9001"});
+  CHECK(v6.listen.host == "::1");
+  CHECK(v6.listen.to_string() == "[::1]:9001");
+  Config any = parse({"--listen", ":9002"});
+  CHECK(any.listen.host.empty());
+  CHECK(any.listen.port == 9002);
+  CHECK(error_of({"--listen", "nonsense"}).find("--listen") != std::string::npos);
+  CHECK(error_of({"--listen", "host:0"}).find("port") != std::string::npos);
+  CHECK(error_of({"--listen", "host:99999"}).find("port") != std::string::npos);
+  CHECK(error_of({"--listen", "::1:80"}).find("brackets") != std::string::npos);
+  CHECK(error_of({"--listen", "/" + std::string(200, 'a')}).find("longer") != std::string::npos);
+}
+
+TEST_CASE("bad values name the option") {
+  CHECK(error_of({"--workers", "0"}).find("--workers") != std::string::npos);
+  CHECK(error_of({"--workers", "abc"}).find("workers") != std::string::npos);
+  CHECK(error_of({"--bogus"}).find("bogus") != std::string::npos);
+  CHECK(error_of({"--work", "2"}).find("work") != std::string::npos); // no guessing
+  CHECK(error_of({"--max-body", "12Q"}).find("--max-body") != std::string::npos);
+  CHECK(error_of({"--socket-mode", "0999"}).find("--socket-mode") != std::string::npos);
+  CHECK(error_of({"--graceful-timeout", "-1"}).find("--graceful-timeout") != std::string::npos);
+  CHECK(error_of({"--header-timeout", "0"}).find("--header-timeout") != std::string::npos);
+  CHECK(error_of({"--log-level", "loud"}).find("--log-level") != std::string::npos);
+}
+
+TEST_CASE("sizes and durations") {
+  Config c = parse({"--max-body", "2K", "--request-timeout", "1.5", "--max-params-size", "1M"});
+  CHECK(c.limits.max_body == 2048);
+  CHECK(c.limits.max_params_size == 1u << 20);
+  CHECK(c.request_timeout.count() == 1500);
+}
+
+TEST_CASE("config file values, and the command line wins") {
+  TempConfig file("# comment\n"
+                  "workers = 3\n"
+                  "; another comment\n"
+                  "   app = echo   \n"
+                  "listen = \"unix:/tmp/from-file.sock\"\n");
+  Config c = parse({"--config", file.path});
+  CHECK(c.workers == 3);
+  CHECK(c.app == "echo");
+  CHECK(c.listen.path == "/tmp/from-file.sock");
+  Config overridden = parse({"--config", file.path, "--workers", "5"});
+  CHECK(overridden.workers == 5);
+  CHECK(overridden.app == "echo");
+}
+
+TEST_CASE("config file errors give file:line") {
+  TempConfig unknown("workers = 2\nnot-an-option = 1\n");
+  std::string e = error_of({"--config", unknown.path});
+  CHECK(e.find(unknown.path + ":2") != std::string::npos);
+
+  TempConfig bad_value("\nworkers = 0\n");
+  e = error_of({"--config", bad_value.path});
+  CHECK(e.find(bad_value.path + ":2: workers") != std::string::npos);
+
+  TempConfig no_equals("workers 2\n");
+  CHECK(error_of({"--config", no_equals.path}).find(no_equals.path + ":1") != std::string::npos);
+
+  TempConfig twice("workers = 2\nworkers = 3\n");
+  CHECK(error_of({"--config", twice.path}).find("twice") != std::string::npos);
+
+  CHECK(error_of({"--config", "/nonexistent/fcgi-host.conf"}).find("cannot read") !=
+        std::string::npos);
+}
+
+TEST_CASE("--help lists every option with its default and the signal table") {
+  const char* argv[] = {"fcgi-host", "--help"};
+  Config c;
+  std::ostringstream out;
+  CHECK(parse_config(2, argv, c, out) == ParseOutcome::Exit);
+  std::string help = out.str();
+  for (const char* word : {"--listen", "--workers", "--app", "--max-body", "--graceful-timeout",
+                           "--config", "--test-config", "(=8M)", "HUP", "TTIN", "Exit codes"})
+    CHECK_MESSAGE(help.find(word) != std::string::npos, word);
+}

@@ -1,0 +1,301 @@
+// The record guard: what reaches libfcgi, what is answered by the host, what is refused.
+// Records are built with the test client's encoder, an independent implementation of the spec.
+#include "fcgi_host/record_guard.hpp"
+#include "fcgi_test_client.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fastcgi.h>
+#include <string>
+#include <vector>
+
+using fcgi_host::GuardLimits;
+using fcgi_host::RecordGuard;
+using fcgi_host::ServerValues;
+using fcgi_test::RecordType;
+using Verdict = RecordGuard::Verdict;
+
+namespace {
+
+std::string request_bytes(std::uint16_t id, const fcgi_test::Params& params, std::string body,
+                          std::uint8_t flags = 0) {
+  std::string out =
+      fcgi_test::encode_record(RecordType::BeginRequest, id,
+                               fcgi_test::begin_request_body(fcgi_test::Role::Responder, flags));
+  out += fcgi_test::encode_stream(RecordType::Params, id, fcgi_test::encode_params(params));
+  out += fcgi_test::encode_stream(RecordType::Stdin, id, body);
+  return out;
+}
+
+std::string simple_request(std::uint16_t id = 1, std::string body = "", std::uint8_t flags = 0) {
+  return request_bytes(id, fcgi_test::standard_params("POST", "/x", body.size()), body, flags);
+}
+
+// Feeds bytes to a guard the way a connection does, and keeps the replies.
+struct Feed {
+  GuardLimits limits;
+  ServerValues values{8, 4};
+  RecordGuard guard{limits, values};
+  std::string buffer;
+  std::string replies;
+
+  explicit Feed(GuardLimits l = {}) : limits(l), guard(l, values) {}
+  Verdict add(const std::string& bytes) {
+    buffer += bytes;
+    std::size_t size = buffer.size();
+    Verdict v = guard.advance(buffer.data(), size, replies);
+    buffer.resize(size);
+    return v;
+  }
+  std::vector<fcgi_test::Record> reply_records() const {
+    std::vector<fcgi_test::Record> out;
+    std::string_view rest = replies;
+    while (rest.size() >= 8) {
+      std::size_t length =
+          (static_cast<unsigned char>(rest[4]) << 8) | static_cast<unsigned char>(rest[5]);
+      std::size_t padding = static_cast<unsigned char>(rest[6]);
+      fcgi_test::Record r;
+      r.type = static_cast<RecordType>(rest[1]);
+      r.request_id = static_cast<std::uint16_t>((static_cast<unsigned char>(rest[2]) << 8) |
+                                                static_cast<unsigned char>(rest[3]));
+      r.content = std::string(rest.substr(8, length));
+      out.push_back(r);
+      bool aligned = (8 + length + padding) % 8 == 0 || padding == 0;
+      CHECK(aligned);
+      rest.remove_prefix(8 + length + padding);
+    }
+    CHECK(rest.empty());
+    return out;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a whole request is ready, with its range and keep-alive flag") {
+  Feed f;
+  std::string req = simple_request(7, "hello", FCGI_KEEP_CONN);
+  CHECK(f.add(req) == Verdict::RequestReady);
+  CHECK(f.guard.request_id() == 7);
+  CHECK(f.guard.keep_connection());
+  CHECK(f.guard.body_size() == 5);
+  CHECK(f.guard.request_begin() == 0);
+  CHECK(f.guard.request_end() == req.size());
+  CHECK(f.replies.empty());
+}
+
+TEST_CASE("a request trickled byte by byte is ready only at its last byte") {
+  Feed f;
+  std::string req = simple_request(1, "body");
+  for (std::size_t i = 0; i + 1 < req.size(); ++i)
+    REQUIRE(f.add(req.substr(i, 1)) == Verdict::NeedMore);
+  CHECK(f.add(req.substr(req.size() - 1)) == Verdict::RequestReady);
+}
+
+TEST_CASE("pipelined requests: the second waits in the buffer until the first is consumed") {
+  Feed f;
+  std::string first = simple_request(1, "a", FCGI_KEEP_CONN);
+  std::string second = simple_request(2, "bb", FCGI_KEEP_CONN);
+  CHECK(f.add(first + second) == Verdict::RequestReady);
+  CHECK(f.guard.request_id() == 1);
+  CHECK(f.guard.request_end() == first.size());
+  CHECK(f.add("") == Verdict::RequestReady); // still the first; no CANT_MPX_CONN for the second
+  CHECK(f.replies.empty());
+  f.buffer.erase(0, f.guard.request_end());
+  f.guard.consume_request();
+  CHECK(f.add("") == Verdict::RequestReady);
+  CHECK(f.guard.request_id() == 2);
+  CHECK(f.guard.body_size() == 2);
+}
+
+TEST_CASE("GET_VALUES: each variable answered once, truthfully, padded to 8 bytes") {
+  Feed f;
+  fcgi_test::Params names = {{"FCGI_MAX_CONNS", ""},  {"FCGI_MAX_CONNS", ""},
+                             {"FCGI_MPXS_CONNS", ""}, {"FCGI_MAX_REQS", ""},
+                             {"FCGI_MAX_CONNS", ""},  {"OTHER", ""}};
+  // Zero padding: libfcgi 2.4.2 never answers this one.
+  CHECK(f.add(fcgi_test::encode_record(RecordType::GetValues, 0,
+                                       fcgi_test::encode_params(names))) == Verdict::NeedMore);
+  CHECK(f.buffer.empty()); // libfcgi never sees it
+  auto records = f.reply_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].type == RecordType::GetValuesResult);
+  fcgi_test::Params values = fcgi_test::decode_params(records[0].content);
+  CHECK(values == fcgi_test::Params{
+                      {"FCGI_MAX_CONNS", "8"}, {"FCGI_MAX_REQS", "4"}, {"FCGI_MPXS_CONNS", "0"}});
+}
+
+TEST_CASE("unknown management types get FCGI_UNKNOWN_TYPE; a flood is cut") {
+  GuardLimits limits;
+  limits.max_management_records = 5;
+  Feed f(limits);
+  CHECK(f.add(fcgi_test::encode_record(std::uint8_t{42}, 0, "xyz")) == Verdict::NeedMore);
+  auto records = f.reply_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].type == RecordType::UnknownType);
+  CHECK(static_cast<unsigned char>(records[0].content[0]) == 42);
+  for (int i = 0; i < 4; ++i)
+    CHECK(f.add(fcgi_test::encode_record(std::uint8_t{42}, 0, "")) == Verdict::NeedMore);
+  CHECK(f.add(fcgi_test::encode_record(std::uint8_t{42}, 0, "")) == Verdict::Close);
+}
+
+TEST_CASE("a management record in the middle of a request is answered and removed") {
+  Feed f;
+  std::string req = simple_request(1, "xy");
+  std::string mgmt = fcgi_test::encode_record(std::uint8_t{99}, 0, "");
+  std::size_t cut = 16; // after BEGIN_REQUEST
+  CHECK(f.add(req.substr(0, cut) + mgmt + req.substr(cut)) == Verdict::RequestReady);
+  CHECK(f.buffer == req);
+  CHECK(f.reply_records().size() == 1);
+}
+
+TEST_CASE("a second BEGIN on one connection: FCGI_CANT_MPX_CONN; the same id again: closed") {
+  Feed f;
+  std::string begin1 =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  std::string begin2 =
+      fcgi_test::encode_record(RecordType::BeginRequest, 2, fcgi_test::begin_request_body());
+  CHECK(f.add(begin1 + begin2) == Verdict::NeedMore);
+  auto records = f.reply_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].type == RecordType::EndRequest);
+  CHECK(records[0].request_id == 2);
+  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status == FCGI_CANT_MPX_CONN);
+  CHECK(f.add(begin1) == Verdict::Close);
+}
+
+TEST_CASE("roles other than RESPONDER: FCGI_UNKNOWN_ROLE") {
+  Feed f;
+  CHECK(f.add(fcgi_test::encode_record(
+            RecordType::BeginRequest, 3,
+            fcgi_test::begin_request_body(fcgi_test::Role::Authorizer))) == Verdict::Close);
+  auto records = f.reply_records();
+  REQUIRE(records.size() == 1);
+  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status == FCGI_UNKNOWN_ROLE);
+}
+
+TEST_CASE("wrong version, HTTP, foreign ids, records out of order: closed with a reason") {
+  CHECK(Feed().add(fcgi_test::encode_record(std::uint8_t{FCGI_BEGIN_REQUEST}, 1,
+                                            fcgi_test::begin_request_body(), 0, 2)) ==
+        Verdict::Close);
+  Feed http;
+  CHECK(http.add("GET / HTTP/1.1\r\nHost: x\r\n\r\n") == Verdict::Close);
+  CHECK(http.guard.close_reason().find("HTTP") != std::string::npos);
+  Feed foreign;
+  CHECK(foreign.add(fcgi_test::encode_record(RecordType::Params, 9, "")) == Verdict::Close);
+  Feed early_stdin;
+  std::string begin =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  CHECK(early_stdin.add(begin + fcgi_test::encode_record(RecordType::Stdin, 1, "x")) ==
+        Verdict::Close);
+  Feed bad_begin;
+  CHECK(bad_begin.add(fcgi_test::encode_record(RecordType::BeginRequest, 1, "abc")) ==
+        Verdict::Close);
+  Feed stdout_from_client;
+  CHECK(stdout_from_client.add(begin + fcgi_test::encode_record(RecordType::Stdout, 1, "x")) ==
+        Verdict::Close);
+}
+
+TEST_CASE("lying name-value lengths (near INT_MAX) are refused with 400") {
+  Feed f;
+  std::string begin =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  std::string lying = "\x7f\xff\xff\xfe\x01"
+                      "AB";
+  CHECK(f.add(begin + fcgi_test::encode_record(RecordType::Params, 1, lying) +
+              fcgi_test::encode_record(RecordType::Params, 1, "")) == Verdict::Reject);
+  CHECK(f.guard.error_status() == 400);
+}
+
+TEST_CASE("NUL bytes and '=' in params are refused with 400") {
+  Feed nul;
+  CHECK(nul.add(request_bytes(1, {{"A", std::string("x\0y", 3)}}, "")) == Verdict::Reject);
+  CHECK(nul.guard.error_status() == 400);
+  Feed eq;
+  CHECK(eq.add(request_bytes(1, {{"A=B", "x"}}, "")) == Verdict::Reject);
+}
+
+TEST_CASE("params over the size or count limit: 400 before the record is buffered") {
+  GuardLimits limits;
+  limits.max_params_size = 1024;
+  limits.max_params = 3;
+  Feed big(limits);
+  std::string begin =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  std::string header_only =
+      fcgi_test::encode_record(RecordType::Params, 1, std::string(2000, 'a')).substr(0, 8);
+  CHECK(big.add(begin + header_only) == Verdict::Reject);
+  CHECK(big.guard.error_status() == 400);
+  Feed many(limits);
+  CHECK(many.add(request_bytes(1, {{"A", "1"}, {"B", "2"}, {"C", "3"}, {"D", "4"}}, "")) ==
+        Verdict::Reject);
+}
+
+TEST_CASE("body over --max-body: 413, from CONTENT_LENGTH or from the records") {
+  GuardLimits limits;
+  limits.max_body = 10;
+  Feed declared(limits);
+  CHECK(declared.add(simple_request(1, std::string(11, 'x'))) == Verdict::Reject);
+  CHECK(declared.guard.error_status() == 413);
+  Feed undeclared(limits);
+  CHECK(undeclared.add(request_bytes(1, {{"REQUEST_METHOD", "POST"}}, std::string(11, 'x'))) ==
+        Verdict::Reject);
+  CHECK(undeclared.guard.error_status() == 413);
+}
+
+TEST_CASE("CONTENT_LENGTH must match the body") {
+  Feed shorter;
+  CHECK(shorter.add(request_bytes(1, {{"CONTENT_LENGTH", "5"}}, "abc")) == Verdict::Reject);
+  CHECK(shorter.guard.error_status() == 400);
+  Feed longer;
+  CHECK(longer.add(request_bytes(1, {{"CONTENT_LENGTH", "2"}}, "abc")) == Verdict::Reject);
+  Feed garbage;
+  CHECK(garbage.add(request_bytes(1, {{"CONTENT_LENGTH", "12x"}}, "")) == Verdict::Reject);
+  Feed empty_is_fine;
+  CHECK(empty_is_fine.add(request_bytes(1, {{"CONTENT_LENGTH", ""}}, "")) == Verdict::RequestReady);
+}
+
+TEST_CASE("legal but unusual framing: 255 bytes of padding, 65535-byte records, split pairs") {
+  Feed f;
+  std::string params =
+      fcgi_test::encode_params({{"REQUEST_METHOD", "GET"}, {"LONG", std::string(300, 'v')}});
+  std::string out =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body(), 255);
+  // A pair split across three records, at awkward places.
+  out += fcgi_test::encode_record(RecordType::Params, 1, params.substr(0, 1), 7);
+  out += fcgi_test::encode_record(RecordType::Params, 1, params.substr(1, 20));
+  out += fcgi_test::encode_record(RecordType::Params, 1, params.substr(21), 255);
+  out += fcgi_test::encode_record(RecordType::Params, 1, "");
+  out += fcgi_test::encode_record(RecordType::Stdin, 1, std::string(65535, 'b'), 1);
+  out += fcgi_test::encode_record(RecordType::Stdin, 1, "");
+  CHECK(f.add(out) == Verdict::RequestReady);
+  CHECK(f.guard.body_size() == 65535);
+}
+
+TEST_CASE("FCGI_ABORT_REQUEST marks the request aborted and is not passed on") {
+  Feed f;
+  std::string req = simple_request(1, "");
+  std::string abort = fcgi_test::encode_record(RecordType::AbortRequest, 1, "");
+  std::size_t before_stdin = req.size() - 8;
+  CHECK(f.add(req.substr(0, before_stdin) + abort + req.substr(before_stdin)) ==
+        Verdict::RequestReady);
+  CHECK(f.guard.aborted());
+  CHECK(f.buffer == req);
+  Feed after;
+  CHECK(after.add(req) == Verdict::RequestReady);
+  CHECK_FALSE(after.guard.aborted());
+  CHECK(after.add(abort) == Verdict::RequestReady);
+  CHECK(after.guard.aborted());
+}
+
+TEST_CASE("too many records in one request: closed") {
+  GuardLimits limits;
+  limits.max_records = 10;
+  Feed f(limits);
+  std::string begin =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  std::string out = begin + fcgi_test::encode_stream(RecordType::Params, 1,
+                                                     fcgi_test::encode_params({{"A", "1"}}));
+  for (int i = 0; i < 20; ++i)
+    out += fcgi_test::encode_record(RecordType::Stdin, 1, "x");
+  CHECK(f.add(out) == Verdict::Close);
+}
