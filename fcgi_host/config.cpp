@@ -1,6 +1,7 @@
 #include "fcgi_host/config.hpp"
 
 #include "app/plugin.hpp"
+#include "fcgi_host/client_filter.hpp"
 #include "fcgi_host/help_text.hpp"
 #include "fcgi_host/version.hpp"
 #include "process_manager/log.hpp"
@@ -107,8 +108,85 @@ po::options_description describe(const Config& d) {
           ("error-log", po::value<std::string>()->value_name("FILE"),
            "write the log to this file (default: stderr)") //
       ("log-level", po::value<std::string>()->value_name("LEVEL")->default_value(d.log_level),
-       "debug, info, notice, warn, error or alert");
+       "debug, info, notice, warn, error or alert") //
+      ("access-log", po::value<std::string>()->value_name("FILE"),
+       "write one line per request to this file (default: none)") //
+      ("access-format", po::value<std::string>()->value_name("FORMAT"),
+       "access log line: %a remote address, %m method, %u URI, %s status, %d duration ms, %c CPU "
+       "ms, %b body bytes, %p pid, %w worker slot, %g generation, %t time (default: "
+       "\"%a %m %u %s %d %b\")") //
+      ("slow-request-threshold", po::value<double>()->value_name("SECONDS")->default_value(0, "0"),
+       "log requests that take longer (0: off)") //
+      ("metrics", po::value<std::string>()->value_name("on|off")->default_value("on"),
+       "keep per-handler metrics and the scoreboard's request details")
+
+          ("status-path", po::value<std::string>()->value_name("PATH"),
+           "answer this path with the status page (text; ?json, ?openmetrics, ?full)") //
+      ("ping-path", po::value<std::string>()->value_name("PATH"),
+       "answer this path with --ping-response") //
+      ("ping-response",
+       po::value<std::string>()->value_name("TEXT")->default_value(d.ping_response),
+       "the body of a ping answer") //
+      ("status-listen", po::value<std::string>()->value_name("ADDR"),
+       "the master itself serves status and ping here, also when every worker is busy") //
+      ("status-allow", po::value<std::string>()->value_name("LIST"),
+       "addresses or CIDRs allowed to read status and ping (default: everyone)")
+
+          ("allow-clients", po::value<std::string>()->value_name("LIST"),
+           "only these addresses or CIDRs may connect, comma-separated, IPv4 and IPv6 (default: "
+           "everyone who can reach the socket)") //
+      ("user", po::value<std::string>()->value_name("USER"),
+       "run workers as this user (the socket is bound first)") //
+      ("group", po::value<std::string>()->value_name("GROUP"),
+       "run workers with this group (default: the user's)")
+
+          ("max-requests", po::value<unsigned long>()->value_name("N")->default_value(0),
+           "recycle a worker after this many requests (0: never)") //
+      ("max-requests-jitter", po::value<unsigned long>()->value_name("N")->default_value(0),
+       "add a random 0..N to each worker's --max-requests, so they never restart in step") //
+      ("max-rss", po::value<std::size_t>()->value_name("MIB")->default_value(0),
+       "recycle a worker after the request that took its memory (RSS) past this (0: never)") //
+      ("pm", po::value<std::string>()->value_name("MODE")->default_value(d.pm),
+       "static (always --workers), dynamic (between spares), ondemand (spawn on demand)") //
+      ("min-spare", po::value<int>()->value_name("N")->default_value(d.min_spare),
+       "dynamic: fewest idle workers") //
+      ("max-spare", po::value<int>()->value_name("N")->default_value(d.max_spare),
+       "dynamic: most idle workers") //
+      ("max-workers", po::value<int>()->value_name("N")->default_value(0),
+       "dynamic, ondemand: most workers (0: --workers)") //
+      ("idle-timeout", po::value<double>()->value_name("SECONDS")->default_value(10, "10"),
+       "ondemand: stop a worker idle this long") //
+      ("exec", po::value<std::string>()->value_name("PROGRAM"),
+       "spawn mode: run PROGRAM (with the arguments after it) as each worker, the listening "
+       "socket on its fd 0, as spawn-fcgi does, but supervised")                               //
+      ("pidfile", po::value<std::string>()->value_name("FILE"), "write the master's pid here") //
+      ("chdir", po::value<std::string>()->value_name("DIR"), "change to this directory")       //
+      ("env", po::value<std::vector<std::string>>()->value_name("NAME=VALUE")->composing(),
+       "set an environment variable for the workers (repeatable)") //
+      ("clear-env", po::bool_switch(), "start workers with only the --env variables");
   return all;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ' || c == '\t') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;)
+    out.push_back(word);
+  return out;
 }
 
 std::size_t parse_size(const std::string& text, const std::string& where) {
@@ -192,13 +270,23 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   po::options_description options = describe(defaults);
   po::variables_map vm;
   Origins origins;
+  // Words after --exec PROGRAM are the program's arguments (after `--` when they start with -).
+  po::options_description hidden;
+  hidden.add_options()("exec-args", po::value<std::vector<std::string>>());
+  po::options_description cli;
+  cli.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("exec-args", -1);
   try {
-    po::store(po::command_line_parser(argc, argv).options(options).style(kStyle).run(), vm);
+    po::store(
+        po::command_line_parser(argc, argv).options(cli).positional(positional).style(kStyle).run(),
+        vm);
   } catch (const po::error& e) {
     throw ConfigError(e.what());
   }
   if (vm.count("help")) {
-    out << "Usage: fcgi-host [OPTIONS]\n"
+    out << "Usage: fcgi-host [OPTIONS] [--exec PROGRAM [--] [ARGS...]]\n"
+        << "       fcgi-host status|ping --connect ADDR [--json|--openmetrics]\n"
         << "A FastCGI application host: a master process preforks workers that accept on one\n"
         << "listening socket (nginx: fastcgi_pass) and run a C++ handler.\n\n"
         << options << "\n"
@@ -280,12 +368,90 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   l.write_timeout =
       parse_seconds(vm["write-timeout"].as<double>(), origins.of("write-timeout"), false);
 
-  if (vm.count("error-log")) config.error_log = vm["error-log"].as<std::string>();
+  auto text = [&vm](const char* name, std::string& out) {
+    if (vm.count(name)) out = vm[name].as<std::string>();
+  };
+  text("error-log", config.error_log);
   config.log_level = vm["log-level"].as<std::string>();
   process_manager::LogLevel level;
   if (!process_manager::parse_log_level(config.log_level, level))
     throw ConfigError(origins.of("log-level") + ": '" + config.log_level +
                       "' is not one of debug, info, notice, warn, error, alert");
+
+  text("access-log", config.access_log);
+  text("access-format", config.access_format);
+  config.slow_request_threshold = parse_seconds(vm["slow-request-threshold"].as<double>(),
+                                                origins.of("slow-request-threshold"), true);
+  const std::string& metrics = vm["metrics"].as<std::string>();
+  if (metrics != "on" && metrics != "off")
+    throw ConfigError(origins.of("metrics") + ": must be on or off");
+  config.metrics = metrics == "on";
+  text("status-path", config.status_path);
+  text("ping-path", config.ping_path);
+  text("ping-response", config.ping_response);
+  text("status-listen", config.status_listen);
+  for (const char* path : {"status-path", "ping-path"})
+    if (vm.count(path) && !vm[path].as<std::string>().starts_with("/"))
+      throw ConfigError(origins.of(path) + ": must start with /");
+  if (vm.count("status-listen")) {
+    ListenAddress ignored;
+    std::string why;
+    if (!parse_listen_address(config.status_listen, ignored, why))
+      throw ConfigError(origins.of("status-listen") + ": '" + config.status_listen +
+                        "' is not an address: " + why);
+  }
+  if (vm.count("status-allow"))
+    config.status_allow = split_list(vm["status-allow"].as<std::string>());
+  if (vm.count("allow-clients"))
+    config.allow_clients = split_list(vm["allow-clients"].as<std::string>());
+  for (const char* list : {"allow-clients", "status-allow"})
+    if (vm.count(list))
+      for (const std::string& item : split_list(vm[list].as<std::string>())) {
+        std::string why;
+        if (!valid_client_pattern(item, why))
+          throw ConfigError(origins.of(list) + ": '" + item + "' " + why);
+      }
+  text("user", config.user);
+  text("group", config.group);
+
+  config.max_requests = vm["max-requests"].as<unsigned long>();
+  config.max_requests_jitter = vm["max-requests-jitter"].as<unsigned long>();
+  config.max_rss_mib = vm["max-rss"].as<std::size_t>();
+  config.pm = vm["pm"].as<std::string>();
+  if (config.pm != "static" && config.pm != "dynamic" && config.pm != "ondemand")
+    throw ConfigError(origins.of("pm") + ": '" + config.pm +
+                      "' is not one of static, dynamic, ondemand");
+  config.min_spare = vm["min-spare"].as<int>();
+  config.max_spare = vm["max-spare"].as<int>();
+  config.max_workers = vm["max-workers"].as<int>();
+  if (config.max_workers == 0) config.max_workers = config.workers;
+  if (config.max_workers < 1 || config.max_workers > 512)
+    throw ConfigError(origins.of("max-workers") + ": must be from 1 to 512");
+  if (config.min_spare < 0 || config.max_spare < config.min_spare || config.max_spare < 1)
+    throw ConfigError(origins.of("max-spare") + ": need 0 <= --min-spare <= --max-spare, and "
+                                                "--max-spare >= 1");
+  if (config.pm != "static" && config.max_workers < config.workers)
+    throw ConfigError(origins.of("max-workers") + ": must not be below --workers");
+  config.idle_timeout =
+      parse_seconds(vm["idle-timeout"].as<double>(), origins.of("idle-timeout"), false);
+  if (vm.count("exec")) {
+    config.exec = split_words(vm["exec"].as<std::string>());
+    if (vm.count("exec-args"))
+      for (const auto& a : vm["exec-args"].as<std::vector<std::string>>())
+        config.exec.push_back(a);
+    if (config.exec.empty()) throw ConfigError(origins.of("exec") + ": names no program");
+  } else if (vm.count("exec-args")) {
+    throw ConfigError("unexpected argument '" +
+                      vm["exec-args"].as<std::vector<std::string>>().front() +
+                      "' (arguments are only taken after --exec PROGRAM)");
+  }
+  text("pidfile", config.pidfile);
+  text("chdir", config.chdir);
+  if (vm.count("env")) config.env = vm["env"].as<std::vector<std::string>>();
+  for (const std::string& e : config.env)
+    if (e.find('=') == std::string::npos || e.front() == '=')
+      throw ConfigError(origins.of("env") + ": '" + e + "' is not NAME=VALUE");
+  config.clear_env = vm["clear-env"].as<bool>();
   return ParseOutcome::Run;
 }
 

@@ -45,6 +45,37 @@ struct Config {
 
   std::string error_log; // empty: stderr
   std::string log_level = "notice";
+
+  // Access control.
+  std::vector<std::string> allow_clients; // CIDRs or addresses; empty: everyone who can connect
+  std::string user;                       // workers drop to this user after binding
+  std::string group;
+  std::vector<std::string> status_allow; // who may read the status and ping paths
+
+  // Lifecycle.
+  unsigned long max_requests = 0;        // recycle a worker after this many requests (0: never)
+  unsigned long max_requests_jitter = 0; // each worker adds a random 0..J to max_requests
+  std::size_t max_rss_mib = 0;           // recycle a worker whose RSS passes this (0: never)
+  std::string pm = "static";             // static, dynamic, ondemand
+  int min_spare = 1;
+  int max_spare = 3;
+  int max_workers = 0; // dynamic/ondemand ceiling; 0: --workers
+  std::chrono::milliseconds idle_timeout{10'000};
+  std::vector<std::string> exec; // spawn mode: program and arguments
+  std::string pidfile;
+  std::string chdir;
+  std::vector<std::string> env; // NAME=VALUE
+  bool clear_env = false;
+
+  // Observability.
+  std::string status_path;
+  std::string ping_path;
+  std::string ping_response = "pong";
+  std::string status_listen;
+  std::string access_log;
+  std::string access_format;
+  std::chrono::milliseconds slow_request_threshold{0};
+  bool metrics = true;
 };
 
 class ConfigError : public std::runtime_error {

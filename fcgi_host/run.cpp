@@ -4,10 +4,13 @@
 #include "fcgi_host/config.hpp"
 #include "fcgi_host/listen_socket.hpp"
 #include "fcgi_host/plugin.hpp"
+#include "fcgi_host/process_setup.hpp"
+#include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
+#include "process_manager/pidfile.hpp"
 
 #include <fcntl.h>
 #include <iostream>
@@ -15,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace fcgi_host {
@@ -70,6 +74,10 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
                                             int listen_fd) {
   WorkerSettings settings;
   settings.listen_fd = listen_fd;
+  settings.allow_clients = ClientFilter(config.allow_clients);
+  settings.credentials = resolve_credentials(config);
+  settings.clear_env = config.clear_env;
+  settings.env = config.env;
   settings.limits = config.limits;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
   settings.server_values.max_conns =
@@ -118,6 +126,7 @@ int run_host(int argc, char** argv, app::Handler* own) {
   AppSource app;
   try {
     app = resolve_app(config, own, own && app_given_on(argc, argv));
+    resolve_credentials(config);
   } catch (const StartupError& e) {
     std::cerr << "fcgi-host: " << e.what() << "\n";
     return exit_code::kStartupFailure;
@@ -133,7 +142,7 @@ int run_host(int argc, char** argv, app::Handler* own) {
     listener = std::make_unique<ListenSocket>(config);
   } catch (const StartupError& e) {
     std::cerr << "fcgi-host: " << e.what() << "\n";
-    PM_LOG(LogLevel::Alert, e.what());
+    if (!config.error_log.empty()) PM_LOG(LogLevel::Alert, e.what());
     return exit_code::kStartupFailure;
   }
   // Workers accept without blocking, so that one of them can wait on its kept connections and
@@ -166,6 +175,19 @@ int run_host(int argc, char** argv, app::Handler* own) {
     }
   };
   options.reopen_logs = [] { process_manager::Log::get().reopen(); };
+
+  std::unique_ptr<process_manager::Pidfile> pidfile;
+  try {
+    if (!config.pidfile.empty())
+      pidfile = std::make_unique<process_manager::Pidfile>(config.pidfile);
+  } catch (const std::exception& e) {
+    std::cerr << "fcgi-host: pidfile: " << e.what() << "\n";
+    return exit_code::kStartupFailure;
+  }
+  if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0) {
+    std::cerr << "fcgi-host: " << sys_error("chdir", config.chdir) << "\n";
+    return exit_code::kStartupFailure;
+  }
 
   PM_LOG(LogLevel::Notice, "fcgi-host listening on " + listener->description() + " with " +
                                std::to_string(config.workers) + " workers, app " +

@@ -27,6 +27,7 @@
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -52,6 +53,15 @@ constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kDrainNs = 2'000'000'000; // reading what a refused client still sends
 constexpr unsigned kSignalCheckEvery = 32;        // fast-path accepts between sigpending() calls
 constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the like
+
+std::string peer_address(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (peer.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof text);
+  else if (peer.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr, text, sizeof text);
+  return text;
+}
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(ms.count()) * 1'000'000u;
@@ -252,7 +262,18 @@ void Worker::set_accepting(bool on) {
 }
 
 bool Worker::accept_one() {
-  int fd = accept4(settings_.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  // The peer's address is asked for only when --allow-clients needs it.
+  sockaddr_storage peer;
+  socklen_t peer_len = sizeof peer;
+  bool check = !settings_.allow_clients.allows_everyone();
+  int fd = accept4(settings_.listen_fd, check ? reinterpret_cast<sockaddr*>(&peer) : nullptr,
+                   check ? &peer_len : nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0 && check && !settings_.allow_clients.allows(reinterpret_cast<sockaddr*>(&peer))) {
+    client_errors_.write("refused a connection from " + peer_address(peer) +
+                         ": not in --allow-clients");
+    ::close(fd);
+    return true;
+  }
   if (fd < 0) {
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
       client_errors_.write(std::string("accept4() failed: ") + std::strerror(errno) +
@@ -570,6 +591,12 @@ void Worker::begin_stop(Stop how) {
 
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
+  if (!drop_privileges(settings.credentials)) {
+    PM_LOG(LogLevel::Alert,
+           std::string("worker could not drop privileges: ") + std::strerror(errno));
+    return exit_code::kWorkerBootFailure;
+  }
+  apply_environment(settings.clear_env, settings.env);
   HandlerPtr handler(nullptr, [](app::Handler*) {});
   try {
     handler = make_handler();

@@ -1,7 +1,9 @@
 #pragma once
 // One worker process: accepts on the shared socket, reads requests, runs the handler.
 #include "app/handler.hpp"
+#include "fcgi_host/client_filter.hpp"
 #include "fcgi_host/config.hpp"
+#include "fcgi_host/process_setup.hpp"
 #include "fcgi_host/record_guard.hpp"
 #include "process_manager/master.hpp"
 
@@ -19,6 +21,10 @@ struct WorkerSettings {
   int listen_fd = -1;
   Limits limits;
   ServerValues server_values;
+  ClientFilter allow_clients;
+  Credentials credentials;
+  bool clear_env = false;
+  std::vector<std::string> env;
 };
 
 // The worker's entry point; returns its exit code (process_manager/exit_codes.hpp).
