@@ -249,6 +249,14 @@ void parse_config_file(const std::string& path, const po::options_description& o
                         std::to_string(it->second) + ")");
     if (vm.count(name) && !vm[name].defaulted()) continue; // the command line wins
     std::vector<std::string> arg{"--" + name + "=" + value};
+    // A switch (--clear-env) is written `clear-env = true` in a file.
+    if (const po::option_description* d = options.find_nothrow(name, false);
+        d && d->semantic()->max_tokens() == 0) {
+      if (value == "false" || value == "no" || value == "off" || value == "0") continue;
+      if (value != "true" && value != "yes" && value != "on" && value != "1")
+        throw ConfigError(where + ": " + name + " takes true or false, not '" + value + "'");
+      arg = {"--" + name};
+    }
     try {
       po::store(po::command_line_parser(arg).options(options).style(kStyle).run(), vm);
     } catch (const po::error& e) {

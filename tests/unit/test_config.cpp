@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -147,4 +148,30 @@ TEST_CASE("--help lists every option with its default and the signal table") {
   for (const char* word : {"--listen", "--workers", "--app", "--max-body", "--graceful-timeout",
                            "--config", "--test-config", "(=8M)", "HUP", "TTIN", "Exit codes"})
     CHECK_MESSAGE(help.find(word) != std::string::npos, word);
+}
+
+TEST_CASE("conf/fcgi-host.conf documents every option and passes --test-config's parser") {
+  const char* help_argv[] = {"fcgi-host", "--help"};
+  Config ignored;
+  std::ostringstream help;
+  parse_config(2, help_argv, ignored, help);
+  std::ifstream in(std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf");
+  REQUIRE(in);
+  std::string conf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = help.str();
+  int options = 0;
+  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
+    std::size_t end = text.find_first_not_of("abcdefghijklmnopqrstuvwxyz-", at + 2);
+    std::string name = text.substr(at + 2, end - at - 2);
+    if (name.empty() || name == "help" || name == "version" || name == "config" ||
+        name == "test-config" || name == "connect" || name == "json" || name == "openmetrics" ||
+        name == "exec-args")
+      continue;
+    ++options;
+    bool documented = conf.find("\n" + name + " = ") != std::string::npos ||
+                      conf.find("\n;" + name + " = ") != std::string::npos;
+    CHECK_MESSAGE(documented, "conf/fcgi-host.conf lacks " << name);
+  }
+  CHECK(options > 40);
+  CHECK(parse({"--config", std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf"}).workers >= 1);
 }

@@ -1,0 +1,86 @@
+#include "process_manager/scoreboard.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string>
+#include <sys/mman.h>
+#include <system_error>
+
+namespace process_manager {
+
+const char* to_string(WorkerState s) {
+  switch (s) {
+  case WorkerState::Free:
+    return "free";
+  case WorkerState::Starting:
+    return "starting";
+  case WorkerState::Idle:
+    return "idle";
+  case WorkerState::Reading:
+    return "reading";
+  case WorkerState::Handling:
+    return "handling";
+  case WorkerState::Writing:
+    return "writing";
+  case WorkerState::KeepAliveIdle:
+    return "keepalive-idle";
+  case WorkerState::Stopping:
+    return "stopping";
+  }
+  return "?";
+}
+
+Scoreboard::Scoreboard(std::size_t capacity) : capacity_(capacity) {
+  // MAP_SHARED|MAP_ANONYMOUS: every worker forked later sees the same pages.
+  void* p = mmap(nullptr, capacity * sizeof(WorkerSlot), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw std::system_error(errno, std::generic_category(),
+                            "mmap(scoreboard of " + std::to_string(capacity) + " slots) failed");
+  slots_ = static_cast<WorkerSlot*>(p);
+  for (std::size_t i = 0; i < capacity; ++i)
+    new (&slots_[i]) WorkerSlot;
+}
+
+Scoreboard::~Scoreboard() {
+  // WorkerSlot is trivially destructible (atomics and char arrays): unmapping is enough.
+  munmap(slots_, capacity_ * sizeof(WorkerSlot));
+}
+
+static void copy_truncated(char* dst, std::size_t dst_size, const char* src, std::size_t len) {
+  std::size_t n = std::min(len, dst_size - 1);
+  std::memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+// A seqlock: the counter is odd while the strings change. The strings themselves are plain bytes
+// (a reader may copy torn data, which it then discards because the counter moved); the fences
+// order them against the counter.
+void Scoreboard::set_request(WorkerSlot& s, const char* method, std::size_t method_len,
+                             const char* uri, std::size_t uri_len) {
+  std::uint32_t seq = s.request_seq.load(std::memory_order_relaxed);
+  s.request_seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  copy_truncated(s.method, sizeof s.method, method, method_len);
+  copy_truncated(s.uri, sizeof s.uri, uri, uri_len);
+  s.request_seq.store(seq + 2, std::memory_order_release);
+}
+
+Scoreboard::RequestInfo Scoreboard::read_request(const WorkerSlot& s) {
+  RequestInfo info;
+  // Bounded: a worker killed in the middle of a write leaves the counter odd for good.
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    std::uint32_t before = s.request_seq.load(std::memory_order_acquire);
+    std::memcpy(info.method, s.method, sizeof info.method);
+    std::memcpy(info.uri, s.uri, sizeof info.uri);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && s.request_seq.load(std::memory_order_relaxed) == before) break;
+  }
+  info.method[sizeof info.method - 1] = '\0';
+  info.uri[sizeof info.uri - 1] = '\0';
+  return info;
+}
+
+} // namespace process_manager

@@ -1,0 +1,36 @@
+#pragma once
+// The published signal table (README and --help carry the same table; keep them in step).
+//
+//  signal | master                                         | worker
+//  -------+------------------------------------------------+-------------------------------------
+//  TERM   | graceful stop: SIGTERM to every worker, SIGKILL | graceful stop: stop accepting, finish
+//         | after graceful_timeout, exit 0                  | in-flight and queued requests, exit 0
+//  QUIT   | graceful stop (same as TERM)                    | stop accepting now, finish in-flight
+//         |                                                 | requests, exit 0 (old generation on
+//         |                                                 | reload, one worker less on TTOU)
+//  INT    | fast stop: SIGINT to every worker, SIGKILL      | exit now
+//         | after 1 s, exit 0                               |
+//  HUP    | graceful reload by generations                  | -
+//  USR1   | reopen logs, then USR1 to every worker          | reopen logs
+//  USR2   | binary upgrade (not supported yet: logged)      | -
+//  TTIN   | one worker more in the current generation       | -
+//  TTOU   | one worker less (never below 1)                 | -
+//  CHLD   | reap                                            | -
+//
+// TERM is graceful, as in gunicorn and unlike nginx, because systemd and container runtimes send
+// TERM to stop a service and nothing may be lost then.
+#include <csignal>
+
+namespace process_manager::signals {
+
+// What the master handles.
+inline constexpr int kMasterSignals[] = {SIGTERM, SIGQUIT, SIGINT,  SIGHUP, SIGUSR1,
+                                         SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD};
+
+// What the master sends to a worker.
+inline constexpr int kWorkerGracefulStop = SIGTERM; // finish in-flight, drain the queue, exit 0
+inline constexpr int kWorkerRetire = SIGQUIT;       // stop accepting now, finish in-flight, exit 0
+inline constexpr int kWorkerFastStop = SIGINT;      // exit now
+inline constexpr int kWorkerReopenLogs = SIGUSR1;
+
+} // namespace process_manager::signals

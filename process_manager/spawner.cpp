@@ -1,0 +1,63 @@
+#include "process_manager/spawner.hpp"
+
+#include "process_manager/exit_codes.hpp"
+#include "process_manager/log.hpp"
+
+#include <cerrno>
+#include <exception>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+namespace process_manager {
+
+pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
+                     const std::function<int(const WorkerContext&)>& worker_main) {
+  // The slot is marked Starting before the fork: were the parent to write it after, it could
+  // overwrite the child's first Idle and the worker would never look ready.
+  WorkerSlot& s = scoreboard_.slot(slot);
+  s.pid = 0;
+  s.generation = generation;
+  s.request_start_ns = 0;
+  s.requests = 0;
+  s.state = WorkerState::Starting;
+
+  pid_t master = getpid();
+  sigset_t mask = block_all_signals();
+  pid_t pid = fork();
+  if (pid == 0) run_child(master, mask, slot, generation, worker_main);
+  int fork_errno = errno;
+  restore_signal_mask(mask);
+  if (pid == -1) {
+    s.state = WorkerState::Free;
+    errno = fork_errno;
+    return -1;
+  }
+  s.pid = pid;
+  return pid;
+}
+
+void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
+                        std::uint32_t generation,
+                        const std::function<int(const WorkerContext&)>& worker_main) {
+  reset_signal_dispositions();
+  signals_.close_in_child();
+  // Die with the master. The master may already be gone by the time prctl() runs, in which case
+  // the death signal will never come: check that our parent is still the master.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != master) _exit(exit_code::kWorkerError);
+  WorkerSlot& s = scoreboard_.slot(slot);
+  s.pid = getpid();
+  restore_signal_mask(mask);
+
+  int code = exit_code::kWorkerError;
+  try {
+    code = worker_main(WorkerContext{slot, s, generation, scoreboard_});
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error, std::string("worker exception: ") + e.what());
+  } catch (...) {
+    PM_LOG(LogLevel::Error, "worker exception of unknown type");
+  }
+  // _exit, not exit: no atexit handler or destructor of the master's objects runs in a worker.
+  _exit(code);
+}
+
+} // namespace process_manager

@@ -1,0 +1,31 @@
+#pragma once
+// fork() with the discipline a supervisor needs: signals blocked across the fork, a clean child
+// (default dispositions, no master pipe, dies with the master), and a child that never returns
+// into the master's stack.
+#include "process_manager/master.hpp"
+#include "process_manager/signal_pipe.hpp"
+
+#include <sys/types.h>
+
+namespace process_manager {
+
+class Spawner {
+public:
+  Spawner(Scoreboard& scoreboard, SignalPipe& signals)
+      : scoreboard_(scoreboard), signals_(signals) {}
+
+  // Forks a worker for `slot` of `generation`. Parent: returns the child's pid, or -1 with errno
+  // set when fork() failed. Child: runs `worker_main` and _exit()s with its result.
+  pid_t spawn(std::size_t slot, std::uint32_t generation,
+              const std::function<int(const WorkerContext&)>& worker_main);
+
+private:
+  [[noreturn]] void run_child(pid_t master, const sigset_t& mask, std::size_t slot,
+                              std::uint32_t generation,
+                              const std::function<int(const WorkerContext&)>& worker_main);
+
+  Scoreboard& scoreboard_;
+  SignalPipe& signals_;
+};
+
+} // namespace process_manager

@@ -1,0 +1,59 @@
+#pragma once
+// The master's record of its live workers, and which scoreboard slots they hold.
+#include "process_manager/master_state.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <sys/types.h>
+#include <vector>
+
+namespace process_manager {
+
+struct Worker {
+  pid_t pid = 0;
+  std::size_t slot = 0;
+  std::uint32_t generation = 0;
+  std::uint64_t started_at_ns = 0;
+  // From the worker's generation: a reload must not change the rules for workers already running.
+  std::chrono::milliseconds graceful_timeout{0};
+  std::chrono::milliseconds request_timeout{0};
+
+  // Set once the master has asked it to go: it no longer counts toward the pool's target.
+  std::optional<StopReason> stop_reason;
+  std::uint64_t kill_at_ns = 0; // 0: no SIGKILL scheduled
+  std::uint64_t signalled = 0;  // bit n: signal n already sent
+
+  bool stopping() const { return stop_reason.has_value(); }
+  // True the first time only: each stop signal goes to a worker at most once (gunicorn d1a09732).
+  bool mark_signalled(int sig);
+  bool was_signalled(int sig) const { return signalled & (std::uint64_t{1} << sig); }
+};
+
+class WorkerTable {
+public:
+  explicit WorkerTable(std::size_t capacity) : slot_used_(capacity, false) {}
+
+  // The lowest free slot, now reserved; nullopt when all are taken.
+  std::optional<std::size_t> allocate_slot();
+  void release_slot(std::size_t slot) { slot_used_.at(slot) = false; }
+
+  void add(const Worker& w) { workers_.push_back(w); }
+  // Forgets the worker and frees its slot.
+  std::optional<Worker> remove(pid_t pid);
+  Worker* find(pid_t pid);
+
+  std::vector<Worker>& all() { return workers_; }
+  bool empty() const { return workers_.empty(); }
+  std::size_t size() const { return workers_.size(); }
+  // Workers of `generation` not asked to stop.
+  std::size_t count_active(std::uint32_t generation) const;
+  // Workers of any other generation not asked to stop.
+  std::size_t count_active_except(std::uint32_t generation) const;
+
+private:
+  std::vector<Worker> workers_;
+  std::vector<bool> slot_used_;
+};
+
+} // namespace process_manager

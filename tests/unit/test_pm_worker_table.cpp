@@ -1,0 +1,59 @@
+#include "process_manager/worker_table.hpp"
+
+#include <csignal>
+#include <doctest/doctest.h>
+
+using namespace process_manager;
+
+namespace {
+
+Worker make(WorkerTable& t, pid_t pid, std::uint32_t gen) {
+  Worker w;
+  w.pid = pid;
+  w.slot = t.allocate_slot().value();
+  w.generation = gen;
+  t.add(w);
+  return w;
+}
+
+} // namespace
+
+TEST_CASE("worker table: slots are allocated lowest first and reused") {
+  WorkerTable t(3);
+  CHECK(make(t, 100, 1).slot == 0);
+  CHECK(make(t, 101, 1).slot == 1);
+  CHECK(make(t, 102, 1).slot == 2);
+  CHECK_FALSE(t.allocate_slot().has_value());
+
+  std::optional<Worker> gone = t.remove(101);
+  REQUIRE(gone);
+  CHECK(gone->slot == 1);
+  CHECK(t.find(101) == nullptr);
+  CHECK_FALSE(t.remove(101).has_value());
+  CHECK(make(t, 103, 1).slot == 1);
+  CHECK(t.size() == 3);
+}
+
+TEST_CASE("worker table: counts by generation, stopping workers excluded") {
+  WorkerTable t(8);
+  make(t, 1, 1);
+  make(t, 2, 1);
+  make(t, 3, 2);
+  CHECK(t.count_active(1) == 2);
+  CHECK(t.count_active(2) == 1);
+  CHECK(t.count_active_except(2) == 2);
+
+  t.find(1)->stop_reason = StopReason::Retire;
+  CHECK(t.count_active(1) == 1);
+  CHECK(t.count_active_except(2) == 1);
+}
+
+TEST_CASE("worker table: each signal is sent at most once") {
+  Worker w;
+  CHECK(w.mark_signalled(SIGQUIT));
+  CHECK_FALSE(w.mark_signalled(SIGQUIT));
+  CHECK(w.was_signalled(SIGQUIT));
+  CHECK_FALSE(w.was_signalled(SIGKILL));
+  CHECK(w.mark_signalled(SIGKILL));
+  CHECK_FALSE(w.mark_signalled(SIGKILL));
+}
