@@ -107,14 +107,17 @@ struct Master::Impl {
 
 int Master::Impl::run() {
   start();
+  std::vector<int> ready;
   for (;;) {
-    for (int sig : signals.wait(kTick)) // until a signal arrives or a tick passes
-      dispatch(sig);                    // -> on_term(), on_hup(), ...
-    reap();                             // collect exits, then account for them
-    enforce_timeouts();                 // stop deadlines, request_timeout, reload deadline
-    if (state == State::Stopped)        // every worker is gone
-      return exit_code;                 // kOk, or kFailure after a boot failure
-    maintain_pool();                    // finish a reload; spawn or retire to the target
+    for (int sig : signals.wait(kTick, options.watch_fds, &ready)) // a signal, a tick, or
+      dispatch(sig);                                               // -> on_term(), on_hup(), ...
+    for (int fd : ready) // a watched fd (the status socket)
+      options.on_readable(fd);
+    reap();                      // collect exits, then account for them
+    enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
+    if (state == State::Stopped) // every worker is gone
+      return exit_code;          // kOk, or kFailure after a boot failure
+    maintain_pool();             // finish a reload; spawn or retire to the target
   }
 }
 

@@ -45,6 +45,10 @@ struct MasterOptions {
   std::function<std::optional<Generation>()> reload;
   // USR1: reopen log files (the master also signals workers to do the same).
   std::function<void()> reopen_logs;
+  // Extra fds the master loop waits on (a status socket the master serves itself), and what to
+  // do when one is readable. Called from the loop, never from a signal handler.
+  std::vector<int> watch_fds;
+  std::function<void(int fd)> on_readable;
 };
 
 class Master {

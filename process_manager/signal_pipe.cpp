@@ -57,10 +57,18 @@ void SignalPipe::install(std::span<const int> signals) {
   }
 }
 
-std::vector<int> SignalPipe::wait(std::chrono::milliseconds timeout) {
-  pollfd p{read_fd_, POLLIN, 0};
+std::vector<int> SignalPipe::wait(std::chrono::milliseconds timeout, std::span<const int> watch,
+                                  std::vector<int>* ready) {
+  std::vector<pollfd> fds{{read_fd_, POLLIN, 0}};
+  for (int fd : watch)
+    fds.push_back({fd, POLLIN, 0});
   std::vector<int> received;
-  if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return received; // tick or EINTR
+  if (ready) ready->clear();
+  if (poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0)
+    return received; // tick or EINTR
+  for (std::size_t i = 1; i < fds.size(); ++i)
+    if (ready && (fds[i].revents & (POLLIN | POLLERR | POLLHUP))) ready->push_back(fds[i].fd);
+  if (!(fds[0].revents & POLLIN)) return received;
   unsigned char buf[64];
   for (;;) {
     ssize_t n = ::read(read_fd_, buf, sizeof buf);

@@ -21,8 +21,10 @@ public:
   // Routes `signals` to the pipe. One SignalPipe per process may be installed at a time.
   void install(std::span<const int> signals);
 
-  // Waits up to `timeout` for signals; returns them in arrival order (empty on timeout).
-  std::vector<int> wait(std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for signals; returns them in arrival order (empty on timeout). Also
+  // wakes up for the `watch` fds, listing those readable in `ready`.
+  std::vector<int> wait(std::chrono::milliseconds timeout, std::span<const int> watch = {},
+                        std::vector<int>* ready = nullptr);
 
   // In a forked child: close both ends without touching dispositions (the child resets those).
   void close_in_child();
