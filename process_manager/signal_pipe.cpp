@@ -50,11 +50,18 @@ void SignalPipe::install(std::span<const int> signals) {
   // restarted, so a signal still wakes the loop at once.
   sa.sa_flags = SA_RESTART;
   sigfillset(&sa.sa_mask);
+  sigset_t routed;
+  sigemptyset(&routed);
   for (int sig : signals) {
     struct sigaction old {};
     if (sigaction(sig, &sa, &old) == -1) fail("sigaction()");
     saved_.emplace_back(sig, old);
+    sigaddset(&routed, sig);
   }
+  // A program may block these signals until the pipe is ready (fcgi-host does, from its first
+  // line, so that a HUP or USR1 arriving during start-up is not fatal): from here they wake the
+  // loop, and one that arrived meanwhile is delivered now.
+  sigprocmask(SIG_UNBLOCK, &routed, nullptr);
 }
 
 std::vector<int> SignalPipe::wait(std::chrono::milliseconds timeout, std::span<const int> watch,

@@ -18,7 +18,8 @@ public:
   SignalPipe(const SignalPipe&) = delete;
   SignalPipe& operator=(const SignalPipe&) = delete;
 
-  // Routes `signals` to the pipe. One SignalPipe per process may be installed at a time.
+  // Routes `signals` to the pipe and unblocks them. One SignalPipe per process may be installed
+  // at a time.
   void install(std::span<const int> signals);
 
   // Waits up to `timeout` for signals; returns them in arrival order (empty on timeout). Also

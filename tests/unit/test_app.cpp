@@ -135,3 +135,23 @@ TEST_CASE("built-in apps") {
   app::Response thrown;
   CHECK_THROWS(echo->handle(make_request("GET", "/throw"), thrown));
 }
+
+TEST_CASE("router: the most specific path wins before the method decides") {
+  app::Router router;
+  std::string hit;
+  router.any("/*", [&](const app::Request&, app::Response&) { hit = "catch-all"; });
+  router.get("/only-get", [&](const app::Request&, app::Response&) { hit = "only-get"; });
+  router.any("/api/*", [&](const app::Request&, app::Response&) { hit = "api"; });
+  app::Response ok;
+  router.handle(make_request("GET", "/only-get"), ok);
+  CHECK(hit == "only-get");
+  app::Response refused;
+  hit.clear();
+  router.handle(make_request("POST", "/only-get"), refused);
+  CHECK(refused.status == 405);
+  CHECK(hit.empty());
+  router.handle(make_request("GET", "/api/v1"), ok);
+  CHECK(hit == "api");
+  router.handle(make_request("GET", "/else"), ok);
+  CHECK(hit == "catch-all");
+}
