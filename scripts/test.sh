@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds fcgi-host with ASan/UBSan (Debug) into build-test/ and runs every test layer:
+# unit, process, integration (the real binary, the raw FastCGI client, a private nginx).
+# Installs what is missing first (Debian 12). Usage: scripts/test.sh [ctest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
+          nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  (( ${#missing[@]} == 0 )) && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=()
+  (( EUID == 0 )) || sudo=(sudo)
+  "${sudo[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+install_missing
+cmake -S . -B build-test -DFCGI_HOST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+cmake --build build-test -j"$(nproc)"
+cd build-test
+# Sanitizer reports fail the run; leak checking stays on.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+ctest --output-on-failure --timeout 600 "$@"

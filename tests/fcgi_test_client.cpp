@@ -1,0 +1,576 @@
+#include "fcgi_test_client.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace fcgi_test {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+void put_length(std::string& out, std::size_t n) {
+  if (n < 128) {
+    out += static_cast<char>(n);
+    return;
+  }
+  out += static_cast<char>(((n >> 24) & 0x7f) | 0x80);
+  out += static_cast<char>((n >> 16) & 0xff);
+  out += static_cast<char>((n >> 8) & 0xff);
+  out += static_cast<char>(n & 0xff);
+}
+
+std::uint8_t byte_at(std::string_view s, std::size_t i) {
+  return static_cast<std::uint8_t>(s[i]);
+}
+
+// Reads one name-value length at `pos`, advancing it; nullopt when the body is truncated.
+std::optional<std::size_t> get_length(std::string_view body, std::size_t& pos) {
+  if (pos >= body.size()) return std::nullopt;
+  if (byte_at(body, pos) < 128) return byte_at(body, pos++);
+  if (pos + 4 > body.size()) return std::nullopt;
+  std::size_t n = (std::size_t{byte_at(body, pos)} & 0x7f) << 24 |
+                  std::size_t{byte_at(body, pos + 1)} << 16 |
+                  std::size_t{byte_at(body, pos + 2)} << 8 | std::size_t{byte_at(body, pos + 3)};
+  pos += 4;
+  return n;
+}
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1'000'000));
+}
+
+// Split "unix:/p" | "/p" | "[v6]:port" | "host:port" | ":port".
+struct ParsedAddress {
+  bool is_unix = false;
+  std::string path_or_host;
+  std::string port;
+};
+
+ParsedAddress parse_address(std::string_view address) {
+  if (address.starts_with("unix:")) return {true, std::string(address.substr(5)), {}};
+  if (address.starts_with("/")) return {true, std::string(address), {}};
+  if (address.starts_with("[")) {
+    auto close = address.find("]:");
+    if (close == std::string_view::npos)
+      throw Error("bad address \"" + std::string(address) + "\"");
+    return {false, std::string(address.substr(1, close - 1)),
+            std::string(address.substr(close + 2))};
+  }
+  auto colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == address.size())
+    throw Error("bad address \"" + std::string(address) + "\" (want unix:/path, host:port)");
+  std::string host(address.substr(0, colon));
+  return {false, host.empty() ? "127.0.0.1" : host, std::string(address.substr(colon + 1))};
+}
+
+void set_send_timeout(int fd, Millis timeout) {
+  // connect() on Linux honours SO_SNDTIMEO, for TCP and Unix sockets alike.
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+} // namespace
+
+const char* to_string(RecordType type) {
+  switch (type) {
+  case RecordType::BeginRequest:
+    return "BEGIN_REQUEST";
+  case RecordType::AbortRequest:
+    return "ABORT_REQUEST";
+  case RecordType::EndRequest:
+    return "END_REQUEST";
+  case RecordType::Params:
+    return "PARAMS";
+  case RecordType::Stdin:
+    return "STDIN";
+  case RecordType::Stdout:
+    return "STDOUT";
+  case RecordType::Stderr:
+    return "STDERR";
+  case RecordType::Data:
+    return "DATA";
+  case RecordType::GetValues:
+    return "GET_VALUES";
+  case RecordType::GetValuesResult:
+    return "GET_VALUES_RESULT";
+  case RecordType::UnknownType:
+    return "UNKNOWN_TYPE";
+  }
+  return "(unknown record type)";
+}
+
+const char* to_string(IoStatus status) {
+  switch (status) {
+  case IoStatus::Ok:
+    return "ok";
+  case IoStatus::Closed:
+    return "closed by peer";
+  case IoStatus::TimedOut:
+    return "timed out";
+  }
+  return "?";
+}
+
+// ---- Encoding ----------------------------------------------------------------------------------
+
+std::string encode_record(std::uint8_t type, std::uint16_t request_id, std::string_view content,
+                          std::uint8_t padding, std::uint8_t version) {
+  if (content.size() > kMaxContent)
+    throw Error("record content of " + std::to_string(content.size()) + " bytes exceeds 65535");
+  std::string out;
+  out.reserve(kHeaderSize + content.size() + padding);
+  out += static_cast<char>(version);
+  out += static_cast<char>(type);
+  out += static_cast<char>(request_id >> 8);
+  out += static_cast<char>(request_id & 0xff);
+  out += static_cast<char>(content.size() >> 8);
+  out += static_cast<char>(content.size() & 0xff);
+  out += static_cast<char>(padding);
+  out += '\0'; // reserved
+  out += content;
+  out.append(padding, '\0');
+  return out;
+}
+
+std::string encode_record(RecordType type, std::uint16_t request_id, std::string_view content,
+                          std::uint8_t padding) {
+  return encode_record(static_cast<std::uint8_t>(type), request_id, content, padding);
+}
+
+std::string encode_stream(RecordType type, std::uint16_t request_id, std::string_view data,
+                          std::size_t chunk) {
+  chunk = std::clamp<std::size_t>(chunk, 1, kMaxContent);
+  std::string out;
+  for (std::size_t pos = 0; pos < data.size(); pos += chunk)
+    out += encode_record(type, request_id, data.substr(pos, chunk));
+  out += encode_record(type, request_id, {}); // the empty record ends the stream
+  return out;
+}
+
+std::string encode_name_value(std::string_view name, std::string_view value) {
+  std::string out;
+  put_length(out, name.size());
+  put_length(out, value.size());
+  out += name;
+  out += value;
+  return out;
+}
+
+std::string encode_params(const Params& params) {
+  std::string out;
+  for (const auto& [name, value] : params)
+    out += encode_name_value(name, value);
+  return out;
+}
+
+Params decode_params(std::string_view body) {
+  Params out;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    auto name_len = get_length(body, pos);
+    auto value_len = name_len ? get_length(body, pos) : std::nullopt;
+    if (!value_len || pos + *name_len + *value_len > body.size())
+      throw Error("truncated name-value pair at byte " + std::to_string(pos));
+    out.emplace_back(body.substr(pos, *name_len), body.substr(pos + *name_len, *value_len));
+    pos += *name_len + *value_len;
+  }
+  return out;
+}
+
+std::string begin_request_body(Role role, std::uint8_t flags) {
+  auto r = static_cast<std::uint16_t>(role);
+  std::string out(8, '\0');
+  out[0] = static_cast<char>(r >> 8);
+  out[1] = static_cast<char>(r & 0xff);
+  out[2] = static_cast<char>(flags);
+  return out;
+}
+
+EndRequest decode_end_request(std::string_view body) {
+  if (body.size() < 8)
+    throw Error("END_REQUEST body of " + std::to_string(body.size()) + " bytes, want 8");
+  EndRequest e;
+  e.app_status = std::uint32_t{byte_at(body, 0)} << 24 | std::uint32_t{byte_at(body, 1)} << 16 |
+                 std::uint32_t{byte_at(body, 2)} << 8 | std::uint32_t{byte_at(body, 3)};
+  e.protocol_status = byte_at(body, 4);
+  return e;
+}
+
+// ---- Requests and responses --------------------------------------------------------------------
+
+Params standard_params(std::string_view method, std::string_view uri, std::size_t content_length,
+                       const Params& extra) {
+  auto q = uri.find('?');
+  std::string path(uri.substr(0, q));
+  std::string query(q == std::string_view::npos ? std::string_view{} : uri.substr(q + 1));
+  Params p = {
+      {"QUERY_STRING", query},
+      {"REQUEST_METHOD", std::string(method)},
+      {"CONTENT_TYPE", content_length ? "application/octet-stream" : ""},
+      {"CONTENT_LENGTH", content_length ? std::to_string(content_length) : ""},
+      {"SCRIPT_NAME", path},
+      {"REQUEST_URI", std::string(uri)},
+      {"DOCUMENT_URI", path},
+      {"DOCUMENT_ROOT", "/var/www"},
+      {"SERVER_PROTOCOL", "HTTP/1.1"},
+      {"REQUEST_SCHEME", "http"},
+      {"GATEWAY_INTERFACE", "CGI/1.1"},
+      {"SERVER_SOFTWARE", "fcgi_test/1.0"},
+      {"REMOTE_ADDR", "127.0.0.1"},
+      {"REMOTE_PORT", "40000"},
+      {"SERVER_ADDR", "127.0.0.1"},
+      {"SERVER_PORT", "80"},
+      {"SERVER_NAME", "localhost"},
+      {"REDIRECT_STATUS", "200"},
+      {"HTTP_HOST", "localhost"},
+  };
+  for (const auto& [name, value] : extra) {
+    auto it = std::find_if(p.begin(), p.end(), [&](const auto& kv) { return kv.first == name; });
+    if (it != p.end())
+      it->second = value;
+    else
+      p.emplace_back(name, value);
+  }
+  return p;
+}
+
+std::optional<std::string> Response::header(std::string_view name) const {
+  for (const auto& [n, v] : headers)
+    if (iequals(n, name)) return v;
+  return std::nullopt;
+}
+
+std::vector<std::string> Response::header_values(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& [n, v] : headers)
+    if (iequals(n, name)) out.push_back(v);
+  return out;
+}
+
+void parse_cgi_output(std::string_view out, Response& response) {
+  response.status = 0;
+  response.headers.clear();
+  // The header block ends at the first empty line, written "\r\n\r\n" or (leniently) "\n\n".
+  auto crlf = out.find("\r\n\r\n");
+  auto lf = out.find("\n\n");
+  std::size_t end = std::min(crlf, lf);
+  if (end == std::string_view::npos) {
+    response.body = std::string(out);
+    return;
+  }
+  response.body = std::string(out.substr(end + (end == crlf ? 4 : 2)));
+  std::string_view block = out.substr(0, end);
+  while (!block.empty()) {
+    auto nl = block.find('\n');
+    std::string_view line = block.substr(0, nl);
+    block = nl == std::string_view::npos ? std::string_view{} : block.substr(nl + 1);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
+    while (value.starts_with(' ') || value.starts_with('\t'))
+      value.remove_prefix(1);
+    if (iequals(name, "Status"))
+      response.status = std::atoi(std::string(value).c_str());
+    else
+      response.headers.emplace_back(name, value);
+  }
+  if (response.status == 0) response.status = 200; // CGI: no Status header means 200
+}
+
+// ---- Connections -------------------------------------------------------------------------------
+
+int connect_socket(std::string_view address, Millis timeout) {
+  ParsedAddress a = parse_address(address);
+  std::string what = "connect(\"" + std::string(address) + "\")";
+  if (a.is_unix) {
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    if (a.path_or_host.size() >= sizeof sun.sun_path) throw Error(what + ": path too long");
+    std::memcpy(sun.sun_path, a.path_or_host.data(), a.path_or_host.size());
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw Error("socket(AF_UNIX): " + errno_text(errno));
+    set_send_timeout(fd, timeout);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(what + " failed: " + errno_text(err));
+    }
+    return fd;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  if (int rc = ::getaddrinfo(a.path_or_host.c_str(), a.port.c_str(), &hints, &list); rc != 0)
+    throw Error(what + ": getaddrinfo: " + gai_strerror(rc));
+  int err = 0;
+  for (addrinfo* ai = list; ai; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    set_send_timeout(fd, timeout);
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      ::freeaddrinfo(list);
+      return fd;
+    }
+    err = errno;
+    ::close(fd);
+  }
+  ::freeaddrinfo(list);
+  throw Error(what + " failed: " + errno_text(err));
+}
+
+Client Client::connect(std::string_view address, Millis timeout) {
+  return Client(connect_socket(address, timeout));
+}
+
+Client::Client(int fd) : fd_(fd) {}
+
+Client::Client(Client&& other) noexcept {
+  *this = std::move(other);
+}
+
+Client& Client::operator=(Client&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = std::exchange(other.fd_, -1);
+    keep_conn_ = other.keep_conn_;
+    peer_closed_ = other.peer_closed_;
+    timeout_ = other.timeout_;
+    next_id_ = other.next_id_;
+    in_ = std::move(other.in_);
+    pending_ = std::move(other.pending_);
+  }
+  return *this;
+}
+
+Client::~Client() {
+  close();
+}
+
+void Client::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool Client::fill(Clock::time_point deadline) {
+  if (fd_ < 0) throw Error("read on a closed client");
+  for (;;) {
+    pollfd p{fd_, POLLIN, 0};
+    int n = ::poll(&p, 1, remaining_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("poll: " + errno_text(errno));
+    if (n == 0) return false;
+    char buf[65536];
+    ssize_t got = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (got > 0) {
+      in_.append(buf, static_cast<std::size_t>(got));
+      return true;
+    }
+    if (got == 0 || errno == ECONNRESET || errno == EPIPE) {
+      peer_closed_ = true;
+      return true;
+    }
+    if (errno != EINTR && errno != EAGAIN) throw Error("recv: " + errno_text(errno));
+  }
+}
+
+void Client::write_all(std::string_view bytes, Clock::time_point deadline) {
+  if (fd_ < 0) throw Error("write on a closed client");
+  while (!bytes.empty()) {
+    // Also read while writing: a peer that answers before it has read everything (an early 413, a
+    // large echo) must not deadlock against us with both socket buffers full.
+    pollfd p{fd_, static_cast<short>(POLLOUT | (peer_closed_ ? 0 : POLLIN)), 0};
+    int n = ::poll(&p, 1, remaining_ms(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("poll: " + errno_text(errno));
+    if (n == 0)
+      throw TimeoutError("send: peer did not read " + std::to_string(bytes.size()) +
+                         " more bytes in time");
+    if ((p.revents & POLLIN) && !peer_closed_) {
+      fill(Clock::now());
+      continue;
+    }
+    ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(sent));
+    } else if (errno == EPIPE || errno == ECONNRESET) {
+      peer_closed_ = true;
+      throw Error("send: connection closed by peer with " + std::to_string(bytes.size()) +
+                  " bytes unsent");
+    } else if (errno != EINTR && errno != EAGAIN) {
+      throw Error("send: " + errno_text(errno));
+    }
+  }
+}
+
+std::optional<Record> Client::take_buffered_record() {
+  if (in_.size() < kHeaderSize) return std::nullopt;
+  std::size_t length = std::size_t{byte_at(in_, 4)} << 8 | byte_at(in_, 5);
+  std::size_t padding = byte_at(in_, 6);
+  if (in_.size() < kHeaderSize + length + padding) return std::nullopt;
+  Record r;
+  r.version = byte_at(in_, 0);
+  r.type = static_cast<RecordType>(byte_at(in_, 1));
+  r.request_id = static_cast<std::uint16_t>(byte_at(in_, 2) << 8 | byte_at(in_, 3));
+  r.content = in_.substr(kHeaderSize, length);
+  in_.erase(0, kHeaderSize + length + padding);
+  return r;
+}
+
+void Client::send_raw(std::string_view bytes) {
+  write_all(bytes, Clock::now() + timeout_);
+}
+
+RecordResult Client::read_record(Millis timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (auto r = take_buffered_record()) return {IoStatus::Ok, std::move(*r)};
+    if (peer_closed_) return {IoStatus::Closed, {}};
+    if (!fill(deadline)) return {IoStatus::TimedOut, {}};
+  }
+}
+
+ReadAllResult Client::read_until_closed(Millis timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (!peer_closed_)
+    if (!fill(deadline)) return {IoStatus::TimedOut, std::exchange(in_, {})};
+  return {IoStatus::Closed, std::exchange(in_, {})};
+}
+
+std::uint16_t Client::send_request(const Request& req) {
+  std::uint16_t id = req.id;
+  while (id == 0 || (req.id == 0 && pending_.count(id)))
+    id = next_id_++;
+  bool keep = req.keep_conn.value_or(keep_conn_);
+  Params params = req.params
+                      ? *req.params
+                      : standard_params(req.method, req.uri, req.body.size(), req.extra_params);
+  std::string bytes = encode_record(RecordType::BeginRequest, id,
+                                    begin_request_body(req.role, keep ? kKeepConn : 0));
+  bytes += encode_stream(RecordType::Params, id, encode_params(params));
+  bytes += encode_stream(RecordType::Stdin, id, req.body);
+  pending_[id] = Response{};
+  try {
+    write_all(bytes, Clock::now() + timeout_);
+  } catch (const TimeoutError&) {
+    throw;
+  } catch (const Error&) {
+    // The peer closed before taking the whole request (say, an early 413): what it answered is
+    // still readable, so leave it to read_response() to report.
+    if (!peer_closed_) throw;
+  }
+  return id;
+}
+
+void Client::finish(Response& r) const {
+  parse_cgi_output(r.stdout_raw, r);
+}
+
+Response Client::read_response(std::uint16_t id) {
+  for (;;) {
+    auto it = pending_.find(id);
+    if (it != pending_.end() && it->second.ended) {
+      Response r = std::move(it->second);
+      pending_.erase(it);
+      finish(r);
+      return r;
+    }
+    RecordResult rr = read_record(timeout_);
+    if (rr.status == IoStatus::TimedOut)
+      throw TimeoutError("no END_REQUEST for request " + std::to_string(id) + " within " +
+                         std::to_string(timeout_.count()) + " ms");
+    if (rr.status == IoStatus::Closed) {
+      Response r = std::move(pending_[id]);
+      pending_.erase(id);
+      finish(r);
+      return r;
+    }
+    Record& rec = rr.record;
+    if (rec.request_id == 0) continue; // management records (e.g. UNKNOWN_TYPE) are not ours here
+    Response& p = pending_[rec.request_id];
+    switch (rec.type) {
+    case RecordType::Stdout:
+      p.stdout_raw += rec.content;
+      break;
+    case RecordType::Stderr:
+      p.stderr_text += rec.content;
+      break;
+    case RecordType::EndRequest: {
+      EndRequest e = decode_end_request(rec.content);
+      p.app_status = e.app_status;
+      p.protocol_status = e.protocol_status;
+      p.ended = true;
+      break;
+    }
+    default:
+      throw Error(std::string("unexpected ") + to_string(rec.type) + " record (type " +
+                  std::to_string(static_cast<int>(rec.type)) + ") for request " +
+                  std::to_string(rec.request_id));
+    }
+  }
+}
+
+Response Client::request(const Request& req) {
+  return read_response(send_request(req));
+}
+
+Response Client::request(std::string_view method, std::string_view uri, std::string_view body,
+                         const Params& extra_params) {
+  Request req;
+  req.method = method;
+  req.uri = uri;
+  req.body = body;
+  req.extra_params = extra_params;
+  return request(req);
+}
+
+std::map<std::string, std::string> Client::get_values(const std::vector<std::string>& names) {
+  Params query;
+  for (const auto& n : names)
+    query.emplace_back(n, "");
+  send_raw(encode_record(RecordType::GetValues, 0, encode_params(query)));
+  auto deadline = Clock::now() + timeout_;
+  for (;;) {
+    RecordResult rr = read_record(std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+    if (rr.status != IoStatus::Ok)
+      throw Error(std::string("GET_VALUES: no GET_VALUES_RESULT: ") + to_string(rr.status));
+    if (rr.record.type == RecordType::GetValuesResult && rr.record.request_id == 0) {
+      std::map<std::string, std::string> out;
+      for (auto& [n, v] : decode_params(rr.record.content))
+        out[n] = v;
+      return out;
+    }
+  }
+}
+
+void Client::abort_request(std::uint16_t request_id) {
+  send_raw(encode_record(RecordType::AbortRequest, request_id, {}));
+}
+
+} // namespace fcgi_test

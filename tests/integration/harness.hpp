@@ -1,0 +1,158 @@
+#pragma once
+// Integration harness: the real fcgi-host binary, a real nginx, a tiny HTTP client, /proc helpers.
+// Every object here owns what it starts and removes it in its destructor, so a failing test leaves
+// no process and no file behind.
+#include "fcgi_test_client.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+#include <vector>
+
+namespace it {
+
+using fcgi_test::Millis;
+
+// A fresh directory from mkdtemp, removed with its contents on destruction.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // Writes `content` to path()/name and returns the full path.
+  std::string write(const std::string& name, const std::string& content) const;
+
+private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path); // "" when missing
+int free_tcp_port();                            // a loopback port that was free a moment ago
+
+// ---- /proc -------------------------------------------------------------------------------------
+
+// Alive and not a zombie.
+bool process_alive(pid_t pid);
+std::vector<pid_t> child_pids(pid_t parent);
+std::vector<pid_t> pids_in_group(pid_t pgid); // live (non-zombie) members
+// Polls `pred` every 10 ms until it holds or `timeout` passes; returns its last value.
+template <class Pred> bool wait_for(Pred pred, Millis timeout);
+
+// ---- fcgi-host ---------------------------------------------------------------------------------
+
+enum class Listen {
+  UnixSocket, // adds --listen unix:<dir>/host.sock
+  Tcp,        // adds --listen 127.0.0.1:<free port>
+  AsGiven,    // nothing added; the address is taken from a --listen in args, if any
+};
+
+struct HostOptions {
+  std::vector<std::string> args;            // "{dir}" in an argument becomes the temp dir
+  std::map<std::string, std::string> files; // written to the temp dir first ("{dir}" replaced too)
+  Listen listen = Listen::UnixSocket;
+  bool wait_ready = true; // wait (10 s) until the socket accepts; throws with the log if not
+};
+
+class HostProcess {
+public:
+  explicit HostProcess(HostOptions options);
+  // Shorthand: a host on a fresh Unix socket with these arguments.
+  explicit HostProcess(std::vector<std::string> args);
+  ~HostProcess();
+  HostProcess(const HostProcess&) = delete;
+  HostProcess& operator=(const HostProcess&) = delete;
+
+  static std::string binary(); // $FCGI_HOST_BINARY if set, else the build's FCGI_HOST_BINARY
+
+  pid_t pid() const { return pid_; }
+  const std::string& address() const { return address_; } // as passed to --listen
+  const TempDir& dir() const { return dir_; }
+  std::string log() const; // stdout and stderr of the host so far
+  std::string log_path() const { return dir_.file("host.log"); }
+
+  bool wait_ready(Millis timeout); // socket accepts; false if it exited or timed out
+  void signal(int sig);
+  // Exit status once the master has exited: its code, or 128 + signal; nullopt on timeout.
+  std::optional<int> wait_exit(Millis timeout);
+  bool exited() const { return exit_status_.has_value(); }
+
+  fcgi_test::Client connect(Millis timeout = fcgi_test::kDefaultTimeout) const;
+  // The master's current children (remembered, so the destructor can kill strays).
+  std::vector<pid_t> worker_pids();
+  // Waits until exactly n workers run; returns them (empty on timeout).
+  std::vector<pid_t> wait_workers(std::size_t n, Millis timeout = Millis{5000});
+
+private:
+  TempDir dir_;
+  std::string address_;
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+  std::vector<pid_t> known_workers_;
+};
+
+// Runs the host to completion (bounded), returning its exit status and output.
+struct RunResult {
+  int status = -1; // -1: still running at the timeout (then killed)
+  std::string output;
+};
+RunResult run_host(HostOptions options, Millis timeout = Millis{10000});
+
+// Lines of `log` containing `needle`.
+std::vector<std::string> lines_with(const std::string& log, const std::string& needle);
+
+// ---- nginx -------------------------------------------------------------------------------------
+
+struct NginxOptions {
+  std::string fastcgi_address; // "unix:/p", "/p" or "host:port"
+  int upstream_keepalive = 0;  // > 0: upstream block with keepalive N and fastcgi_keep_conn on
+  std::string client_max_body_size = "64m";
+};
+
+class NginxProcess {
+public:
+  explicit NginxProcess(NginxOptions options);
+  ~NginxProcess();
+  NginxProcess(const NginxProcess&) = delete;
+  NginxProcess& operator=(const NginxProcess&) = delete;
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string error_log() const;
+
+private:
+  TempDir dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// ---- HTTP/1.1 client (blocking, one request per connection) ---------------------------------
+
+struct HttpResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::optional<std::string> header(const std::string& name) const; // case-insensitive
+};
+
+// Throws fcgi_test::Error (or TimeoutError) on connection trouble or a malformed response.
+HttpResponse http_request(int port, const std::string& method, const std::string& target,
+                          const std::string& body = {}, Millis timeout = Millis{10000});
+
+// ---- template definitions ----------------------------------------------------------------------
+
+template <class Pred> bool wait_for(Pred pred, Millis timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+    std::this_thread::sleep_for(Millis{10});
+  }
+}
+
+} // namespace it

@@ -1,0 +1,151 @@
+// fcgi-host start-up: bad input refused with a message and the published exit code, --test-config,
+// and the config file against the command line.
+#include "checks.hpp"
+
+#include <sys/stat.h>
+#include <thread>
+
+using fcgi_test::Millis;
+using it::HostOptions;
+using it::HostProcess;
+using it::Listen;
+
+namespace {
+
+constexpr int kUsage = 2;          // bad option, bad config file
+constexpr int kStartupFailure = 3; // listen socket, privileges
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Waits for exactly n workers, then checks the count holds (a pool still growing would pass a
+// single look at the moment it passes n).
+void check_worker_count(HostProcess& host, std::size_t n) {
+  CHECK(host.wait_workers(n).size() == n);
+  std::this_thread::sleep_for(Millis{300});
+  CHECK(host.worker_pids().size() == n);
+}
+
+} // namespace
+
+TEST_SUITE("host start-up") {
+
+  TEST_CASE("bad start-up input exits non-zero naming the culprit") {
+    struct Case {
+      const char* what;
+      std::vector<std::string> args;
+      std::map<std::string, std::string> files;
+      int exit_code; // 0: any non-zero code
+      std::string word;
+    };
+    const std::vector<Case> cases = {
+        {"--workers 0", {"--workers", "0", "--listen", "unix:{dir}/s.sock"}, {}, kUsage, "workers"},
+        {"--listen nonsense", {"--listen", "nonsense"}, {}, kUsage, "nonsense"},
+        {"unknown option",
+         {"--no-such-option", "--listen", "unix:{dir}/s.sock"},
+         {},
+         kUsage,
+         "no-such-option"},
+        {"unreadable config", {"--config", "{dir}/missing.conf"}, {}, kUsage, "missing.conf"},
+        {"bad config line",
+         {"--config", "{dir}/host.conf"},
+         {{"host.conf", "workers = 2\nthis line has no equals sign\n"}},
+         kUsage,
+         "host.conf:2"},
+        {"--app /nonexistent.so",
+         {"--app", "/nonexistent.so", "--listen", "unix:{dir}/s.sock"},
+         {},
+         0,
+         "/nonexistent.so"},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      it::RunResult r = it::run_host(HostOptions{c.args, c.files, Listen::AsGiven});
+      INFO("output:\n" << r.output);
+      CHECK(r.status != -1); // it exited at all (within 10 s)
+      CHECK(r.status != 0);
+      if (c.exit_code) CHECK(r.status == c.exit_code);
+      CHECK(r.output.find(c.word) != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a Unix socket path held by a live server is refused, and left alone") {
+    HostProcess first({"--app", "hello", "--workers", "1"});
+    std::string path = first.address().substr(5); // after "unix:"
+    it::RunResult r = it::run_host(
+        HostOptions{{"--app", "hello", "--listen", first.address()}, {}, Listen::AsGiven});
+    INFO("output:\n" << r.output);
+    CHECK(r.status == kStartupFailure);
+    CHECK(r.output.find(path) != std::string::npos);
+    // The refused host must not have unlinked the live server's socket.
+    CHECK(first.connect().request("GET", "/").body == "OK");
+    it::check_no_alerts(first);
+  }
+
+  TEST_CASE("--test-config accepts a good config without serving, refuses a bad one") {
+    SUBCASE("good") {
+      it::RunResult r = it::run_host(
+          HostOptions{{"--test-config", "--config", "{dir}/host.conf"},
+                      {{"host.conf", "listen = unix:{dir}/t.sock\nworkers = 2\napp = hello\n"}},
+                      Listen::AsGiven});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == 0);
+      CHECK(r.output.find("[alert]") == std::string::npos);
+    }
+    SUBCASE("good, and nothing bound") {
+      HostProcess host(HostOptions{{"--test-config", "--config", "{dir}/host.conf"},
+                                   {{"host.conf", "listen = unix:{dir}/t.sock\napp = hello\n"}},
+                                   Listen::AsGiven,
+                                   false});
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+      CHECK_FALSE(file_exists(host.dir().file("t.sock")));
+    }
+    SUBCASE("bad value") {
+      it::RunResult r =
+          it::run_host(HostOptions{{"--test-config", "--config", "{dir}/host.conf"},
+                                   {{"host.conf", "listen = unix:{dir}/t.sock\nworkers = 0\n"}},
+                                   Listen::AsGiven});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == kUsage);
+      CHECK(r.output.find("workers") != std::string::npos);
+    }
+    SUBCASE("bad line") {
+      it::RunResult r =
+          it::run_host(HostOptions{{"--test-config", "--config", "{dir}/host.conf"},
+                                   {{"host.conf", "app = hello\n\nnot an option line\n"}},
+                                   Listen::AsGiven});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == kUsage);
+      CHECK(r.output.find("host.conf:3") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("config file values are used, and the command line wins") {
+    const std::map<std::string, std::string> conf = {{"host.conf", "workers = 3\napp = echo\n"}};
+    SUBCASE("from the file") {
+      HostProcess host(HostOptions{{"--config", "{dir}/host.conf"}, conf});
+      check_worker_count(host, 3);
+      CHECK(host.connect().request("GET", "/x").body.find("method=GET\n") != std::string::npos);
+      it::check_no_alerts(host);
+    }
+    SUBCASE("command line over the file") {
+      HostProcess host(
+          HostOptions{{"--config", "{dir}/host.conf", "--workers", "1", "--app", "hello"}, conf});
+      check_worker_count(host, 1);
+      CHECK(host.connect().request("GET", "/x").body == "OK");
+      it::check_no_alerts(host);
+    }
+  }
+
+  TEST_CASE("--help and --version exit 0") {
+    it::RunResult help = it::run_host(HostOptions{{"--help"}, {}, Listen::AsGiven});
+    CHECK(help.status == 0);
+    CHECK(help.output.find("--listen") != std::string::npos);
+    it::RunResult version = it::run_host(HostOptions{{"--version"}, {}, Listen::AsGiven});
+    CHECK(version.status == 0);
+    CHECK_FALSE(version.output.empty());
+  }
+
+} // TEST_SUITE
