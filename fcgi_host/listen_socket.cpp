@@ -152,6 +152,10 @@ void ListenSocket::open_tcp(const Config& config) {
       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     // Accepted sockets inherit TCP_NODELAY: a response is one write, never held back by Nagle.
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    // A web server always speaks first: wake a worker only once the request's bytes are there,
+    // so its first read finds them instead of going back to epoll.
+    int defer_seconds = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_seconds, sizeof defer_seconds);
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, config.backlog) == 0) {
       fd_ = fd;
       break;
