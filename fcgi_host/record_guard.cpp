@@ -68,6 +68,7 @@ RecordGuard::Verdict RecordGuard::reject(int status, std::string reason) {
 void RecordGuard::consume_request() {
   // Field by field rather than `*this = RecordGuard(...)`: the vector keeps its capacity, so a
   // kept connection allocates nothing per request.
+  aborted_id_ = aborted_ ? request_id_ : 0;
   pos_ = 0;
   request_begin_ = 0;
   request_id_ = 0;
@@ -234,6 +235,18 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
       std::memmove(buf + pos_, buf + pos_ + record, size - pos_ - record);
       size -= record;
     };
+    // libfcgi 2.4.2 does not skip the padding of FCGI_BEGIN_REQUEST nor that of the empty
+    // record ending FCGI_PARAMS (it returns at once, and the SetReaderType that follows forgets
+    // paddingLen): it reads the padding as the next header, and the params or the body are lost.
+    // Padding is legal on every record (FastCGI 1.0, 3.3), so it is taken out here.
+    auto strip_padding = [&] {
+      const std::size_t padding = static_cast<unsigned char>(h[6]);
+      if (padding == 0) return;
+      const std::size_t end = pos_ + FCGI_HEADER_LEN + length;
+      std::memmove(buf + end, buf + end + padding, size - end - padding);
+      size -= padding;
+      buf[pos_ + 6] = 0;
+    };
     if (id == FCGI_NULL_REQUEST_ID) {
       if (Verdict v = management_record(type, content, length, replies); v != Verdict::NeedMore)
         return v;
@@ -244,15 +257,19 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
       bool fresh = request_id_ == 0;
       if (Verdict v = begin_request(id, content, length, replies); v != Verdict::NeedMore) return v;
       if (fresh) {
+        strip_padding();
         request_begin_ = pos_;
-        pos_ += record;
+        pos_ += FCGI_HEADER_LEN + length;
       } else {
         drop_record(); // refused with FCGI_CANT_MPX_CONN
       }
       continue;
     }
     if (id != request_id_) {
-      if (request_id_ == 0 && type == FCGI_ABORT_REQUEST) { // abort of a request already ended
+      // An abort of a request already ended, or the rest of a request ended by its abort.
+      if (request_id_ == 0 &&
+          (type == FCGI_ABORT_REQUEST ||
+           (id == aborted_id_ && (type == FCGI_PARAMS || type == FCGI_STDIN)))) {
         drop_record();
         continue;
       }
@@ -262,17 +279,23 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
     }
     switch (type) {
     case FCGI_ABORT_REQUEST:
+      // FastCGI 1.0, 5.4: answered as soon as possible, without waiting for the rest of the
+      // request, which a web server that gave up may never send. Ready now: the worker ends it
+      // with FCGI_END_REQUEST and runs no handler; late records of it are dropped.
       aborted_ = true;
       drop_record();
-      continue;
+      ready_ = true;
+      return Verdict::RequestReady;
     case FCGI_PARAMS:
       if (params_done_) return close("FCGI_PARAMS after the end of the params");
-      pos_ += record;
       if (length == 0) {
+        strip_padding();
+        pos_ += FCGI_HEADER_LEN;
         params_done_ = true;
         if (Verdict v = check_params(buf); v != Verdict::NeedMore) return v;
       } else {
-        params_records_.push_back(pos_ - record);
+        params_records_.push_back(pos_);
+        pos_ += record;
         params_size_ += length;
       }
       continue;

@@ -61,7 +61,8 @@ public:
   bool keep_connection() const { return keep_conn_; }
   bool in_request() const { return request_id_ != 0; }
   bool params_done() const { return params_done_; }
-  // True when an FCGI_ABORT_REQUEST for the current request was seen.
+  // True when an FCGI_ABORT_REQUEST for the current request was seen. An abort before the end of
+  // the request makes it ready at once (FastCGI 1.0, 5.4): the caller ends it, no handler runs.
   bool aborted() const { return aborted_; }
   int error_status() const { return error_status_; }
   const std::string& close_reason() const { return close_reason_; }
@@ -81,6 +82,8 @@ private:
   std::size_t pos_ = 0; // next record header to scan
   std::size_t request_begin_ = 0;
   std::uint16_t request_id_ = 0; // 0: between requests
+  std::uint16_t aborted_id_ = 0; // the last request, if its abort ended it: its late records
+                                 // are dropped
   bool keep_conn_ = false;
   bool params_done_ = false;
   bool aborted_ = false;

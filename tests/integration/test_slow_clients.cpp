@@ -1,0 +1,267 @@
+// Slow and idle clients against the real fcgi-host (echo app), with one-second timeouts: each is
+// cut at its deadline, none holds a worker, and holding more connections than the pool has
+// workers does not delay anyone else (reading is event-driven). The whole file runs in well under
+// a minute: every wait below is bounded.
+#include "checks.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+
+using namespace std::chrono_literals;
+using fcgi_test::Client;
+using fcgi_test::IoStatus;
+using fcgi_test::Millis;
+using fcgi_test::Params;
+using fcgi_test::RecordType;
+using it::HostProcess;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> slow_args(const std::string& workers,
+                                   const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args{
+      "--app",          "echo", "--workers",           workers, "--header-timeout", "1",
+      "--body-timeout", "1",    "--keepalive-timeout", "1",     "--write-timeout",  "1"};
+  for (std::size_t i = 0; i + 1 < more.size(); i += 2) { // replaces an option of the same name
+    auto it = std::find(args.begin(), args.end(), more[i]);
+    if (it != args.end()) {
+      *(it + 1) = more[i + 1];
+    } else {
+      args.push_back(more[i]);
+      args.push_back(more[i + 1]);
+    }
+  }
+  return args;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string begin(std::uint16_t id, std::uint8_t flags = 0) {
+  return fcgi_test::encode_record(RecordType::BeginRequest, id,
+                                  fcgi_test::begin_request_body(fcgi_test::Role::Responder, flags));
+}
+
+std::string head(std::uint16_t id, const Params& params) {
+  return begin(id) +
+         fcgi_test::encode_stream(RecordType::Params, id, fcgi_test::encode_params(params));
+}
+
+// Waits (bounded) for the host to close `c`; returns when it did, in seconds since `start`, or
+// a negative number if it still held the connection at `limit`.
+double closed_after(Client& c, Clock::time_point start, Millis limit = Millis{4000}) {
+  fcgi_test::ReadAllResult all = c.read_until_closed(limit);
+  return all.status == IoStatus::Closed ? seconds_since(start) : -1;
+}
+
+// A normal request on a fresh connection; returns its latency in seconds.
+double timed_request(HostProcess& host, const std::string& uri) {
+  auto start = Clock::now();
+  Client c = host.connect();
+  fcgi_test::Response r = c.request("GET", uri);
+  double took = seconds_since(start);
+  CHECK(r.ended);
+  CHECK(r.status == 200);
+  return took;
+}
+
+} // namespace
+
+TEST_SUITE("slow clients") {
+
+  TEST_CASE("idle connect (nothing sent): closed after --header-timeout") {
+    HostProcess host(slow_args("1"));
+    auto start = Clock::now();
+    Client c = host.connect();
+    double t = closed_after(c, start);
+    CHECK(t >= 0.9);
+    CHECK(t < 2.0);
+    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::lines_with(host.log(), "--header-timeout").size() == 1);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("partial head (BEGIN_REQUEST and half the params): closed after --header-timeout") {
+    HostProcess host(slow_args("1"));
+    auto start = Clock::now();
+    Client c = host.connect();
+    std::string h = head(1, fcgi_test::standard_params("GET", "/partial", 0));
+    c.send_raw(h.substr(0, h.size() / 2));
+    double t = closed_after(c, start);
+    CHECK(t >= 0.9);
+    CHECK(t < 2.0);
+    CHECK(timed_request(host, "/after") < 0.5);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("params trickled 1 byte per 200 ms: cut at the header deadline, not renewed") {
+    HostProcess host(slow_args("1"));
+    auto start = Clock::now();
+    Client c = host.connect();
+    std::string h = head(1, fcgi_test::standard_params("GET", "/trickle", 0));
+    std::size_t sent = 0;
+    bool closed = false;
+    // At most 25 bytes (5 s): the host must cut it after about one second.
+    for (; sent < 25 && !closed; ++sent) {
+      try {
+        c.send_raw(h.substr(sent, 1));
+      } catch (const fcgi_test::Error&) {
+        closed = true;
+        break;
+      }
+      closed = c.read_record(Millis{200}).status == IoStatus::Closed;
+    }
+    double t = seconds_since(start);
+    CHECK(closed);
+    CHECK(t >= 0.9);
+    CHECK(t < 2.0);
+    CHECK(sent <= 10);
+    CHECK(timed_request(host, "/after") < 0.5);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("stalled body: closed --body-timeout after the last body bytes") {
+    HostProcess host(slow_args("1"));
+    Client c = host.connect();
+    std::string body(1000, 'b');
+    c.send_raw(head(1, fcgi_test::standard_params("POST", "/stall", body.size())) +
+               fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(0, 300)));
+    std::this_thread::sleep_for(600ms); // still within the deadline: renewed by the next read
+    c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(300, 300)));
+    auto last = Clock::now();
+    double t = closed_after(c, last);
+    CHECK(t >= 0.9);
+    CHECK(t < 2.0);
+    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::lines_with(host.log(), "--body-timeout").size() == 1);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("idle kept connection: closed after --keepalive-timeout, without a log line") {
+    HostProcess host(slow_args("1"));
+    Client c = host.connect();
+    c.set_keep_conn(true);
+    CHECK(c.request("GET", "/kept").status == 200);
+    auto served = Clock::now();
+    double t = closed_after(c, served);
+    CHECK(t >= 0.9);
+    CHECK(t < 2.0);
+    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::lines_with(host.log(), "[warn]").empty());
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("a client that stops reading an 8 MiB response frees the worker within "
+            "~--write-timeout") {
+    HostProcess host(slow_args("1", {"--max-body", "9M"}));
+    auto workers = host.wait_workers(1);
+    REQUIRE(workers.size() == 1);
+    std::string body = it::pattern_body(8u << 20);
+    Client reader = host.connect(Millis{10000});
+    reader.set_timeout(Millis{10000});
+    fcgi_test::Request req;
+    req.method = "POST";
+    req.uri = "/echo-big";
+    req.body = body;
+    req.keep_conn = false;
+    reader.send_request(req); // sent whole; the response is never read from here on
+    // The worker reads the body between other events; once the response starts, it is writing.
+    pollfd p{reader.fd(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 10000) == 1);
+    auto writing = Clock::now();
+    double took = timed_request(host, "/next");
+    INFO("next request answered " << took << " s after the response started");
+    CHECK(took >= 0.5); // the one worker was stuck writing to the reader that stopped...
+    CHECK(took < 2.5);  // ... but only for about --write-timeout
+    CHECK(seconds_since(writing) < 3.0);
+    // The stuck reader got part of the response, then the close.
+    fcgi_test::ReadAllResult all = reader.read_until_closed(Millis{5000});
+    CHECK(all.status == IoStatus::Closed);
+    CHECK(all.data.size() < body.size());
+    CHECK(host.worker_pids() == workers);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("a peer that never closes after its reply does not delay the next request") {
+    HostProcess host(slow_args("1", {"--max-body", "1K"}));
+    std::vector<Client> held;
+    for (int i = 0; i < 5; ++i) {
+      CAPTURE(i);
+      Client c = host.connect();
+      c.set_keep_conn(false);
+      auto start = Clock::now();
+      fcgi_test::Response r = c.request("GET", "/no-close");
+      CHECK(r.status == 200);
+      CHECK(seconds_since(start) < 0.2);
+      held.push_back(std::move(c)); // never closed, never read to EOF
+      CHECK(timed_request(host, "/next") < 0.2);
+    }
+    // Refused requests are drained for up to 2 s before the close: in epoll, not in a wait.
+    for (int i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      Client c = host.connect();
+      c.send_raw(head(1, fcgi_test::standard_params("POST", "/big", 4096)));
+      fcgi_test::Response r = c.read_response(1);
+      CHECK(r.status == 413);
+      held.push_back(std::move(c));
+      CHECK(timed_request(host, "/next") < 0.2);
+    }
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("pool of 2: 20 idle and 10 trickling connections do not delay a request") {
+    HostProcess host(slow_args("2", {"--header-timeout", "10"}));
+    auto workers = host.wait_workers(2);
+    REQUIRE(workers.size() == 2);
+    std::vector<Client> idle;
+    for (int i = 0; i < 20; ++i)
+      idle.push_back(host.connect());
+    std::vector<Client> trickling;
+    std::vector<std::string> heads;
+    for (int i = 0; i < 10; ++i) {
+      trickling.push_back(host.connect());
+      heads.push_back(head(1, fcgi_test::standard_params("GET", "/slow/" + std::to_string(i), 0)));
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int> trickle_errors{0};
+    std::thread trickler([&] {
+      // 1 byte per connection every 200 ms, for at most 4 s.
+      auto deadline = Clock::now() + 4s;
+      for (std::size_t pos = 0; !stop && Clock::now() < deadline; ++pos) {
+        for (std::size_t i = 0; i < trickling.size(); ++i) {
+          try {
+            if (pos < heads[i].size()) trickling[i].send_raw(heads[i].substr(pos, 1));
+          } catch (const fcgi_test::Error&) {
+            ++trickle_errors;
+          }
+        }
+        std::this_thread::sleep_for(200ms);
+      }
+    });
+    std::this_thread::sleep_for(300ms); // the attack is under way
+    double worst = 0;
+    for (int i = 0; i < 10; ++i) {
+      worst = std::max(worst, timed_request(host, "/normal/" + std::to_string(i)));
+      std::this_thread::sleep_for(100ms);
+    }
+    stop = true;
+    trickler.join();
+    INFO("slowest normal request during the attack: " << worst << " s");
+    CHECK(worst < 0.2);
+    CHECK(trickle_errors == 0); // the host still held every slow connection
+    // The attack stops: its connections go away; the pool serves normally.
+    idle.clear();
+    trickling.clear();
+    for (int i = 0; i < 5; ++i)
+      CHECK(timed_request(host, "/after/" + std::to_string(i)) < 0.2);
+    CHECK(host.worker_pids() == workers);
+    it::check_no_alerts(host);
+  }
+}
