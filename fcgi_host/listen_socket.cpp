@@ -77,6 +77,12 @@ gid_t lookup_group(const std::string& name) {
 } // namespace
 
 ListenSocket::ListenSocket(const Config& config) {
+  // Under systemd socket activation the socket unit owns the address: take its socket even when
+  // the config also names one (the same config then works with and without the .socket unit).
+  if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
+    take_inherited();
+    return;
+  }
   switch (config.listen.kind) {
   case ListenAddress::Kind::Unix:
     open_unix(config);

@@ -20,9 +20,12 @@
 //    signalfd in epoll; the fast path looks at sigpending() every few accepts.
 #include "fcgi_host/worker.hpp"
 
+#include "fcgi_host/access_log.hpp"
 #include "fcgi_host/byte_buffer.hpp"
 #include "fcgi_host/libfcgi_io.hpp"
+#include "fcgi_host/output_capture.hpp"
 #include "fcgi_host/request_adapter.hpp"
+#include "fcgi_host/status_page.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
@@ -33,8 +36,10 @@
 #include <cstring>
 #include <exception>
 #include <fcgiapp.h>
+#include <random>
 #include <string>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -65,6 +70,12 @@ std::string peer_address(const sockaddr_storage& peer) {
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(ms.count()) * 1'000'000u;
+}
+
+unsigned long random_up_to(unsigned long max) {
+  if (max == 0) return 0;
+  std::random_device seed;
+  return std::uniform_int_distribution<unsigned long>(0, max)(seed);
 }
 
 struct Connection {
@@ -108,13 +119,19 @@ class Worker {
 public:
   Worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
          app::Handler& handler)
-      : slot_(context.slot), settings_(settings), handler_(handler) {
+      : slot_(context.slot), settings_(settings), handler_(handler),
+        scoreboard_(context.scoreboard), slot_index_(context.slot_index),
+        generation_(context.generation),
+        metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe) {
     const Limits& l = settings.limits;
     guard_limits_.max_body = l.max_body;
     guard_limits_.max_params_size = l.max_params_size;
     guard_limits_.max_params = l.max_params;
     guard_limits_.max_records = l.max_records;
     write_timeout_ms_ = static_cast<int>(l.write_timeout.count());
+    // Each worker its own limit, so that workers started together do not all recycle together.
+    if (settings.max_requests > 0)
+      request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);
   }
 
   ~Worker() {
@@ -144,10 +161,16 @@ private:
   void take_signals();
   void begin_stop(Stop how);
   bool finished() const { return stop_ != Stop::No && open_ == 0; }
+  void count_request();
+  void observe_request(std::uint64_t start, bool counted, bool streamed);
 
   process_manager::WorkerSlot& slot_;
   const WorkerSettings& settings_;
   app::Handler& handler_;
+  const process_manager::Scoreboard& scoreboard_;
+  std::size_t slot_index_;
+  std::uint32_t generation_;
+  RequestMetrics metrics_;
   GuardLimits guard_limits_;
   int write_timeout_ms_ = 30'000;
 
@@ -158,6 +181,9 @@ private:
   std::uint64_t accept_paused_until_ = 0;
   Stop stop_ = Stop::No;
   unsigned accepts_since_signal_check_ = 0;
+  unsigned long request_limit_ = 0; // 0: no --max-requests
+  unsigned long served_ = 0;
+  const char* recycle_reason_ = nullptr; // set after a request; acted on at the top of run()
 
   std::vector<std::unique_ptr<Connection>> connections_; // indexed by fd
   std::size_t open_ = 0;
@@ -207,6 +233,11 @@ int Worker::run() {
   if (!setup()) return exit_code::kWorkerBootFailure;
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
   while (!finished()) {
+    if (recycle_reason_ && stop_ == Stop::No) { // not inside process(): it may close connections
+      PM_LOG(LogLevel::Notice, std::string("worker recycling: ") + recycle_reason_);
+      begin_stop(Stop::Quit);
+      continue;
+    }
     // Fast path: nothing open, so take the next queued connection without waiting.
     if (open_ == 0 && accepting_) {
       if (++accepts_since_signal_check_ >= kSignalCheckEvery) {
@@ -286,6 +317,8 @@ bool Worker::accept_one() {
   if (static_cast<std::size_t>(fd) >= connections_.size()) connections_.resize(fd + 64);
   connections_[fd] = std::make_unique<Connection>(fd, guard_limits_, settings_.server_values);
   ++open_;
+  slot_.accepted.store(slot_.accepted.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed); // one writer: no locked add
   if (open_ >= settings_.limits.max_connections) set_accepting(false);
   Connection& c = *connections_[fd];
   if (read_more(c)) process(c);
@@ -398,17 +431,32 @@ bool Worker::serve_request(Connection& c) {
     bool whole = copy_request(fcgx_, g.body_size(), request_);
     request_.set_abort_probe(probe_aborted, &c);
 
-    slot_.request_start_ns.store(process_manager::monotonic_ns(), std::memory_order_relaxed);
+    // Status and ping are answered here, before the handler, and are no request of the pool:
+    // the slot stays idle, so the status page never counts itself as active.
+    Endpoint endpoint =
+        whole ? worker_endpoint(settings_.observe, request_.path()) : Endpoint::None;
+    std::uint64_t start = process_manager::monotonic_ns();
     std::string_view method = request_.method(), uri = request_.uri();
-    process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
-                                             uri.size());
-    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
+    if (endpoint == Endpoint::None) {
+      slot_.request_start_ns.store(start, std::memory_order_relaxed);
+      if (settings_.observe.metrics)
+        process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
+                                                 uri.size());
+      slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
+      metrics_.begin(start);
+    }
 
     StreamSink sink(fcgx_.out);
     response_.reset(&sink);
     if (!whole) {
       response_.status = 400;
       response_.set_content("Bad Request\n", "text/plain");
+    } else if (endpoint != Endpoint::None) {
+      bool allowed =
+          remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
+      fill_response(answer_endpoint(endpoint, settings_.observe, scoreboard_, settings_.listen_fd,
+                                    request_.query(), allowed),
+                    response_);
     } else {
       try {
         handler_.handle(request_, response_);
@@ -430,14 +478,20 @@ bool Worker::serve_request(Connection& c) {
         }
       }
     }
-    slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
-    if (!response_.head_sent()) write_response(response_, fcgx_.out);
+    bool streamed = response_.head_sent();
+    if (endpoint == Endpoint::None)
+      slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
+    if (!streamed) write_response(response_, fcgx_.out);
     FCGX_Finish_r(&fcgx_); // flushes; without FCGI_KEEP_CONN it calls our OS_IpcClose
     libfcgi_io::detach();
     request_.set_abort_probe(nullptr, nullptr);
-    slot_.request_start_ns.store(0, std::memory_order_relaxed);
-    slot_.requests.fetch_add(1, std::memory_order_relaxed);
-    slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
+    observe_request(start, endpoint == Endpoint::None, streamed);
+    if (endpoint == Endpoint::None) {
+      slot_.request_start_ns.store(0, std::memory_order_relaxed);
+      slot_.requests.fetch_add(1, std::memory_order_relaxed);
+      slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
+      count_request();
+    }
     if (source.closed_by_libfcgi || source.write_failed) {
       close_connection(c);
       return false;
@@ -459,6 +513,41 @@ bool Worker::serve_request(Connection& c) {
   c.phase = Connection::Phase::KeptIdle;
   c.head_started = false;
   return true;
+}
+
+// Metrics, the slow log and the access log, after the response went out. Nothing here formats
+// a line or reads a clock unless that feature is on.
+void Worker::observe_request(std::uint64_t start, bool counted, bool streamed) {
+  AccessLog& log = AccessLog::get();
+  if (counted)
+    metrics_.end(request_.path(), response_.status, request_.method(), request_.uri(),
+                 log.enabled());
+  if (!log.enabled()) return;
+  AccessLog::Entry e;
+  e.remote_addr = request_.param("REMOTE_ADDR");
+  e.method = request_.method();
+  e.uri = request_.uri();
+  e.status = response_.status;
+  e.duration_ns = counted ? metrics_.duration_ns() : process_manager::monotonic_ns() - start;
+  e.cpu_ns = counted ? metrics_.cpu_ns() : -1;
+  e.body_bytes = streamed ? -1 : static_cast<std::int64_t>(response_.body.size());
+  e.pid = slot_.pid.load(std::memory_order_relaxed);
+  e.slot = slot_index_;
+  e.generation = generation_;
+  log.write(e);
+}
+
+// Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
+// unlike /proc/self/statm), and is only asked for when --max-rss is set.
+void Worker::count_request() {
+  ++served_;
+  if (request_limit_ && served_ >= request_limit_) {
+    recycle_reason_ = "--max-requests reached";
+  } else if (settings_.max_rss_kib > 0) {
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > settings_.max_rss_kib)
+      recycle_reason_ = "peak RSS above --max-rss";
+  }
 }
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
@@ -561,6 +650,7 @@ void Worker::take_signals() {
     case SIGUSR1:
       try {
         process_manager::Log::get().reopen();
+        AccessLog::get().reopen();
       } catch (const std::exception& e) {
         PM_LOG(LogLevel::Error, e.what());
       }
@@ -591,6 +681,7 @@ void Worker::begin_stop(Stop how) {
 
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
+  OutputCapture::attach(settings.output_fd);
   if (!drop_privileges(settings.credentials)) {
     PM_LOG(LogLevel::Alert,
            std::string("worker could not drop privileges: ") + std::strerror(errno));

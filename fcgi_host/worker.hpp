@@ -3,6 +3,7 @@
 #include "app/handler.hpp"
 #include "fcgi_host/client_filter.hpp"
 #include "fcgi_host/config.hpp"
+#include "fcgi_host/metrics.hpp"
 #include "fcgi_host/process_setup.hpp"
 #include "fcgi_host/record_guard.hpp"
 #include "process_manager/master.hpp"
@@ -25,6 +26,14 @@ struct WorkerSettings {
   Credentials credentials;
   bool clear_env = false;
   std::vector<std::string> env;
+  // Recycling: the worker stops accepting, finishes what it holds and exits 0 (the master
+  // respawns it at once) after max_requests + a random 0..max_requests_jitter requests, or
+  // after the request that took its peak RSS past max_rss_kib. 0: off.
+  unsigned long max_requests = 0;
+  unsigned long max_requests_jitter = 0;
+  long max_rss_kib = 0;
+  ObservabilitySettings observe; // metrics, status and ping paths, slow log
+  int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
 };
 
 // The worker's entry point; returns its exit code (process_manager/exit_codes.hpp).

@@ -26,6 +26,10 @@ public:
   LogLevel level() const { return level_; }
   bool enabled(LogLevel l) const { return l >= level_; }
   int fd() const { return fd_; }
+  // A worker whose stderr the master captures keeps logging to (a copy of) the original stderr.
+  void keep_stderr(int fd) {
+    if (path_.empty()) fd_ = fd;
+  }
 
   // Writes "2026-11-30 10:00:00.123 [warn] 1234: message\n".
   void write(LogLevel l, std::string_view message);

@@ -3,17 +3,22 @@
 #include "process_manager/backoff.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master_state.hpp"
 #include "process_manager/reaper.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/signals.hpp"
 #include "process_manager/spawner.hpp"
+#include "process_manager/stack_trace.hpp"
+#include "process_manager/systemd_notify.hpp"
 #include "process_manager/worker_table.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +28,9 @@ namespace {
 
 // Short enough that timeouts fire on time, long enough that an idle master costs nothing.
 constexpr std::chrono::milliseconds kTick{100};
+// The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
+// the other workers' timeouts and respawns are late by at most this.
+constexpr std::chrono::milliseconds kStackTraceBudget{1000};
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
@@ -49,7 +57,9 @@ struct Master::Impl {
   Impl(Generation first, MasterOptions opts)
       : options(std::move(opts)), scoreboard(options.scoreboard_capacity),
         spawner(scoreboard, signals), table(options.scoreboard_capacity),
-        current(std::move(first)) {}
+        current(std::move(first)) {
+    if (current.pool.mode == PoolMode::OnDemand) current.pool.workers = 0;
+  }
   ~Impl();
 
   int run();
@@ -60,6 +70,8 @@ struct Master::Impl {
   void reap();
   void enforce_timeouts();
   void maintain_pool();
+  std::vector<int> watched_fds() const;
+  void on_readable(int fd);
 
   // One per signal (signals.hpp has the table).
   void on_term();
@@ -82,6 +94,9 @@ struct Master::Impl {
   void abandon_reload(const std::string& why);
   void end_reload();
   bool ready(const Worker& w) const;
+  void scale();
+  void announce_ready();
+  void on_upgrade_pipe();
 
   pid_t master_pid = getpid(); // again in start(): a Master may be built before a fork
   MasterOptions options;
@@ -103,21 +118,30 @@ struct Master::Impl {
   std::uint32_t last_gen = 1;
   std::uint64_t reload_deadline_ns = 0;
   bool reload_queued = false;
+
+  SystemdNotifier notifier;
+  bool announced_ready = false;   // READY=1 sent (and the upgrade's ready byte written)
+  bool connection_queued = false; // ondemand: the listen socket was readable this turn
+  pid_t upgrade_pid = -1;         // USR2: the new master, until it is ready or gone
+  int upgrade_fd = -1;            // its ready pipe
+  bool handed_over = false;       // the new master serves; this one retires
 };
 
 int Master::Impl::run() {
   start();
   std::vector<int> ready;
   for (;;) {
-    for (int sig : signals.wait(kTick, options.watch_fds, &ready)) // a signal, a tick, or
-      dispatch(sig);                                               // -> on_term(), on_hup(), ...
-    for (int fd : ready) // a watched fd (the status socket)
-      options.on_readable(fd);
+    for (int sig : signals.wait(kTick, watched_fds(), &ready)) // a signal, a tick, or
+      dispatch(sig);                                           // -> on_term(), on_hup(), ...
+    for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
+      on_readable(fd);
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
-    maintain_pool();             // finish a reload; spawn or retire to the target
+    maintain_pool();             // finish a reload; scale; spawn or retire to the target
+    scoreboard.sample(query_listen_queue(options.listen_fd).depth); // max active, max queue
+    notifier.watchdog(monotonic_ns());
   }
 }
 
@@ -173,6 +197,7 @@ void Master::Impl::on_hup() {
     return;
   }
   if (!can_override(state, State::Reloading)) return;
+  notifier.reloading();
   std::optional<Generation> next;
   try {
     if (options.reload) next = options.reload();
@@ -181,8 +206,10 @@ void Master::Impl::on_hup() {
   }
   if (!next) {
     PM_LOG(LogLevel::Error, "reload failed, keeping generation " + std::to_string(current_gen));
+    notifier.notify("READY=1");
     return;
   }
+  if (next->pool.mode == PoolMode::OnDemand) next->pool.workers = 0;
   previous = std::move(current);
   previous_gen = current_gen;
   current = std::move(*next);
@@ -202,26 +229,90 @@ void Master::Impl::on_usr1() {
   }
   // A worker still starting has no USR1 handler yet, and the default action would kill it.
   for (Worker& w : table.all())
-    if (!w.stopping() && ready(w)) ::kill(w.pid, signals::kWorkerReopenLogs);
+    if (!w.stopping() && ready(w) && w.reopen_logs_signal) ::kill(w.pid, w.reopen_logs_signal);
   PM_LOG(LogLevel::Notice, "USR1: logs reopened");
 }
 
-// USR2: binary upgrade.
+// USR2: binary upgrade. A child of this master execs the binary again, keeping the listen
+// socket; once its first generation is ready it writes one byte to our pipe (on_upgrade_pipe),
+// and this master retires its workers and exits. Until then both serve the one socket.
 void Master::Impl::on_usr2() {
-  PM_LOG(LogLevel::Warn, "USR2: binary upgrade not supported yet");
+  if (!options.upgrade_exec) {
+    PM_LOG(LogLevel::Warn, "USR2: binary upgrade not supported by this program");
+    return;
+  }
+  if (upgrade_pid > 0 || state != State::Running) {
+    PM_LOG(LogLevel::Warn, std::string("USR2 ignored: ") +
+                               (upgrade_pid > 0 ? "an upgrade is in progress" : to_string(state)));
+    return;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) == -1) {
+    PM_LOG(LogLevel::Error, std::string("USR2: pipe2() failed: ") + std::strerror(errno));
+    return;
+  }
+  sigset_t mask = block_all_signals();
+  pid_t pid = fork();
+  if (pid == 0) { // the new master-to-be: a clean process, then exec
+    reset_signal_dispositions();
+    signals.close_in_child();
+    restore_signal_mask(mask);
+    ::close(fds[0]);
+    ::fcntl(fds[1], F_SETFD, 0); // the one fd besides the listen socket that crosses exec
+    options.upgrade_exec(fds[1]);
+    _exit(127);
+  }
+  int fork_errno = errno;
+  restore_signal_mask(mask);
+  ::close(fds[1]);
+  if (pid == -1) {
+    ::close(fds[0]);
+    PM_LOG(LogLevel::Error, std::string("USR2: fork() failed: ") + std::strerror(fork_errno));
+    return;
+  }
+  upgrade_pid = pid;
+  upgrade_fd = fds[0];
+  PM_LOG(LogLevel::Notice, "USR2: binary upgrade: new master " + std::to_string(pid) + " starting");
 }
 
-// TTIN: one worker more in the current generation.
+void Master::Impl::on_upgrade_pipe() {
+  char byte;
+  ssize_t n = ::read(upgrade_fd, &byte, 1);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  ::close(std::exchange(upgrade_fd, -1));
+  std::string pid = std::to_string(std::exchange(upgrade_pid, -1));
+  if (n != 1) {
+    PM_LOG(LogLevel::Error, "binary upgrade failed: new master " + pid +
+                                " exited before it was ready; this master keeps serving");
+    if (options.on_upgrade) options.on_upgrade(false);
+    return;
+  }
+  PM_LOG(LogLevel::Notice,
+         "binary upgrade: new master " + pid + " is ready; retiring this master's workers");
+  handed_over = true;
+  // Still the main pid: systemd accepts the new one from us, and follows it from now on.
+  notifier.notify("MAINPID=" + pid + "\nREADY=1");
+  if (options.on_upgrade) options.on_upgrade(true);
+  begin_stop(State::Stopping, StopReason::Retire);
+}
+
+// TTIN: one worker more in the current generation (dynamic, ondemand: one more at most).
 void Master::Impl::on_ttin() {
-  ++current.pool.workers;
-  PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(current.pool.workers) + " worker(s)");
+  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
+  ++n;
+  PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(n) + " worker(s)" +
+                               (current.pool.mode == PoolMode::Static ? "" : " at most"));
 }
 
 // TTOU: one worker less in the current generation, never below one.
 void Master::Impl::on_ttou() {
-  if (current.pool.workers > 1) --current.pool.workers;
-  PM_LOG(LogLevel::Notice, "TTOU: " + std::to_string(current.pool.workers) + " worker(s)" +
-                               (current.pool.workers == 1 ? ", the minimum" : ""));
+  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
+  if (n > 1) --n;
+  if (current.pool.mode != PoolMode::Static)
+    current.pool.workers = std::min(current.pool.workers, n);
+  PM_LOG(LogLevel::Notice, "TTOU: " + std::to_string(n) + " worker(s)" +
+                               (current.pool.mode == PoolMode::Static ? "" : " at most") +
+                               (n == 1 ? ", the minimum" : ""));
 }
 
 // CHLD: nothing to do here; reap() runs on every turn of the loop, signal or not.
@@ -231,6 +322,7 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
   if (!can_override(state, to)) return; // a second TERM adds nothing
   PM_LOG(LogLevel::Notice,
          std::string(to_string(reason)) + " of " + std::to_string(table.size()) + " worker(s)");
+  if (!handed_over) notifier.notify("STOPPING=1"); // after an upgrade the service goes on
   state = to;
   reload_queued = false;
   for (Worker& w : table.all())
@@ -239,9 +331,14 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
 
 void Master::Impl::stop(Worker& w, StopReason reason) {
   Escalation e = escalation(reason, w.graceful_timeout);
+  if (reason == StopReason::Retire) e.signal = w.retire_signal;
   w.stop_reason = reason;
   send(w, e.signal);
   if (e.signal == SIGKILL) return;
+  if (w.resend_stop_every.count() > 0) {
+    w.stop_signal = e.signal;
+    w.resend_at_ns = monotonic_ns() + ns(w.resend_stop_every);
+  }
   std::uint64_t kill_at = monotonic_ns() + ns(e.kill_after);
   if (w.kill_at_ns == 0 || kill_at < w.kill_at_ns) w.kill_at_ns = kill_at;
 }
@@ -266,6 +363,14 @@ void Master::Impl::reap() {
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
+    scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
+    if (!w->stopping()) {       // a restart the master did not ask for, by reason
+      PoolCounters& p = scoreboard.pool();
+      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < 65)
+        ++p.exits_by_signal[c.signal];
+      else if (c.kind == ExitedChild::Kind::Exited)
+        ++p.exits_by_code[c.code & 255];
+    }
     on_exit(*w, c, requests);
   }
   if ((state == State::Stopping || state == State::FastStopping) && table.empty()) {
@@ -335,6 +440,11 @@ void Master::Impl::enforce_timeouts() {
   if (killed > 0)
     PM_LOG(LogLevel::Warn, "SIGKILL to " + std::to_string(killed) +
                                " worker(s) still running after their stop timeout:" + pids);
+  for (Worker& w : table.all())
+    if (w.resend_at_ns != 0 && now >= w.resend_at_ns && !w.was_signalled(SIGKILL)) {
+      ::kill(w.pid, w.stop_signal); // not send(): that one sends each signal once
+      w.resend_at_ns = now + ns(w.resend_stop_every);
+    }
 
   for (Worker& w : table.all()) {
     const WorkerSlot& s = scoreboard.slot(w.slot);
@@ -343,9 +453,14 @@ void Master::Impl::enforce_timeouts() {
         start == 0 || now < start || now - start <= ns(w.request_timeout))
       continue;
     Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    // Taken before the kill: where it hangs is what the person reading this line needs.
+    std::string stack = w.stack_trace_on_timeout ? capture_stack(w.pid, kStackTraceBudget) : "";
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
                                 "\" ran for " + seconds(now - start) + " (request_timeout " +
-                                seconds(ns(w.request_timeout)) + ")");
+                                seconds(ns(w.request_timeout)) + ")" +
+                                (stack.empty() ? "" : "; stack:\n" + stack));
+    ++scoreboard.pool().kills_by_timeout;
     stop(w, StopReason::Timeout);
   }
 
@@ -357,6 +472,7 @@ void Master::Impl::enforce_timeouts() {
 void Master::Impl::maintain_pool() {
   if (state == State::Reloading) advance_reload();
   if (!can_spawn(state)) return;
+  scale();
   std::size_t active = table.count_active(current_gen);
   // TTOU: retire the newest worker; the older ones hold the warmer caches.
   for (; active > static_cast<std::size_t>(current.pool.workers); --active) {
@@ -370,6 +486,102 @@ void Master::Impl::maintain_pool() {
   if (monotonic_ns() < crashes.respawn_at_ns()) return; // backoff or breaker pause
   for (; active < static_cast<std::size_t>(current.pool.workers); ++active)
     if (!spawn_worker()) break;
+  announce_ready();
+}
+
+// Dynamic and ondemand pools (php-fpm's semantics), decided from the scoreboard on every turn:
+// the target `workers` moves with the idle count. A worker still starting counts as a spare on
+// its way, so that one slow boot does not spawn a crowd.
+void Master::Impl::scale() {
+  PoolSettings& p = current.pool;
+  if (p.mode == PoolMode::Static) return;
+  std::uint64_t now = monotonic_ns();
+  int active = 0, idle = 0, starting = 0;
+  Worker* idlest = nullptr;
+  for (Worker& w : table.all()) {
+    if (w.generation != current_gen || w.stopping()) continue;
+    ++active;
+    const WorkerSlot& s = scoreboard.slot(w.slot);
+    std::uint64_t requests = s.requests;
+    if (s.state == WorkerState::Starting) {
+      ++starting;
+    } else if (s.state == WorkerState::Idle) {
+      ++idle;
+      if (w.idle_since_ns == 0 || requests != w.requests_seen) w.idle_since_ns = now;
+      if (!idlest || w.idle_since_ns < idlest->idle_since_ns) idlest = &w;
+    } else {
+      w.idle_since_ns = 0;
+    }
+    w.requests_seen = requests;
+  }
+  int max = p.max_workers > 0 ? p.max_workers : std::max(p.workers, 1);
+  bool queued = std::exchange(connection_queued, false);
+  if (p.mode == PoolMode::Dynamic) {
+    if (idle + starting < p.min_spare && active < max) {
+      p.workers = std::min(max, std::max(p.workers, active + p.min_spare - idle - starting));
+    } else if (idle > p.max_spare && idlest) { // one per turn, the one idle longest
+      stop(*idlest, StopReason::Retire);
+      p.workers = active - 1;
+    }
+    return;
+  }
+  // OnDemand.
+  if (queued && idle == 0 && starting == 0 && active < max) p.workers = active + 1;
+  for (Worker& w : table.all())
+    if (w.generation == current_gen && !w.stopping() && w.idle_since_ns != 0 &&
+        now - w.idle_since_ns > ns(p.idle_timeout) &&
+        scoreboard.slot(w.slot).state == WorkerState::Idle) {
+      stop(w, StopReason::Retire);
+      p.workers = std::max(0, p.workers - 1);
+    }
+}
+
+// The listen socket stays readable while a connection waits: watched only when a connection
+// waiting means "spawn one" (ondemand, no worker idle or starting), or the loop would spin.
+std::vector<int> Master::Impl::watched_fds() const {
+  std::vector<int> fds = options.watch_fds;
+  if (upgrade_fd >= 0) fds.push_back(upgrade_fd);
+  if (current.pool.mode != PoolMode::OnDemand || options.listen_fd < 0 || !can_spawn(state))
+    return fds;
+  int active = 0;
+  for (const Worker& w : table.all()) {
+    if (w.generation != current_gen || w.stopping()) continue;
+    ++active;
+    WorkerState s = scoreboard.slot(w.slot).state;
+    if (s == WorkerState::Idle || s == WorkerState::Starting) return fds;
+  }
+  int max = current.pool.max_workers > 0 ? current.pool.max_workers : 1;
+  if (active < max) fds.push_back(options.listen_fd);
+  return fds;
+}
+
+void Master::Impl::on_readable(int fd) {
+  if (fd == upgrade_fd)
+    on_upgrade_pipe();
+  else if (fd == options.listen_fd)
+    connection_queued = true;
+  else if (options.on_readable)
+    options.on_readable(fd);
+}
+
+// READY=1 (and, after an upgrade, the ready byte to the old master) once the first generation
+// has all its workers past Starting.
+void Master::Impl::announce_ready() {
+  if (announced_ready || state != State::Running) return;
+  std::size_t total = 0, ready_count = 0;
+  for (const Worker& w : table.all())
+    if (w.generation == current_gen && !w.stopping()) {
+      ++total;
+      ready_count += ready(w);
+    }
+  if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
+  announced_ready = true;
+  notifier.notify("READY=1");
+  if (options.ready_fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(options.ready_fd, "R", 1);
+    ::close(options.ready_fd);
+  }
+  PM_LOG(LogLevel::Info, "generation " + std::to_string(current_gen) + " ready");
 }
 
 bool Master::Impl::spawn_worker() {
@@ -392,6 +604,10 @@ bool Master::Impl::spawn_worker() {
   w.started_at_ns = monotonic_ns();
   w.graceful_timeout = current.pool.graceful_timeout;
   w.request_timeout = current.pool.request_timeout;
+  w.retire_signal = current.pool.retire_signal;
+  w.reopen_logs_signal = current.pool.reopen_logs_signal;
+  w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
+  w.resend_stop_every = current.pool.resend_stop_every;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
@@ -436,6 +652,7 @@ void Master::Impl::abandon_reload(const std::string& why) {
 void Master::Impl::end_reload() {
   previous.reset();
   state = State::Running;
+  if (announced_ready) notifier.notify("READY=1");
   if (std::exchange(reload_queued, false)) on_hup();
 }
 

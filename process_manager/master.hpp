@@ -4,6 +4,7 @@
 #include "process_manager/scoreboard.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -11,13 +12,37 @@
 
 namespace process_manager {
 
+// How the pool size follows the load (php-fpm's pm = static | dynamic | ondemand).
+enum class PoolMode {
+  Static,   // always `workers`
+  Dynamic,  // starts with `workers`; keeps min_spare..max_spare idle, at most max_workers
+  OnDemand, // starts with none; spawns when a connection waits and no worker is idle, stops
+            // workers idle longer than idle_timeout; at most max_workers
+};
+
 struct PoolSettings {
   int workers = 1;
+  PoolMode mode = PoolMode::Static;
+  int min_spare = 1;
+  int max_spare = 3;
+  int max_workers = 0; // dynamic and ondemand; 0: `workers`
+  std::chrono::milliseconds idle_timeout{10'000};
   // TERM/QUIT and reload: how long in-flight requests may take before SIGKILL.
   std::chrono::milliseconds graceful_timeout{30'000};
   // 0 = off. A worker whose slot shows one request running longer is killed (SIGKILL) and
   // replaced.
   std::chrono::milliseconds request_timeout{0};
+  // Signals for workers that are not the host's own (--exec): libfcgi programs die on QUIT, take
+  // TERM (or USR1) as "finish the current request, then exit", and would stop on a USR1 meant as
+  // "reopen logs" (0: do not send it).
+  int retire_signal = SIGQUIT;
+  int reopen_logs_signal = SIGUSR1;
+  // Repeat the stop signal this often until the worker exits (0: once). libfcgi only looks at
+  // its shutdown flag when accept() is interrupted: a TERM that arrived during a request leaves
+  // the program blocked in its next accept() until another signal comes.
+  std::chrono::milliseconds resend_stop_every{0};
+  // Log a stack trace (eu-stack or gdb, at most ~1 s) of a worker before a request-timeout kill.
+  bool stack_trace_on_timeout = true;
 };
 
 // Handed to a worker's entry point in the child process.
@@ -49,6 +74,19 @@ struct MasterOptions {
   // do when one is readable. Called from the loop, never from a signal handler.
   std::vector<int> watch_fds;
   std::function<void(int fd)> on_readable;
+  // The listen socket. OnDemand watches it, only while no worker is idle or starting (it stays
+  // readable while connections wait), to spawn a worker for a queued connection.
+  int listen_fd = -1;
+  // USR2, binary upgrade: runs in a forked child of the master (default signal dispositions, empty
+  // mask) and execs the new binary, handing it the listen socket and `ready_fd`. Returns only if
+  // the exec failed. Unset: USR2 is logged and ignored.
+  std::function<void(int ready_fd)> upgrade_exec;
+  // After USR2: true once the new master wrote its ready byte (this master then retires its
+  // workers and exits 0), false when it exited or failed before that.
+  std::function<void(bool taken_over)> on_upgrade;
+  // The new master's side of an upgrade: one byte is written here (then closed) once the first
+  // generation is ready. -1: not started by an upgrade.
+  int ready_fd = -1;
 };
 
 class Master {

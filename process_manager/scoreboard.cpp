@@ -1,5 +1,7 @@
 #include "process_manager/scoreboard.hpp"
 
+#include "process_manager/clock.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,6 +9,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <system_error>
+#include <time.h>
 
 namespace process_manager {
 
@@ -42,11 +45,61 @@ Scoreboard::Scoreboard(std::size_t capacity) : capacity_(capacity) {
   slots_ = static_cast<WorkerSlot*>(p);
   for (std::size_t i = 0; i < capacity; ++i)
     new (&slots_[i]) WorkerSlot;
+
+  // The route tables are not constructed: zero-filled pages are empty tables (route_stats.hpp),
+  // and the pages of slots never used are never touched.
+  std::size_t pool_size = (sizeof(PoolCounters) + 63) / 64 * 64;
+  extra_size_ = pool_size + (capacity + 1) * sizeof(RouteTable);
+  void* e = mmap(nullptr, extra_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (e == MAP_FAILED) {
+    int err = errno;
+    munmap(slots_, capacity * sizeof(WorkerSlot));
+    throw std::system_error(err, std::generic_category(), "mmap(scoreboard metrics) failed");
+  }
+  extra_ = e;
+  pool_ = new (e) PoolCounters;
+  tables_ = reinterpret_cast<RouteTable*>(static_cast<char*>(e) + pool_size);
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  pool_->start_time_s = static_cast<std::uint64_t>(now.tv_sec);
+  pool_->start_ns = monotonic_ns();
 }
 
 Scoreboard::~Scoreboard() {
   // WorkerSlot is trivially destructible (atomics and char arrays): unmapping is enough.
   munmap(slots_, capacity_ * sizeof(WorkerSlot));
+  munmap(extra_, extra_size_);
+}
+
+void Scoreboard::retire(std::size_t i) {
+  WorkerSlot& s = slots_[i];
+  PoolCounters& p = *pool_;
+  std::uint32_t seq = p.retire_seq.load(std::memory_order_relaxed);
+  p.retire_seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  p.retired_accepted += s.accepted.exchange(0);
+  p.retired_requests += s.requests.exchange(0);
+  p.retired_slow_requests += s.slow_requests.exchange(0);
+  fold_routes(tables_[0], tables_[i + 1]);
+  p.retire_seq.store(seq + 2, std::memory_order_release);
+}
+
+void Scoreboard::sample(std::uint32_t listen_queue) {
+  std::uint32_t active = 0, total = 0;
+  for (std::size_t i = 0; i < capacity_; ++i) {
+    WorkerState st = slots_[i].state.load(std::memory_order_relaxed);
+    if (st == WorkerState::Free || st == WorkerState::Starting) continue;
+    ++total;
+    active +=
+        st == WorkerState::Reading || st == WorkerState::Handling || st == WorkerState::Writing;
+  }
+  PoolCounters& p = *pool_;
+  if (active > p.max_active.load(std::memory_order_relaxed)) p.max_active = active;
+  if (listen_queue > p.max_listen_queue.load(std::memory_order_relaxed))
+    p.max_listen_queue = listen_queue;
+  bool all_busy = total > 0 && active == total;
+  if (all_busy && !p.was_all_busy.load(std::memory_order_relaxed)) ++p.all_busy;
+  p.was_all_busy = all_busy;
 }
 
 static void copy_truncated(char* dst, std::size_t dst_size, const char* src, std::size_t len) {

@@ -3,6 +3,8 @@
 // fork. Each slot has exactly one writer (its worker) and is read by the master and the status
 // endpoint, so the hot path takes no lock: plain relaxed atomics, and a sequence counter around
 // the few multi-field updates a reader must see whole.
+#include "process_manager/route_stats.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +40,32 @@ struct alignas(64) WorkerSlot {
   std::atomic<std::uint32_t> request_seq{0};
   char method[kSlotMethodSize]{};
   char uri[kSlotUriSize]{};
+  // This worker's counters; the master folds them into PoolCounters when it exits.
+  std::atomic<std::uint64_t> accepted{0}; // connections
+  std::atomic<std::uint64_t> slow_requests{0};
+  std::atomic<std::uint64_t> last_duration_ns{0}; // of the last finished request
+  std::atomic<std::uint64_t> last_cpu_ns{0};      // of the last request sampled for CPU time
+};
+
+// Pool-wide numbers next to the slots. One writer: the master.
+struct PoolCounters {
+  // Odd while the master moves an exited worker's numbers from its slot into the retired totals;
+  // a reader summing slots and retired totals retries, so an exit is never a dip or a double count.
+  std::atomic<std::uint32_t> retire_seq{0};
+  std::atomic<std::uint64_t> retired_accepted{0};
+  std::atomic<std::uint64_t> retired_requests{0};
+  std::atomic<std::uint64_t> retired_slow_requests{0};
+  std::atomic<std::uint64_t> start_time_s{0}; // wall clock (seconds since the epoch)
+  std::atomic<std::uint64_t> start_ns{0};     // CLOCK_MONOTONIC
+  // Sampled on every turn of the master loop (at least every 100 ms).
+  std::atomic<std::uint32_t> max_active{0};
+  std::atomic<std::uint32_t> max_listen_queue{0};
+  std::atomic<std::uint64_t> all_busy{0}; // times every worker was seen busy
+  std::atomic<bool> was_all_busy{false};
+  // Worker exits the master did not ask for (crashes, recycling), by exit code or signal.
+  std::atomic<std::uint64_t> exits_by_code[256]{};
+  std::atomic<std::uint64_t> exits_by_signal[65]{};
+  std::atomic<std::uint64_t> kills_by_timeout{0}; // request_timeout kills
 };
 
 class Scoreboard {
@@ -62,9 +90,25 @@ public:
   };
   static RequestInfo read_request(const WorkerSlot& s);
 
+  PoolCounters& pool() { return *pool_; }
+  const PoolCounters& pool() const { return *pool_; }
+  // Per-handler aggregates: slot i's (written by its worker), and those of exited workers.
+  RouteTable& routes(std::size_t i) { return tables_[i + 1]; }
+  const RouteTable& routes(std::size_t i) const { return tables_[i + 1]; }
+  const RouteTable& retired_routes() const { return tables_[0]; }
+
+  // Master side. A slot's worker has exited: move its counters into the pool's retired totals.
+  void retire(std::size_t i);
+  // One sample of the pool: max active, all-busy transitions, max listen queue.
+  void sample(std::uint32_t listen_queue);
+
 private:
   WorkerSlot* slots_ = nullptr;
   std::size_t capacity_ = 0;
+  void* extra_ = nullptr; // PoolCounters, then capacity_ + 1 route tables (retired first)
+  std::size_t extra_size_ = 0;
+  PoolCounters* pool_ = nullptr;
+  RouteTable* tables_ = nullptr;
 };
 
 } // namespace process_manager

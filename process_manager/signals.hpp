@@ -12,7 +12,9 @@
 //         | after 1 s, exit 0                               |
 //  HUP    | graceful reload by generations                  | -
 //  USR1   | reopen logs, then USR1 to every worker          | reopen logs
-//  USR2   | binary upgrade (not supported yet: logged)      | -
+//  USR2   | binary upgrade: re-exec the binary (same path   | -
+//         | and argv) with the listen socket; once the new  |
+//         | master's workers are ready, retire ours, exit 0 |
 //  TTIN   | one worker more in the current generation       | -
 //  TTOU   | one worker less (never below 1)                 | -
 //  CHLD   | reap                                            | -

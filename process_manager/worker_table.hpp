@@ -18,6 +18,17 @@ struct Worker {
   // From the worker's generation: a reload must not change the rules for workers already running.
   std::chrono::milliseconds graceful_timeout{0};
   std::chrono::milliseconds request_timeout{0};
+  int retire_signal = 0;
+  int reopen_logs_signal = 0;
+  bool stack_trace_on_timeout = false;
+  std::chrono::milliseconds resend_stop_every{0};
+  int stop_signal = 0;            // the graceful signal last sent, for resend_stop_every
+  std::uint64_t resend_at_ns = 0; // 0: nothing to repeat
+
+  // Dynamic and ondemand pools: since when the scoreboard has shown it idle with the same request
+  // count (0: busy, or not seen idle yet).
+  std::uint64_t idle_since_ns = 0;
+  std::uint64_t requests_seen = 0;
 
   // Set once the master has asked it to go: it no longer counts toward the pool's target.
   std::optional<StopReason> stop_reason;
@@ -44,6 +55,7 @@ public:
   Worker* find(pid_t pid);
 
   std::vector<Worker>& all() { return workers_; }
+  const std::vector<Worker>& all() const { return workers_; }
   bool empty() const { return workers_.empty(); }
   std::size_t size() const { return workers_.size(); }
   // Workers of `generation` not asked to stop.

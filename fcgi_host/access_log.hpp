@@ -1,0 +1,61 @@
+#pragma once
+// --access-log FILE and --access-format: one line per request, written by the worker that served
+// it with one write(2) on an O_APPEND descriptor, so lines of different workers never mix. The
+// format is parsed once; a line is built in a buffer the worker reuses (no allocation once it has
+// grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
+// in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace fcgi_host {
+
+inline constexpr std::string_view kDefaultAccessFormat = "%a %m %u %s %d %b";
+
+// Checks a format: every '%' starts a known token. False and `why` otherwise.
+bool valid_access_format(std::string_view format, std::string& why);
+
+class AccessLog {
+public:
+  static AccessLog& get();
+
+  // In the master, before the first fork (workers inherit the descriptor). Throws
+  // std::system_error naming the file, std::invalid_argument for a bad format.
+  void open(const std::string& path, std::string_view format);
+  void reopen();
+  bool enabled() const { return fd_ >= 0; }
+
+  struct Entry {
+    std::string_view remote_addr, method, uri;
+    int status = 0;
+    std::uint64_t duration_ns = 0;
+    std::int64_t cpu_ns = -1;     // -1: not sampled
+    std::int64_t body_bytes = -1; // -1: streamed, not counted
+    pid_t pid = 0;
+    std::size_t slot = 0;
+    std::uint32_t generation = 0;
+  };
+  void write(const Entry& e);
+
+  // The line write() would append, without the newline (for tests).
+  const std::string& format_line(const Entry& e);
+
+private:
+  AccessLog() = default;
+  struct Token {
+    char kind; // 0: literal text, else the letter after '%'
+    std::string text;
+  };
+  void append_time();
+
+  int fd_ = -1;
+  std::string path_;
+  std::vector<Token> tokens_;
+  std::string line_;
+  std::int64_t time_second_ = -1;
+  std::string time_text_;
+};
+
+} // namespace fcgi_host

@@ -1,0 +1,97 @@
+#include "process_manager/route_stats.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace process_manager {
+
+namespace {
+
+std::uint64_t load(const std::uint64_t& v, std::memory_order order = std::memory_order_relaxed) {
+  // atomic_ref<const T> only arrives in C++26; the reference is only read.
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(v)).load(order);
+}
+
+void store(std::uint64_t& v, std::uint64_t x, std::memory_order order = std::memory_order_relaxed) {
+  std::atomic_ref<std::uint64_t>(v).store(x, order);
+}
+
+void add(std::uint64_t& v, std::uint64_t d) {
+  std::atomic_ref<std::uint64_t>(v).fetch_add(d, std::memory_order_relaxed);
+}
+
+std::string_view name_of(const RouteStats& r, std::uint64_t len) {
+  return {r.name, static_cast<std::size_t>(len)};
+}
+
+// One writer per table: the name is written before its length is published (release).
+void claim(RouteStats& r, std::string_view name) {
+  std::size_t n = std::min(name.size(), kRouteNameSize);
+  std::memcpy(r.name, name.data(), n);
+  store(r.name_len, n, std::memory_order_release);
+}
+
+} // namespace
+
+std::size_t latency_bucket(std::uint64_t ns) {
+  std::size_t i = 0;
+  while (i < std::size(kLatencyBoundsNs) && ns > kLatencyBoundsNs[i])
+    ++i;
+  return i;
+}
+
+std::size_t claim_route(RouteTable& table, std::string_view name) {
+  if (name.empty()) name = "/";
+  name = name.substr(0, kRouteNameSize);
+  constexpr std::size_t kLast = kMaxRoutes - 1;
+  for (std::size_t i = 0; i < kLast; ++i) {
+    RouteStats& r = table.routes[i];
+    std::uint64_t len = load(r.name_len);
+    if (len == 0) {
+      claim(r, name);
+      return i;
+    }
+    if (name_of(r, len) == name) return i;
+  }
+  if (load(table.routes[kLast].name_len) == 0) claim(table.routes[kLast], kOverflowRoute);
+  return kLast;
+}
+
+RouteStats load_route(const RouteStats& r) {
+  RouteStats copy{};
+  copy.name_len = load(r.name_len, std::memory_order_acquire);
+  if (copy.name_len == 0) return copy;
+  std::memcpy(copy.name, r.name, sizeof copy.name);
+  copy.calls = load(r.calls);
+  copy.wall_ns = load(r.wall_ns);
+  copy.cpu_ns = load(r.cpu_ns);
+  copy.cpu_samples = load(r.cpu_samples);
+  copy.errors = load(r.errors);
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+    copy.buckets[b] = load(r.buckets[b]);
+  return copy;
+}
+
+void fold_routes(RouteTable& into, RouteTable& from) {
+  for (RouteStats& src : from.routes) {
+    RouteStats r = load_route(src);
+    if (r.name_len == 0) continue;
+    // The retired table has one writer too (the master): claim_route is safe on it.
+    RouteStats& dst = into.routes[claim_route(into, name_of(r, r.name_len))];
+    add(dst.calls, r.calls);
+    add(dst.wall_ns, r.wall_ns);
+    add(dst.cpu_ns, r.cpu_ns);
+    add(dst.cpu_samples, r.cpu_samples);
+    add(dst.errors, r.errors);
+    for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+      add(dst.buckets[b], r.buckets[b]);
+    // Emptied for the slot's next worker; the name bytes stay until it claims the entry again.
+    store(src.name_len, 0);
+    for (std::uint64_t* v : {&src.calls, &src.wall_ns, &src.cpu_ns, &src.cpu_samples, &src.errors})
+      store(*v, 0);
+    for (std::uint64_t& b : src.buckets)
+      store(b, 0);
+  }
+}
+
+} // namespace process_manager

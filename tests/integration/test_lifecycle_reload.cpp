@@ -1,0 +1,123 @@
+// Lifecycle under load, through a real nginx: 20 HUP reloads and a USR2 binary upgrade must cost
+// no request; TERM with connections queued in the listen backlog answers every one of them.
+#include "checks.hpp"
+#include "lifecycle_load.hpp"
+
+#include <csignal>
+#include <future>
+#include <sys/stat.h>
+
+using namespace std::chrono_literals;
+using fcgi_test::Millis;
+using it::HostProcess;
+using Clock = std::chrono::steady_clock;
+
+TEST_SUITE("lifecycle") {
+
+  TEST_CASE("20 reloads under load, 0 failures; a 3 s request in flight at a reload gets 200") {
+    HostProcess host({"--app", "echo", "--workers", "2", "--graceful-timeout", "20"});
+    it::NginxProcess nginx({host.address()});
+    int port = nginx.port();
+    it::HttpLoad load(port, "/echo?load=1", 3);
+
+    std::this_thread::sleep_for(2000ms); // the baseline: no reload
+    auto reload_from = Clock::now();
+    auto slow = std::async(std::launch::async, [port] {
+      return it::http_request(port, "GET", "/echo?delay_ms=3000", {}, Millis{15000}).status;
+    });
+    std::this_thread::sleep_for(300ms); // a worker of generation 1 holds it
+    for (int i = 0; i < 20; ++i) {
+      host.signal(SIGHUP);
+      std::this_thread::sleep_for(250ms);
+    }
+    auto reload_to = Clock::now();
+    std::this_thread::sleep_for(500ms);
+    load.stop();
+
+    CHECK(slow.get() == 200);
+    std::size_t total = load.samples().size();
+    double p99_base = load.p99(reload_from - 2000ms, reload_from);
+    double p99_reload = load.p99(reload_from, reload_to);
+    MESSAGE("20 reloads: " << total << " requests, " << load.failures() << " failures; p99 "
+                           << p99_base << " ms without reloads ("
+                           << load.count(reload_from - 2000ms, reload_from) << " requests), "
+                           << p99_reload << " ms during reloads ("
+                           << load.count(reload_from, reload_to) << " requests)");
+    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+    CHECK(total > 200);
+    CHECK(load.failures() == 0);
+    std::string log = host.log();
+    CHECK(it::lines_with(log, "ready; retiring").size() >= 5); // HUPs during a reload coalesce
+    CHECK(it::lines_with(log, "abandoning").empty());
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("USR2 under load: the new master takes the socket and the pidfile, 0 failures") {
+    HostProcess host({"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid"});
+    std::string pidfile = host.dir().file("host.pid");
+    std::string sock = host.dir().file("host.sock");
+    REQUIRE(it::read_pid(pidfile) == host.pid());
+    it::NginxProcess nginx({host.address()});
+    it::HttpLoad load(nginx.port(), "/echo?load=1", 3);
+    std::this_thread::sleep_for(500ms);
+
+    host.signal(SIGUSR2);
+    // The old master exits 0 once the new one is ready and its own workers are done.
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    pid_t new_master = it::read_pid(pidfile);
+    CHECK(new_master != host.pid());
+    CHECK(it::process_alive(new_master));
+    std::this_thread::sleep_for(500ms);
+    load.stop();
+    MESSAGE("USR2: " << load.samples().size() << " requests, " << load.failures()
+                     << " failures; new master " << new_master);
+    INFO("first error: " << load.first_error() << "\nhost log:\n" << host.log());
+    CHECK(load.failures() == 0);
+    struct stat st {};
+    CHECK(::stat(sock.c_str(), &st) == 0); // the old master left the socket file alone
+    CHECK(it::http_request(nginx.port(), "GET", "/echo?after=1").status == 200);
+
+    // The new master stops like any other: it removes the socket file and the pidfile.
+    if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
+    CHECK(it::wait_for([&] { return !it::process_alive(new_master); }, Millis{10000}));
+    CHECK(::stat(sock.c_str(), &st) != 0);
+    CHECK(it::read_file(pidfile).empty());
+    CHECK(it::lines_with(host.log(), "binary upgrade: new master").size() >= 2);
+  }
+
+  TEST_CASE("TERM drains the backlog: 50 queued connections all answered, then exit 0") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--graceful-timeout", "20"});
+    auto holder = host.connect();
+    holder.set_timeout(Millis{10000});
+    fcgi_test::Request slow;
+    slow.uri = "/echo?delay_ms=1500";
+    std::uint16_t slow_id = holder.send_request(slow);
+    std::this_thread::sleep_for(200ms); // the only worker is inside the slow handler
+
+    std::vector<fcgi_test::Client> queued;
+    std::vector<std::uint16_t> ids;
+    for (int i = 0; i < 50; ++i) {
+      queued.push_back(host.connect());
+      queued.back().set_timeout(Millis{15000});
+      fcgi_test::Request r;
+      r.uri = "/echo?n=" + std::to_string(i);
+      ids.push_back(queued.back().send_request(r));
+    }
+    host.signal(SIGTERM); // arrives while all 50 still wait in the listen backlog
+    CHECK(holder.read_response(slow_id).status == 200);
+    int answered = 0;
+    for (std::size_t i = 0; i < queued.size(); ++i) {
+      try {
+        fcgi_test::Response r = queued[i].read_response(ids[i]);
+        answered += r.ended && r.status == 200;
+      } catch (const std::exception&) {}
+    }
+    MESSAGE("TERM with 50 queued connections: " << answered << " answered");
+    CHECK(answered == 50);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    it::check_no_alerts(host);
+  }
+
+} // TEST_SUITE

@@ -1,0 +1,256 @@
+// Lifecycle of workers against the real binary: request timeout (stack trace, 5xx, fast
+// replacement), recycling by request count and RSS, crash containment and boot failure, spawn
+// mode (--exec) with a plain libfcgi program and php-cgi, and the ondemand pool.
+#include "checks.hpp"
+#include "lifecycle_load.hpp"
+
+#include <csignal>
+#include <future>
+#include <set>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using fcgi_test::Millis;
+using it::HostProcess;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::string body_field(const std::string& body, const std::string& name) {
+  auto at = body.find(name + "=");
+  if (at == std::string::npos) return {};
+  auto end = body.find('\n', at);
+  return body.substr(at + name.size() + 1, end - at - name.size() - 1);
+}
+
+} // namespace
+
+TEST_SUITE("lifecycle") {
+
+  TEST_CASE("hung handler killed and replaced: stack trace logged, nginx 5xx, fresh worker") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--request-timeout", "1"});
+    it::NginxProcess nginx({host.address()});
+    auto t0 = Clock::now();
+    int status =
+        it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
+    double killed_after = ms_since(t0);
+    auto t1 = Clock::now();
+    int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
+    double fresh_after = ms_since(t1);
+    MESSAGE("request timeout 1 s: 5xx after " << killed_after << " ms (includes the stack trace); "
+                                              << "next request served in " << fresh_after << " ms");
+    CHECK(status >= 500);
+    CHECK(status <= 599);
+    CHECK(killed_after < 1000 + 200 + 1500); // tick + debugger budget
+    CHECK(next == 200);
+    CHECK(fresh_after < 200);
+    std::string log = host.log();
+    auto lines = it::lines_with(log, "killed: request \"GET /echo?delay_ms=10000\" ran for");
+    INFO("host log:\n" << log);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("worker ") != std::string::npos);
+    CHECK(log.find("; stack:\n#") != std::string::npos);
+  }
+
+  TEST_CASE("a kept connection idle between requests is never a running request") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--request-timeout", "1"});
+    auto c = host.connect();
+    c.set_timeout(Millis{5000});
+    fcgi_test::Request r;
+    r.uri = "/echo?first=1";
+    r.keep_conn = true;
+    CHECK(c.request(r).status == 200);
+    std::this_thread::sleep_for(2000ms); // idle past the request timeout
+    r.uri = "/echo?second=1";
+    CHECK(c.request(r).status == 200);
+    CHECK(it::lines_with(host.log(), "killed: request").empty());
+  }
+
+  TEST_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
+    HostProcess host(
+        {"--app", "echo", "--workers", "2", "--max-requests", "40", "--max-requests-jitter", "20"});
+    it::NginxOptions no{host.address()};
+    no.upstream_keepalive = 8;
+    it::NginxProcess nginx(no);
+    it::HttpLoad load(nginx.port(), "/echo?load=1", 3, 600);
+    it::wait_for([&] { return it::lines_with(host.log(), "worker recycling").size() >= 4; },
+                 Millis{20000});
+    load.stop();
+    std::size_t recycled = it::lines_with(host.log(), "worker recycling").size();
+    MESSAGE("max-requests 40+0..20: " << load.samples().size() << " requests, " << load.failures()
+                                      << " failures, " << recycled << " recyclings");
+    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+    CHECK(recycled >= 4);
+    CHECK(load.failures() == 0);
+    CHECK(it::lines_with(host.log(), "crash").empty());
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("recycling by --max-rss: the worker goes after the request that crossed it") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--max-rss", "1"});
+    std::set<pid_t> workers;
+    for (int i = 0; i < 4; ++i) {
+      auto c = host.connect();
+      CHECK(c.request("GET", "/echo").status == 200);
+      auto w = host.wait_workers(1);
+      if (!w.empty()) workers.insert(w[0]);
+      it::wait_for([&] { return it::lines_with(host.log(), "spawned").size() >= 1u + i + 1; },
+                   Millis{3000});
+    }
+    CHECK(it::lines_with(host.log(), "peak RSS above --max-rss").size() >= 3);
+    CHECK(workers.size() >= 3);
+  }
+
+  TEST_CASE("a worker killed mid-request costs only that request") {
+    HostProcess host({"--app", "echo", "--workers", "1"});
+    auto victim = host.connect();
+    victim.set_timeout(Millis{5000});
+    fcgi_test::Request slow;
+    slow.uri = "/echo?delay_ms=3000";
+    std::uint16_t id = victim.send_request(slow);
+    std::this_thread::sleep_for(300ms);
+    std::vector<fcgi_test::Client> others;
+    std::vector<std::uint16_t> ids;
+    for (int i = 0; i < 5; ++i) {
+      others.push_back(host.connect());
+      others.back().set_timeout(Millis{5000});
+      fcgi_test::Request r;
+      r.uri = "/echo?n=" + std::to_string(i);
+      ids.push_back(others.back().send_request(r));
+    }
+    auto w = host.wait_workers(1);
+    REQUIRE(w.size() == 1);
+    ::kill(w[0], SIGKILL);
+    fcgi_test::Response lost;
+    try {
+      lost = victim.read_response(id);
+    } catch (const std::exception&) {}
+    CHECK(!lost.ended);
+    int ok = 0;
+    for (std::size_t i = 0; i < others.size(); ++i)
+      ok += others[i].read_response(ids[i]).status == 200;
+    CHECK(ok == 5);
+  }
+
+  TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
+    HostProcess host({"--app", "echo", "--workers", "12"});
+    REQUIRE(host.wait_workers(12).size() == 12);
+    std::vector<std::future<void>> crashes;
+    for (int i = 0; i < 14; ++i)
+      crashes.push_back(std::async(std::launch::async, [&host] {
+        try {
+          auto c = host.connect(Millis{3000});
+          c.set_timeout(Millis{3000});
+          c.request("GET", "/crash");
+        } catch (const std::exception&) {}
+      }));
+    for (auto& f : crashes)
+      f.get();
+    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{5000});
+    std::string log = host.log();
+    INFO("host log:\n" << log);
+    CHECK(it::lines_with(log, "crash loop").size() == 1);
+    CHECK(it::lines_with(log, "killed by signal").size() <= 3); // rate-limited crash lines
+    CHECK(!host.wait_exit(Millis{0}));
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+  }
+
+  TEST_CASE("a worker that fails to boot stops the master: one clear line, exit 1") {
+    it::HostOptions o;
+    o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "3"};
+    it::RunResult r = it::run_host(o, Millis{10000});
+    INFO("output:\n" << r.output);
+    CHECK(r.status == 1);
+    CHECK(it::lines_with(r.output, "database unreachable (test)").size() >= 1);
+    CHECK(it::lines_with(r.output, "failed to boot (exit code 3); stopping").size() == 1);
+  }
+
+  TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
+    HostProcess host({"--workers", "2", "--env", "FIXTURE_WHO=exec-test", "--graceful-timeout", "5",
+                      "--exec", FCGI_TEST_LIBFCGI_ECHO});
+    auto pids = host.wait_workers(2);
+    REQUIRE(pids.size() == 2);
+    std::set<std::string> served_by;
+    for (int i = 0; i < 6; ++i) {
+      auto r = host.connect().request("GET", "/x?i=" + std::to_string(i));
+      CHECK(r.status == 200);
+      CHECK(body_field(r.body, "who") == "exec-test");
+      served_by.insert(body_field(r.body, "pid"));
+    }
+    CHECK(served_by.size() >= 1);
+    // Respawned when killed.
+    ::kill(pids[0], SIGKILL);
+    CHECK(it::wait_for(
+        [&] {
+          auto now = host.worker_pids();
+          return now.size() == 2 && std::find(now.begin(), now.end(), pids[0]) == now.end();
+        },
+        Millis{3000}));
+    // Reloaded: a request in flight at the HUP completes (libfcgi exits after it on TERM).
+    auto slow = host.connect();
+    slow.set_timeout(Millis{5000});
+    fcgi_test::Request sr;
+    sr.uri = "/x?delay_ms=1000";
+    std::uint16_t id = slow.send_request(sr);
+    std::this_thread::sleep_for(200ms);
+    auto before = host.worker_pids();
+    host.signal(SIGHUP);
+    INFO("host log:\n" << host.log());
+    CHECK(slow.read_response(id).status == 200);
+    CHECK(it::wait_for(
+        [&] {
+          auto now = host.worker_pids();
+          if (now.size() != 2) return false;
+          for (pid_t p : now)
+            if (std::find(before.begin(), before.end(), p) != before.end()) return false;
+          return true;
+        },
+        Millis{5000}));
+    CHECK(host.connect().request("GET", "/x?after=1").status == 200);
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    CHECK(it::lines_with(host.log(), "crash").empty());
+  }
+
+  TEST_CASE("--exec php-cgi (skipped when php-cgi is not installed)") {
+    if (::access("/usr/bin/php-cgi", X_OK) != 0) {
+      MESSAGE("php-cgi not installed (apt-get install php8.2-cgi): skipped");
+      return;
+    }
+    HostProcess host({"--workers", "2", "--exec", "/usr/bin/php-cgi"});
+    std::string script = host.dir().write("hello.php", "<?php echo 'php ok ', getmypid();");
+    fcgi_test::Params p{{"SCRIPT_FILENAME", script}};
+    auto r = host.connect().request("GET", "/hello.php", {}, p);
+    CHECK(r.status == 200);
+    CHECK(r.body.starts_with("php ok "));
+    host.signal(SIGHUP);
+    std::this_thread::sleep_for(500ms);
+    CHECK(host.connect().request("GET", "/hello.php", {}, p).body.starts_with("php ok "));
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+  }
+
+  TEST_CASE("--pm ondemand: no worker at start, one for a request, none after idle-timeout") {
+    HostProcess host(
+        {"--app", "echo", "--pm", "ondemand", "--max-workers", "2", "--idle-timeout", "1"});
+    // The harness's readiness probe was a connection: it got a worker, which goes after the
+    // idle timeout.
+    CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
+    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+    std::this_thread::sleep_for(300ms);
+    CHECK(host.worker_pids().empty());
+    auto t0 = Clock::now();
+    CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
+    MESSAGE("ondemand: first request with a spawn served in " << ms_since(t0) << " ms");
+    CHECK(host.worker_pids().size() == 1);
+    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+  }
+
+} // TEST_SUITE

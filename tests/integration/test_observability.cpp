@@ -1,0 +1,324 @@
+// Observability of a running host: the status page's numbers are exact (the page never counts
+// itself), per-handler metrics survive recycling and reloads, OpenMetrics output passes a real
+// parser, the listen queue of a Unix socket is reported, the slow log, ping, --status-allow,
+// the access log with USR1, and the `fcgi-host status|ping` health-check exit codes.
+#include "checks.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <regex>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using fcgi_test::Millis;
+using it::HostOptions;
+using it::HostProcess;
+using it::Listen;
+
+namespace {
+
+// The master's own status socket in the host's temp dir.
+std::string status_socket(const HostProcess& host) {
+  return "unix:" + host.dir().file("status.sock");
+}
+
+fcgi_test::Response get(const std::string& address, const std::string& uri) {
+  auto c = fcgi_test::Client::connect(address);
+  c.set_keep_conn(false);
+  return c.request("GET", uri);
+}
+
+// A number from the JSON status page, e.g. "active processes"; -1 when absent.
+long json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":(-?[0-9]+)");
+  if (!std::regex_search(json, m, re)) return -1;
+  return std::stol(m[1]);
+}
+
+// Sends requests that stay in the handler for `ms`; returns the open clients (keep them alive).
+std::vector<fcgi_test::Client> hold_requests(const HostProcess& host, int n, int ms) {
+  std::vector<fcgi_test::Client> held;
+  for (int i = 0; i < n; ++i) {
+    held.push_back(host.connect());
+    fcgi_test::Request r;
+    r.uri = "/echo?delay_ms=" + std::to_string(ms);
+    held.back().send_request(r);
+    // One at a time: a worker already in its handler cannot take the next one, so each lands
+    // on a different worker.
+    std::this_thread::sleep_for(150ms);
+  }
+  return held;
+}
+
+struct Command {
+  int status = -1;
+  std::string output;
+};
+
+// Runs a shell command (bounded by the command's own timeouts), with stderr in the output.
+Command run_shell(const std::string& command) {
+  Command c;
+  std::string cmd = command + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return c;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    c.output.append(buf, n);
+  int st = pclose(p);
+  c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return c;
+}
+
+// The fcgi-host binary with `args` (a client command).
+Command run_binary(const std::string& args) {
+  return run_shell(HostProcess::binary() + " " + args);
+}
+
+// Parses OpenMetrics text with Debian's python3-prometheus-client and prints
+// "family type samples" per family, then the value of `sample` (or "missing").
+std::string parse_openmetrics(const it::TempDir& dir, const std::string& text,
+                              const std::string& sample) {
+  std::string input = dir.write("metrics.txt", text);
+  std::string script = dir.write("parse.py", R"(import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+want = sys.argv[2]
+found = "missing"
+for f in text_string_to_metric_families(open(sys.argv[1]).read()):
+    print(f.name, f.type, len(f.samples))
+    for s in f.samples:
+        labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+        key = s.name + ("{" + labels + "}" if labels else "")
+        if key == want:
+            found = "%g" % s.value
+print("VALUE", found)
+)");
+  Command c = run_shell("/usr/bin/python3 " + script + " " + input + " '" + sample + "'");
+  return c.output + (c.status == 0 ? "" : "\nEXIT " + std::to_string(c.status));
+}
+
+} // namespace
+
+TEST_SUITE("observability") {
+
+  TEST_CASE("N requests held in handlers show exactly N active, W - N idle; the page never "
+            "counts itself") {
+    const int W = 3, N = 2;
+    HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--status-path", "/status",
+                      "--status-listen", "unix:{dir}/status.sock"});
+    REQUIRE(host.wait_workers(W).size() == W);
+    auto held = hold_requests(host, N, 2000);
+    // From the master's socket: it waits until both requests are inside handlers.
+    std::string json;
+    bool seen = it::wait_for(
+        [&] {
+          json = get(status_socket(host), "/status?json").body;
+          return json_number(json, "active processes") == N;
+        },
+        Millis{1500});
+    INFO(json);
+    REQUIRE(seen);
+    CHECK(json_number(json, "idle processes") == W - N);
+    CHECK(json_number(json, "total processes") == W);
+    // From the worker that serves the page: the same numbers, itself counted idle.
+    fcgi_test::Response r = host.connect().request("GET", "/status?json&full");
+    INFO(r.body);
+    CHECK(r.status == 200);
+    CHECK(r.header("Content-Type").value_or("") == "application/json");
+    CHECK(json_number(r.body, "active processes") == N);
+    CHECK(json_number(r.body, "idle processes") == W - N);
+    CHECK(r.body.find("\"request uri\":\"/echo?delay_ms=2000\"") != std::string::npos);
+    for (auto& c : held)
+      c.read_response(1);
+    json = get(status_socket(host), "/status?json").body;
+    CHECK(json_number(json, "active processes") == 0);
+    CHECK(json_number(json, "max active processes") >= N);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("per-handler counts are exact across workers, a recycled worker and a reload; "
+            "OpenMetrics passes a real parser") {
+    const int W = 2, K1 = 40, K2 = 25;
+    HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--max-requests", "15",
+                      "--status-listen", "unix:{dir}/status.sock"});
+    REQUIRE(host.wait_workers(W).size() == W);
+    for (int i = 0; i < K1; ++i)
+      REQUIRE(get(host.address(), "/a?i=" + std::to_string(i)).status == 200);
+    REQUIRE(get(host.address(), "/throw").status == 500);
+    auto before = host.wait_workers(W);
+    host.signal(SIGHUP);
+    REQUIRE(it::wait_for(
+        [&] {
+          auto now = host.worker_pids();
+          if (now.size() != static_cast<std::size_t>(W)) return false;
+          for (pid_t p : now)
+            for (pid_t b : before)
+              if (p == b) return false;
+          return true;
+        },
+        Millis{10000}));
+    for (int i = 0; i < K2; ++i)
+      REQUIRE(get(host.address(), "/a").status == 200);
+
+    std::string text = get(status_socket(host), "/status?openmetrics").body;
+    std::string out =
+        parse_openmetrics(host.dir(), text, "fcgihost_handler_calls_total{route=\"/a\"}");
+    INFO(text);
+    INFO(out);
+    CHECK(out.find("VALUE " + std::to_string(K1 + K2) + "\n") != std::string::npos);
+    CHECK(out.find("fcgihost_handler_duration_seconds histogram") != std::string::npos);
+    CHECK(out.find("EXIT") == std::string::npos);
+    CHECK(parse_openmetrics(host.dir(), text, "fcgihost_handler_errors_total{route=\"/throw\"}")
+              .find("VALUE 1\n") != std::string::npos);
+    CHECK(parse_openmetrics(host.dir(), text, "fcgihost_requests_total")
+              .find("VALUE " + std::to_string(K1 + K2 + 1) + "\n") != std::string::npos);
+    // Recycled workers (--max-requests) exit 0: counted as restarts with their reason.
+    CHECK(text.find("fcgihost_worker_restarts_total{reason=\"exit\",code=\"0\"}") !=
+          std::string::npos);
+    CHECK(text.find("fcgihost_worker_requests_total{slot=\"") != std::string::npos);
+    CHECK(it::ends_with(text, "# EOF\n"));
+  }
+
+  TEST_CASE("the listen queue of a Unix socket: K unaccepted connections show as K") {
+    const int K = 3;
+    HostProcess host(
+        {"--app", "echo", "--workers", "1", "--status-listen", "unix:{dir}/status.sock"});
+    REQUIRE(host.wait_workers(1).size() == 1);
+    auto held = hold_requests(host, 1, 2000);
+    REQUIRE(it::wait_for(
+        [&] {
+          return json_number(get(status_socket(host), "/?json").body, "active processes") == 1;
+        },
+        Millis{1500}));
+    std::vector<int> queued;
+    for (int i = 0; i < K; ++i)
+      queued.push_back(fcgi_test::connect_socket(host.address()));
+    std::string json = get(status_socket(host), "/status?json").body;
+    INFO(json);
+    CHECK(json_number(json, "listen queue") == K);
+    CHECK(json_number(json, "listen queue len") > 0);
+    CHECK(json_number(json, "idle processes") == 0);
+    // The health check: no idle worker and more than --max-queue waiting is unhealthy.
+    Command unhealthy = run_binary("status --connect " + status_socket(host) + " --max-queue 2");
+    CHECK(unhealthy.status == 1);
+    CHECK(unhealthy.output.find("3 connections waiting") != std::string::npos);
+    CHECK(run_binary("status --connect " + status_socket(host) + " --max-queue 3").status == 0);
+    for (int fd : queued)
+      ::close(fd);
+    held[0].read_response(1);
+  }
+
+  TEST_CASE("a slow request is logged at warn with its URI, and counted") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--slow-request-threshold", "0.2",
+                      "--status-path", "/status"});
+    CHECK(host.connect().request("GET", "/echo?delay_ms=300&tag=slowone").status == 200);
+    CHECK(host.connect().request("GET", "/echo?fast=1").status == 200);
+    REQUIRE(it::wait_for([&] { return !it::lines_with(host.log(), "slow request").empty(); },
+                         Millis{2000}));
+    auto lines = it::lines_with(host.log(), "slow request");
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("[warn]") != std::string::npos);
+    CHECK(lines[0].find("GET /echo?delay_ms=300&tag=slowone") != std::string::npos);
+    std::string json = host.connect().request("GET", "/status?json").body;
+    CHECK(json_number(json, "slow requests") == 1);
+  }
+
+  TEST_CASE("ping answers pong, from a worker and from the master") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--ping-path", "/ping", "--status-listen",
+                      "unix:{dir}/status.sock"});
+    fcgi_test::Response r = host.connect().request("GET", "/ping");
+    CHECK(r.status == 200);
+    CHECK(r.body == "pong\n");
+    CHECK(get(status_socket(host), "/ping").body == "pong\n");
+    Command ping = run_binary("ping --connect " + host.address());
+    CHECK(ping.status == 0);
+    CHECK(ping.output == "pong\n");
+    CHECK(run_binary("ping --connect " + status_socket(host)).status == 0);
+  }
+
+  TEST_CASE("--status-allow refuses a TCP peer not in the list; Unix peers pass") {
+    int port = it::free_tcp_port();
+    HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status",
+                      "--status-listen", "127.0.0.1:" + std::to_string(port), "--status-allow",
+                      "10.1.2.0/24"});
+    std::string tcp = "127.0.0.1:" + std::to_string(port);
+    REQUIRE(it::wait_for(
+        [&] {
+          try {
+            ::close(fcgi_test::connect_socket(tcp, Millis{200}));
+            return true;
+          } catch (const fcgi_test::Error&) {
+            return false;
+          }
+        },
+        Millis{3000}));
+    CHECK(get(tcp, "/status").status == 403);
+    CHECK(run_binary("status --connect " + tcp).status == 1);
+    // On a worker the HTTP client's REMOTE_ADDR is what is checked.
+    auto c = host.connect();
+    CHECK(c.request("GET", "/status", "", {{"REMOTE_ADDR", "192.0.2.7"}}).status == 403);
+    CHECK(c.request("GET", "/status", "", {{"REMOTE_ADDR", "10.1.2.9"}}).status == 200);
+  }
+
+  TEST_CASE("fcgi-host status and ping exit codes") {
+    HostProcess host({"--app", "hello", "--workers", "1", "--status-path", "/status"});
+    Command ok = run_binary("status --connect " + host.address());
+    CHECK(ok.status == 0);
+    CHECK(ok.output.find("idle processes:       1") != std::string::npos);
+    Command om = run_binary("status --connect " + host.address() + " --openmetrics");
+    CHECK(om.status == 0);
+    CHECK(it::ends_with(om.output, "# EOF\n"));
+    // The hello app answers 200 "OK" on every path, so a wrong --path still answers: not a page
+    // that fails. A host that does not answer at all:
+    CHECK(run_binary("ping --connect unix:" + host.dir().file("nothing.sock") + " --timeout 1")
+              .status == 3);
+    CHECK(run_binary("status").status == 2);
+    CHECK(run_binary("status --connect " + host.address() + " --bogus").status == 2);
+  }
+
+  TEST_CASE("ping on a host without --ping-path goes to the handler; non-200 is unhealthy") {
+    HostProcess host({"--app", "echo", "--workers", "1"});
+    CHECK(run_binary("ping --connect " + host.address() + " --path /not-found").status == 1);
+    CHECK(run_binary("ping --connect " + host.address() + " --path /fine").status == 0);
+  }
+
+  TEST_CASE("the access log: one line per request in the given format; USR1 reopens it") {
+    HostProcess host({"--app", "echo", "--workers", "2", "--access-log", "{dir}/access.log",
+                      "--access-format", "%m %u %s %b %p %w %g"});
+    for (int i = 0; i < 5; ++i)
+      CHECK(host.connect().request("GET", "/x?n=" + std::to_string(i)).status == 200);
+    std::string path = host.dir().file("access.log");
+    REQUIRE(it::wait_for([&] { return it::lines_with(it::read_file(path), "GET /x").size() == 5; },
+                         Millis{2000}));
+    std::regex line_re(R"(GET /x\?n=[0-9] 200 [0-9]+ [0-9]+ [01] 1)");
+    for (const std::string& line : it::lines_with(it::read_file(path), "GET /x"))
+      CHECK(std::regex_search(line, line_re));
+    REQUIRE(::rename(path.c_str(), (path + ".1").c_str()) == 0);
+    host.signal(SIGUSR1);
+    std::this_thread::sleep_for(300ms);
+    for (int i = 0; i < 4; ++i)
+      CHECK(host.connect().request("GET", "/after").status == 200);
+    REQUIRE(
+        it::wait_for([&] { return it::lines_with(it::read_file(path), "GET /after").size() == 4; },
+                     Millis{2000}));
+    CHECK(it::lines_with(it::read_file(path + ".1"), "GET /after").empty());
+    CHECK(it::lines_with(it::read_file(path + ".1"), "GET /x").size() == 5);
+  }
+
+  TEST_CASE("status formats: text, html, full") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status"});
+    auto c = host.connect();
+    fcgi_test::Response text = c.request("GET", "/status");
+    CHECK(text.body.find("active processes:     0") != std::string::npos);
+    CHECK(text.body.find("listen queue:         0") != std::string::npos);
+    fcgi_test::Response html = c.request("GET", "/status?html");
+    CHECK(html.header("Content-Type").value_or("").starts_with("text/html"));
+    CHECK(html.body.find("http-equiv=\"refresh\"") != std::string::npos);
+    fcgi_test::Response full = c.request("GET", "/status?full");
+    CHECK(full.body.find("state:                idle") != std::string::npos);
+  }
+}

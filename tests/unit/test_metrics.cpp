@@ -1,0 +1,285 @@
+// Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
+// status page formats, the access log line, the status socket's params decoder.
+#include "fcgi_host/access_log.hpp"
+#include "fcgi_host/metrics.hpp"
+#include "fcgi_host/output_capture.hpp"
+#include "fcgi_host/status_page.hpp"
+#include "fcgi_host/status_server.hpp"
+#include "process_manager/listen_queue.hpp"
+#include "process_manager/log.hpp"
+#include "process_manager/route_stats.hpp"
+#include "process_manager/scoreboard.hpp"
+
+#include <cstdio>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace process_manager;
+using namespace fcgi_host;
+
+namespace {
+
+const RouteSnapshot* find_route(const Snapshot& s, const std::string& name) {
+  for (const RouteSnapshot& r : s.routes)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("metrics: latency buckets take their upper bound inclusively") {
+  CHECK(latency_bucket(0) == 0);
+  CHECK(latency_bucket(1'000'000) == 0);
+  CHECK(latency_bucket(1'000'001) == 1);
+  CHECK(latency_bucket(10'000'000'000) == kLatencyBuckets - 2);
+  CHECK(latency_bucket(10'000'000'001) == kLatencyBuckets - 1);
+}
+
+TEST_CASE("metrics: a full route table sends new names to the overflow entry") {
+  Scoreboard sb(1);
+  RouteTable& t = sb.routes(0);
+  for (std::size_t i = 0; i < kMaxRoutes - 1; ++i)
+    CHECK(claim_route(t, "/r" + std::to_string(i)) == i);
+  CHECK(claim_route(t, "/r5") == 5);
+  std::size_t overflow = claim_route(t, "/new");
+  CHECK(overflow == kMaxRoutes - 1);
+  CHECK(claim_route(t, "/another") == overflow);
+  CHECK(std::string(t.routes[overflow].name, t.routes[overflow].name_len) == kOverflowRoute);
+  CHECK(claim_route(t, "") == claim_route(t, "/")); // an empty path is "/"
+}
+
+TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
+  Scoreboard sb(3);
+  ObservabilitySettings settings;
+  for (std::size_t slot : {0u, 1u}) {
+    sb.slot(slot).generation = 1;
+    sb.slot(slot).state = WorkerState::Idle;
+    RequestMetrics m(sb.slot(slot), sb.routes(slot), settings);
+    for (int i = 0; i < 10; ++i) {
+      m.begin(1);
+      m.end("/a", i == 0 ? 503 : 200, "GET", "/a", false);
+      sb.slot(slot).requests += 1;
+    }
+    m.begin(1);
+    m.end("/b", 200, "GET", "/b", false);
+    sb.slot(slot).requests += 1;
+  }
+  sb.slot(0).accepted = 7;
+  Snapshot before = take_snapshot(sb, -1, "static");
+  REQUIRE(find_route(before, "/a"));
+  CHECK(find_route(before, "/a")->calls == 20);
+  CHECK(find_route(before, "/a")->errors == 2);
+  CHECK(find_route(before, "/b")->calls == 2);
+  CHECK(before.requests == 22);
+  CHECK(before.idle == 2);
+
+  sb.slot(0).state = WorkerState::Free; // what the master's reap does, then:
+  sb.retire(0);
+  CHECK(sb.slot(0).requests == 0);
+  CHECK(sb.slot(0).accepted == 0);
+  CHECK(load_route(sb.routes(0).routes[0]).name_len == 0);
+  CHECK(sb.pool().retire_seq % 2 == 0);
+  Snapshot after = take_snapshot(sb, -1, "static");
+  CHECK(find_route(after, "/a")->calls == 20);
+  CHECK(find_route(after, "/a")->errors == 2);
+  CHECK(find_route(after, "/b")->calls == 2);
+  CHECK(after.requests == 22);
+  CHECK(after.accepted == 7);
+  CHECK(after.total == 1);
+  std::uint64_t buckets = 0;
+  for (std::uint64_t b : find_route(after, "/a")->buckets)
+    buckets += b;
+  CHECK(buckets == 20);
+
+  // The slot's next worker starts from zero; the totals go on.
+  sb.slot(0).state = WorkerState::Idle;
+  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  m.begin(1);
+  m.end("/a", 200, "GET", "/a", false);
+  CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->calls == 21);
+}
+
+TEST_CASE("metrics: --metrics off records nothing per route") {
+  Scoreboard sb(1);
+  ObservabilitySettings settings;
+  settings.metrics = false;
+  sb.slot(0).generation = 1;
+  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  m.begin(1);
+  m.end("/a", 200, "GET", "/a", false);
+  CHECK(take_snapshot(sb, -1, "static").routes.empty());
+}
+
+TEST_CASE("metrics: CPU time is sampled once every kCpuSampleEvery requests") {
+  Scoreboard sb(1);
+  ObservabilitySettings settings;
+  sb.slot(0).generation = 1;
+  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  for (unsigned i = 0; i < 3 * kCpuSampleEvery; ++i) {
+    m.begin(1);
+    m.end("/a", 200, "GET", "/a", false);
+  }
+  CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->cpu_samples == 3);
+}
+
+TEST_CASE("metrics: pool sampling counts all-busy transitions and the maxima") {
+  Scoreboard sb(2);
+  sb.slot(0).state = WorkerState::Handling;
+  sb.slot(1).state = WorkerState::Idle;
+  sb.sample(4);
+  CHECK(sb.pool().max_active == 1);
+  CHECK(sb.pool().all_busy == 0);
+  sb.slot(1).state = WorkerState::Writing;
+  sb.sample(0);
+  sb.sample(0); // still all busy: one transition
+  CHECK(sb.pool().all_busy == 1);
+  CHECK(sb.pool().max_active == 2);
+  CHECK(sb.pool().max_listen_queue == 4);
+}
+
+TEST_CASE("listen queue: a Unix listening socket reports its waiting connections") {
+  char path[] = "/tmp/fcgi-host-lq-XXXXXX";
+  REQUIRE(mkdtemp(path));
+  std::string sock = std::string(path) + "/s";
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  std::snprintf(sun.sun_path, sizeof sun.sun_path, "%s", sock.c_str());
+  REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&sun), sizeof sun) == 0);
+  REQUIRE(listen(l, 7) == 0);
+  ListenQueue q = query_listen_queue(l);
+  CHECK(q.known);
+  CHECK(q.depth == 0);
+  CHECK(q.backlog == 7);
+  int c[3];
+  for (int& fd : c) {
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) == 0);
+  }
+  CHECK(query_listen_queue(l).depth == 3);
+  for (int fd : c)
+    close(fd);
+  close(l);
+  unlink(sock.c_str());
+  rmdir(path);
+  CHECK_FALSE(query_listen_queue(-1).known);
+}
+
+TEST_CASE("status page: query words") {
+  CHECK(parse_status_query("").format == StatusFormat::Text);
+  CHECK(parse_status_query("json").format == StatusFormat::Json);
+  StatusQuery q = parse_status_query("openmetrics&full");
+  CHECK(q.format == StatusFormat::OpenMetrics);
+  CHECK(q.full);
+  CHECK(parse_status_query("html&x=1").format == StatusFormat::Html);
+}
+
+TEST_CASE("status page: OpenMetrics counters end in _total, buckets are cumulative, # EOF last") {
+  Snapshot s;
+  s.pool_mode = "static";
+  s.requests = 5;
+  RouteSnapshot r;
+  r.name = "/q\"x";
+  r.calls = 3;
+  r.buckets[0] = 1;
+  r.buckets[2] = 2;
+  s.routes.push_back(r);
+  std::string type;
+  std::string text = render_status(s, {StatusFormat::OpenMetrics, false}, type);
+  CHECK(type.starts_with("application/openmetrics-text; version=1.0.0"));
+  CHECK(text.find("fcgihost_requests_total 5\n") != std::string::npos);
+  CHECK(text.find("fcgihost_handler_duration_seconds_bucket{route=\"/q\\\"x\",le=\"0.005\"} 3") !=
+        std::string::npos);
+  CHECK(text.find("le=\"+Inf\"} 3") != std::string::npos);
+  CHECK(text.ends_with("# EOF\n"));
+}
+
+TEST_CASE("access log: tokens, '-' for what is unknown, control characters replaced") {
+  AccessLog& log = AccessLog::get();
+  log.open("", "%a %m %u %s %d %c %b %p %w %g %% end");
+  AccessLog::Entry e;
+  e.remote_addr = "127.0.0.1";
+  e.method = "GET";
+  e.uri = "/x\ny";
+  e.status = 200;
+  e.duration_ns = 12'345'678;
+  e.pid = 42;
+  e.slot = 3;
+  e.generation = 2;
+  CHECK(log.format_line(e) == "127.0.0.1 GET /x?y 200 12.345 - - 42 3 2 % end");
+  e.cpu_ns = 1'500'000;
+  e.body_bytes = 10;
+  e.remote_addr = "";
+  CHECK(log.format_line(e) == "- GET /x?y 200 12.345 1.500 10 42 3 2 % end");
+  std::string why;
+  CHECK_FALSE(valid_access_format("%z", why));
+  CHECK(why.find("%z") != std::string::npos);
+  CHECK_FALSE(valid_access_format("100%", why));
+  CHECK(valid_access_format(kDefaultAccessFormat, why));
+}
+
+TEST_CASE("status server: FastCGI name-value pairs, short and long lengths") {
+  std::string d;
+  d += static_cast<char>(3);
+  d += std::string("\x80\x00\x01\x00", 4); // 256 in four bytes, high bit set
+  d += "KEY" + std::string(256, 'v');
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  REQUIRE(decode_params(d, out));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].first == "KEY");
+  CHECK(out[0].second.size() == 256);
+  out.clear();
+  CHECK_FALSE(decode_params(std::string("\x05\x01"
+                                        "ab",
+                                        4),
+                            out));
+}
+
+TEST_CASE("status page: REMOTE_ADDR and --status-allow") {
+  ClientFilter f(std::vector<std::string>{"10.0.0.0/8"});
+  CHECK(remote_addr_allowed(f, "10.1.2.3"));
+  CHECK_FALSE(remote_addr_allowed(f, "192.0.2.1"));
+  CHECK_FALSE(remote_addr_allowed(f, "::1"));
+  CHECK(remote_addr_allowed(f, "")); // no IP: a Unix-socket client
+  CHECK(remote_addr_allowed(ClientFilter(), "192.0.2.1"));
+}
+
+TEST_CASE("output capture: a worker's stdout and stderr lines reach the log with its pid") {
+  char dir[] = "/tmp/fcgi-host-oc-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string path = std::string(dir) + "/log";
+  process_manager::Log& log = process_manager::Log::get();
+  {
+    fcgi_host::OutputCapture capture;
+    pid_t child = fork();
+    if (child == 0) {
+      fcgi_host::OutputCapture::attach(capture.write_fd());
+      std::printf("first line\nsecond ");
+      std::fflush(stdout);
+      std::fprintf(stderr, "half\n");
+      _exit(0);
+    }
+    REQUIRE(child > 0);
+    int st = 0;
+    waitpid(child, &st, 0);
+    log.open(path);
+    capture.drain();
+    std::string text;
+    char buf[4096];
+    int fd = open(path.c_str(), O_RDONLY);
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<std::size_t>(n));
+    close(fd);
+    std::string who = "worker " + std::to_string(child) + ": ";
+    CHECK(text.find(who + "first line\n") != std::string::npos);
+    CHECK(text.find(who + "second half\n") != std::string::npos);
+  }
+  log.open("");
+  unlink(path.c_str());
+  rmdir(dir);
+}
