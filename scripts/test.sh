@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
-          nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client)
+          nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
+          elfutils gdb php8.2-cgi)
 
 install_missing() {
   local missing=()
@@ -29,3 +30,13 @@ cd build-test
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --output-on-failure --timeout 600 "$@"
+
+# Fuzz the FastCGI boundary briefly: 2 targets x 10 s (plus the clang build into build-fuzz/).
+if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then
+  (cd .. && bash scripts/fuzz.sh 10)
+fi
+
+# Packaging: builds, installs and removes the fcgi-host .deb (root only; on in CI).
+if [[ "${FCGI_HOST_PACKAGE_TEST:-0}" == 1 ]]; then
+  (cd .. && bash scripts/package-test.sh)
+fi

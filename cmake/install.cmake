@@ -1,0 +1,128 @@
+# Install rules, the CMake package config (find_package(fcgi_host)) and the Debian package (CPack).
+#
+#   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DFCGI_HOST_TESTS=OFF
+#   cmake --build build -j2 && (cd build && cpack -G DEB)
+#
+# What a user of the package gets:
+#   fcgi_host::app       the handler API headers only: enough for a plugin (--app libx.so), whose
+#                        app:: symbols resolve against the fcgi-host executable that loads it.
+#   fcgi_host::fcgi_host the static libraries (fcgi_host, app, process_manager) with libfcgi,
+#                        Boost.Program_options, dl and threads: link it for a program with its own
+#                        main that calls fcgi_host::run(argc, argv, handler).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(FCGI_HOST_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/fcgi-host)
+set(FCGI_HOST_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/fcgi_host)
+set(FCGI_HOST_DOCDIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/fcgi-host)
+# A Debian package installs to /usr, its config to /etc and its units to /lib/systemd/system;
+# another prefix (a developer's /usr/local or a staging dir) keeps everything under the prefix.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(FCGI_HOST_SYSTEMD_UNITDIR /lib/systemd/system)
+else()
+  set(FCGI_HOST_SYSTEMD_UNITDIR ${CMAKE_INSTALL_LIBDIR}/systemd/system)
+endif()
+
+# Headers-only target for plugins, exported as fcgi_host::app.
+add_library(fcgi_host_app_headers INTERFACE)
+target_include_directories(fcgi_host_app_headers INTERFACE
+                           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                           $<INSTALL_INTERFACE:${FCGI_HOST_INCLUDEDIR}>)
+target_compile_features(fcgi_host_app_headers INTERFACE cxx_std_20)
+set_target_properties(fcgi_host_app_headers PROPERTIES EXPORT_NAME app)
+# An own-main program gets the headers (and C++20) through fcgi_host::fcgi_host too.
+target_link_libraries(fcgi_host PUBLIC fcgi_host_app_headers)
+# The static library behind the API is fcgi_host::app_static (fcgi_host::app is the headers).
+set_target_properties(app PROPERTIES EXPORT_NAME app_static)
+
+install(TARGETS fcgi-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS fcgi_host app process_manager fcgi_host_app_headers
+        EXPORT fcgi_host_targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${FCGI_HOST_INCLUDEDIR})
+# The public API: what a handler includes. Each includes only these and the standard library.
+install(FILES
+        ${PROJECT_SOURCE_DIR}/app/handler.hpp
+        ${PROJECT_SOURCE_DIR}/app/request.hpp
+        ${PROJECT_SOURCE_DIR}/app/response.hpp
+        ${PROJECT_SOURCE_DIR}/app/router.hpp
+        ${PROJECT_SOURCE_DIR}/app/plugin.hpp
+        ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/app)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
+
+install(EXPORT fcgi_host_targets NAMESPACE fcgi_host:: FILE fcgi_hostTargets.cmake
+        DESTINATION ${FCGI_HOST_CMAKEDIR})
+# The fallback library names in the config, for a machine with the runtime libraries only.
+set(FCGI_HOST_BOOST_PO_SONAME libboost_program_options.so.${Boost_VERSION})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fcgi_hostConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
+                              INSTALL_DESTINATION ${FCGI_HOST_CMAKEDIR})
+# 0.x: a minor version may change the API (and the plugin ABI, which plugin.hpp checks anyway).
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/fcgi_hostConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
+              ${PROJECT_BINARY_DIR}/fcgi_hostConfigVersion.cmake
+        DESTINATION ${FCGI_HOST_CMAKEDIR})
+
+# Configuration, units, nginx recipes, man page.
+install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fcgi-host)
+install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.service ${PROJECT_SOURCE_DIR}/conf/fcgi-host.socket
+        DESTINATION ${FCGI_HOST_SYSTEMD_UNITDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/conf/nginx-fcgi-host.conf
+              ${PROJECT_SOURCE_DIR}/conf/nginx-upstream-cluster.conf
+              ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
+        DESTINATION ${FCGI_HOST_DOCDIR}/examples)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md DESTINATION ${FCGI_HOST_DOCDIR})
+# Debian policy: man pages compressed with gzip -9, without a timestamp (-n: reproducible).
+set(FCGI_HOST_MAN_GZ ${PROJECT_BINARY_DIR}/fcgi-host.1.gz)
+add_custom_command(OUTPUT ${FCGI_HOST_MAN_GZ}
+                   COMMAND ${CMAKE_COMMAND} -E copy ${PROJECT_SOURCE_DIR}/docs/fcgi-host.1
+                           ${PROJECT_BINARY_DIR}/fcgi-host.1
+                   COMMAND gzip -9nf ${PROJECT_BINARY_DIR}/fcgi-host.1
+                   DEPENDS ${PROJECT_SOURCE_DIR}/docs/fcgi-host.1
+                   COMMENT "Compressing the man page")
+add_custom_target(fcgi_host_man ALL DEPENDS ${FCGI_HOST_MAN_GZ})
+install(FILES ${FCGI_HOST_MAN_GZ} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+
+# ---- Debian package ---------------------------------------------------------------------------
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  message(STATUS "fcgi-host: CMAKE_INSTALL_PREFIX is not /usr; configure with "
+                 "-DCMAKE_INSTALL_PREFIX=/usr to build the .deb (multiarch libdir, /etc, /lib/systemd)")
+endif()
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME fcgi-host)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "fcgi-host")
+set(CPACK_PACKAGE_CONTACT "fcgi-host maintainers <fcgi-host@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "FastCGI application host: a master preforking C++ handler workers")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+    "fcgi-host runs a C++ FastCGI handler behind nginx (fastcgi_pass): a master process preforks "
+    "workers that accept on one listening socket, supervises and respawns them, reloads by "
+    "generations on HUP and stops gracefully on TERM. It loads a handler plugin (--app libx.so), "
+    "serves a built-in app, or supervises any FastCGI program (--exec). The headers, static "
+    "libraries and CMake package (find_package(fcgi_host)) to build handlers are included.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION httpd)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Depends from the ELF (libc6, libstdc++6, libfcgi0ldbl, libboost-program-options1.74.0), or the
+# explicit list where dpkg-shlibdeps (dpkg-dev) is missing.
+find_program(FCGI_HOST_DPKG_SHLIBDEPS dpkg-shlibdeps)
+if(FCGI_HOST_DPKG_SHLIBDEPS)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+else()
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS
+      "libc6, libstdc++6, libgcc-s1, libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
+endif()
+# For building handlers: a compiler and CMake. No -dev package is needed to link an own main
+# (the config falls back to the runtime libraries), but the -dev packages are preferred.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nginx, cmake, g++, libfcgi-dev, libboost-program-options-dev")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/cmake/debian/conffiles
+    ${PROJECT_SOURCE_DIR}/cmake/debian/postinst
+    ${PROJECT_SOURCE_DIR}/cmake/debian/prerm
+    ${PROJECT_SOURCE_DIR}/cmake/debian/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)

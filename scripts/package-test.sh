@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Package test: build the .deb from a Release build, install it, build a handler plugin and a
+# program with its own main out of tree against the installed package (find_package(fcgi_host)),
+# serve a request with each through the installed /usr/bin/fcgi-host, then remove the package.
+#
+#   sudo scripts/package-test.sh            (root: it installs and removes a system package)
+#
+# Environment:
+#   PACKAGE_BUILD_DIR  build directory (default /tmp/fcgi-host-package-build; kept, so that a
+#                      second run only rebuilds what changed)
+#   KEEP_PACKAGE=1     leave the package installed at the end
+#
+# Safe for CI (fresh Debian 12, root): it refuses to run if fcgi-host is already installed (it
+# would remove someone's package), every wait is bounded, and everything it starts or creates is
+# stopped and removed on exit, failure included.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${PACKAGE_BUILD_DIR:-/tmp/fcgi-host-package-build}
+WORK=$(mktemp -d /tmp/fcgi-host-package-test.XXXXXX)
+PIDS=()
+INSTALLED=0
+START=$SECONDS
+
+step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - START)); }
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+cleanup() {
+    local rc=$?
+    for pid in "${PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    if [ "$INSTALLED" = 1 ] && [ "${KEEP_PACKAGE:-0}" != 1 ]; then
+        apt-get purge -y -q fcgi-host >/dev/null 2>&1 || dpkg --purge fcgi-host >/dev/null 2>&1 || true
+    fi
+    rm -rf "$WORK"
+    if [ $rc -eq 0 ]; then
+        printf '\npackage test: PASS (%ds)\n' $((SECONDS - START))
+    else
+        printf '\npackage test: FAIL (exit %d, %ds)\n' $rc $((SECONDS - START)) >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || fail "run as root (the test installs and removes the fcgi-host package)"
+if dpkg-query -W -f='${Status}' fcgi-host 2>/dev/null | grep -q 'install ok installed'; then
+    fail "fcgi-host is already installed; remove it first (this test would remove it at the end)"
+fi
+
+# ---- What the build and the test need (Debian packages only) ----------------------------------
+step "build dependencies"
+need=()
+for pkg in cmake g++ make pkg-config libfcgi-dev libboost-program-options-dev dpkg-dev libfcgi-bin; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+# ---- Build the package ------------------------------------------------------------------------
+step "Release build in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DFCGI_HOST_TESTS=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
+    { cat "$WORK/build.log"; fail "build"; }
+if grep -q 'warning:' "$WORK/build.log"; then
+    echo "build warnings:"
+    grep -A3 'warning:' "$WORK/build.log" | head -40
+fi
+rm -f "$BUILD"/fcgi-host_*.deb
+(cd "$BUILD" && cpack -G DEB >"$WORK/cpack.log" 2>&1) || { cat "$WORK/cpack.log"; fail "cpack"; }
+DEB=$(ls "$BUILD"/fcgi-host_*.deb)
+step "package $(basename "$DEB")"
+dpkg-deb --field "$DEB"
+echo
+dpkg-deb --contents "$DEB" | tee "$WORK/contents.txt"
+for path in ./usr/bin/fcgi-host ./etc/fcgi-host/fcgi-host.conf ./lib/systemd/system/fcgi-host.service \
+    ./lib/systemd/system/fcgi-host.socket ./usr/share/man/man1/fcgi-host.1.gz \
+    ./usr/include/fcgi-host/app/plugin.hpp ./usr/include/fcgi-host/fcgi_host/run.hpp \
+    ./usr/share/doc/fcgi-host/examples/nginx-upstream-cluster.conf; do
+    grep -q " $path\$" "$WORK/contents.txt" || fail "$path missing from the package"
+done
+grep -q '/cmake/fcgi_host/fcgi_hostConfig.cmake$' "$WORK/contents.txt" || fail "no CMake config"
+dpkg-deb --field "$DEB" Depends | grep -q libfcgi0ldbl || fail "Depends lacks libfcgi0ldbl"
+dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$WORK/conffiles"
+grep -qx /etc/fcgi-host/fcgi-host.conf "$WORK/conffiles" ||
+    fail "fcgi-host.conf is not a conffile"
+
+# ---- Install ----------------------------------------------------------------------------------
+step "install"
+cp "$DEB" "$WORK/"
+INSTALLED=1
+(cd "$WORK" && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./$(basename "$DEB")")
+/usr/bin/fcgi-host --version
+/usr/bin/fcgi-host --config /etc/fcgi-host/fcgi-host.conf --test-config ||
+    fail "the shipped config does not pass --test-config"
+man -w fcgi-host >/dev/null 2>&1 || [ -f /usr/share/man/man1/fcgi-host.1.gz ] || fail "man page"
+if command -v systemd-analyze >/dev/null; then
+    # Man pages may be absent (docker images exclude them): only unit errors count.
+    out=$(systemd-analyze verify /lib/systemd/system/fcgi-host.service \
+        /lib/systemd/system/fcgi-host.socket 2>&1 | grep -v "Command 'man " || true)
+    [ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify"; }
+    echo "systemd-analyze verify: units OK"
+fi
+
+step "installed headers compile standalone"
+MULTIARCH=$(gcc -print-multiarch)
+for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp; do
+    printf '#include "%s"\n#include "%s"\n' "$h" "$h" >"$WORK/header.cpp"
+    g++ -std=c++20 -Wall -Wextra -fsyntax-only -I/usr/include/fcgi-host "$WORK/header.cpp" ||
+        fail "$h does not compile on its own"
+done
+echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp | wc -l) headers"
+for lib in libapp.a libfcgi_host.a libprocess_manager.a; do
+    [ -f "/usr/lib/$MULTIARCH/$lib" ] || fail "/usr/lib/$MULTIARCH/$lib missing"
+done
+
+# ---- A handler project out of tree ------------------------------------------------------------
+step "out-of-tree plugin and own main with find_package(fcgi_host)"
+mkdir -p "$WORK/src"
+cat >"$WORK/src/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(my_handlers LANGUAGES CXX)
+find_package(fcgi_host 0.1 REQUIRED)
+
+# A plugin: headers only; the app:: code comes from the fcgi-host that loads it.
+add_library(hello_plugin MODULE plugin.cpp)
+target_link_libraries(hello_plugin PRIVATE fcgi_host::app)
+
+# A program with its own main: links the host in.
+add_executable(my_host main.cpp)
+target_link_libraries(my_host PRIVATE fcgi_host::fcgi_host)
+EOF
+cat >"$WORK/src/plugin.cpp" <<'EOF'
+#include <app/plugin.hpp>
+#include <app/router.hpp>
+
+#include <string>
+
+class Hello : public app::Handler {
+public:
+  Hello() {
+    router_.get("/hello", [](const app::Request& req, app::Response& res) {
+      res.set_content("plugin says hello to " + std::string(req.query_arg("name")) + "\n",
+                      "text/plain");
+    });
+  }
+  void handle(const app::Request& req, app::Response& res) override { router_.handle(req, res); }
+
+private:
+  app::Router router_;
+};
+
+FCGI_HOST_PLUGIN(Hello)
+EOF
+cat >"$WORK/src/main.cpp" <<'EOF'
+#include <app/router.hpp>
+#include <fcgi_host/run.hpp>
+
+#include <string>
+
+int main(int argc, char** argv) {
+  app::Router router;
+  router.post("/echo", [](const app::Request& req, app::Response& res) {
+    res.set_content("own main got " + req.body() + "\n", "text/plain");
+  });
+  return fcgi_host::run(argc, argv, router);
+}
+EOF
+cmake -S "$WORK/src" -B "$WORK/src/build" -DCMAKE_BUILD_TYPE=Release >"$WORK/user.log" 2>&1 ||
+    { cat "$WORK/user.log"; fail "find_package(fcgi_host)"; }
+cmake --build "$WORK/src/build" -j"$(nproc)" >>"$WORK/user.log" 2>&1 ||
+    { cat "$WORK/user.log"; fail "building against the installed package"; }
+grep -i 'warning' "$WORK/user.log" && fail "warnings building against the package"
+echo "built: $(cd "$WORK/src/build" && ls libhello_plugin.so my_host)"
+
+# ---- Serve ------------------------------------------------------------------------------------
+# Starts a host in the background and waits (10 s at most) for its socket.
+start_host() { # log sock command...
+    local log=$1 sock=$2
+    shift 2
+    "$@" >"$log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        [ -S "$sock" ] && return 0
+        kill -0 "$!" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$log"
+    fail "$* did not start"
+}
+# cgi-fcgi (libfcgi-bin) as the web server: params from the environment, body on stdin.
+fcgi_request() { # sock method uri [body]
+    local sock=$1 method=$2 uri=$3 body=${4:-}
+    printf '%s' "$body" | env -i REQUEST_METHOD="$method" REQUEST_URI="$uri" \
+        SCRIPT_NAME="${uri%%\?*}" QUERY_STRING="$([[ $uri == *\?* ]] && echo "${uri#*\?}")" \
+        CONTENT_LENGTH="${#body}" CONTENT_TYPE=text/plain SERVER_PROTOCOL=HTTP/1.1 \
+        timeout 10 cgi-fcgi -bind -connect "$sock"
+}
+stop_host() { # pid log
+    kill -TERM "$1"
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$1" 2>/dev/null; then cat "$2"; fail "host $1 did not stop on TERM within 10 s"; fi
+    local rc=0
+    wait "$1" || rc=$?
+    PIDS=()
+    [ $rc -eq 0 ] || { cat "$2"; fail "host $1 exited with status $rc (expected 0 after TERM)"; }
+}
+
+step "installed /usr/bin/fcgi-host --app libhello_plugin.so"
+start_host "$WORK/plugin.log" "$WORK/plugin.sock" /usr/bin/fcgi-host \
+    --app "$WORK/src/build/libhello_plugin.so" --listen "unix:$WORK/plugin.sock" --workers 2
+out=$(fcgi_request "$WORK/plugin.sock" GET "/hello?name=debian")
+printf '%s\n' "$out"
+grep -q '^plugin says hello to debian$' <<<"$out" || { cat "$WORK/plugin.log"; fail "plugin answer"; }
+out=$(fcgi_request "$WORK/plugin.sock" GET "/nowhere")
+grep -q '^Status: 404' <<<"$out" || fail "plugin router 404: $out"
+stop_host "${PIDS[-1]}" "$WORK/plugin.log"
+
+step "own main (my_host) linked against the installed libraries"
+start_host "$WORK/main.log" "$WORK/main.sock" "$WORK/src/build/my_host" \
+    --listen "unix:$WORK/main.sock" --workers 1
+out=$(fcgi_request "$WORK/main.sock" POST /echo "package test")
+printf '%s\n' "$out"
+grep -q '^own main got package test$' <<<"$out" || { cat "$WORK/main.log"; fail "own main answer"; }
+stop_host "${PIDS[-1]}" "$WORK/main.log"
+
+# ---- Remove -----------------------------------------------------------------------------------
+if [ "${KEEP_PACKAGE:-0}" != 1 ]; then
+    step "remove"
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -q fcgi-host
+    INSTALLED=0
+    [ ! -e /usr/bin/fcgi-host ] || fail "/usr/bin/fcgi-host still there after purge"
+    [ ! -e /etc/fcgi-host/fcgi-host.conf ] || fail "/etc/fcgi-host/fcgi-host.conf still there after purge"
+    [ ! -d /usr/include/fcgi-host ] || fail "/usr/include/fcgi-host still there after purge"
+fi
