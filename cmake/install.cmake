@@ -49,7 +49,11 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp
         ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/app)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp
+              ${PROJECT_SOURCE_DIR}/fcgi_host/in_process_host.hpp
+              ${PROJECT_SOURCE_DIR}/fcgi_host/config.hpp
+              ${PROJECT_SOURCE_DIR}/fcgi_host/listen_address.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 
 install(EXPORT fcgi_host_targets NAMESPACE fcgi_host:: FILE fcgi_hostTargets.cmake
         DESTINATION ${FCGI_HOST_CMAKEDIR})

@@ -89,23 +89,10 @@ int connect_to(const std::string& text, Clock::time_point deadline) {
   return fd;
 }
 
-void append_length(std::string& out, std::size_t n) {
-  if (n < 128) {
-    out.push_back(static_cast<char>(n));
-    return;
-  }
-  out.push_back(static_cast<char>(((n >> 24) & 0x7f) | 0x80));
-  out.push_back(static_cast<char>((n >> 16) & 0xff));
-  out.push_back(static_cast<char>((n >> 8) & 0xff));
-  out.push_back(static_cast<char>(n & 0xff));
-}
-
 std::string encode_request(const Options& o) {
   std::string params;
   auto pair = [&params](std::string_view name, std::string_view value) {
-    append_length(params, name.size());
-    append_length(params, value.size());
-    params.append(name).append(value);
+    records::append_name_value(params, name, value);
   };
   std::string uri = o.path + (o.query.empty() ? "" : "?" + o.query);
   pair("GATEWAY_INTERFACE", "CGI/1.1");

@@ -22,7 +22,7 @@
 
 namespace fcgi_host {
 
-inline constexpr unsigned kCpuSampleEvery = 16;
+inline constexpr unsigned kCpuSampleEvery = 64;
 
 // The observability part of a worker's settings (from Config).
 struct ObservabilitySettings {

@@ -45,13 +45,6 @@ bool read_length(const unsigned char*& p, const unsigned char* end, std::size_t&
   return true;
 }
 
-void append_name_value(std::string& out, std::string_view name, std::string_view value) {
-  // Names and values here are short: one-byte lengths.
-  out.push_back(static_cast<char>(name.size()));
-  out.push_back(static_cast<char>(value.size()));
-  out.append(name).append(value);
-}
-
 } // namespace
 
 RecordGuard::Verdict RecordGuard::close(std::string reason) {
@@ -109,6 +102,7 @@ RecordGuard::Verdict RecordGuard::management_record(std::uint8_t type, const cha
     p += name_len + value_len;
   }
   std::string body;
+  using records::append_name_value;
   if (want_conns) append_name_value(body, FCGI_MAX_CONNS, std::to_string(values_.max_conns));
   if (want_reqs) append_name_value(body, FCGI_MAX_REQS, std::to_string(values_.max_reqs));
   if (want_mpxs) append_name_value(body, FCGI_MPXS_CONNS, "0");
@@ -352,6 +346,22 @@ void append_error_response(std::string& out, std::uint16_t id, int status) {
   out.append(text);
   append_header(out, FCGI_STDOUT, id, 0);
   append_end_request(out, id, 0, FCGI_REQUEST_COMPLETE);
+}
+
+void append_name_value(std::string& out, std::string_view name, std::string_view value) {
+  auto length = [&out](std::size_t n) {
+    if (n < 128) {
+      out.push_back(static_cast<char>(n));
+      return;
+    }
+    out.push_back(static_cast<char>(((n >> 24) & 0x7f) | 0x80));
+    out.push_back(static_cast<char>((n >> 16) & 0xff));
+    out.push_back(static_cast<char>((n >> 8) & 0xff));
+    out.push_back(static_cast<char>(n & 0xff));
+  };
+  length(name.size());
+  length(value.size());
+  out.append(name).append(value);
 }
 
 } // namespace records

@@ -104,6 +104,8 @@ void append_header(std::string& out, std::uint8_t type, std::uint16_t id, std::s
                    std::uint8_t padding = 0);
 void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
                         std::uint8_t protocol_status);
+// One name-value pair, with 1- or 4-byte lengths as the sizes need.
+void append_name_value(std::string& out, std::string_view name, std::string_view value);
 // A whole CGI response (Status line, a text body) as STDOUT records, the empty STDOUT record and
 // FCGI_END_REQUEST.
 void append_error_response(std::string& out, std::uint16_t id, int status);

@@ -458,19 +458,21 @@ bool Worker::serve_request(Connection& c) {
                                     request_.query(), allowed),
                     response_);
     } else {
+      // A handler's exception costs its request a 500 (unless the head already went out) and
+      // one log line; the worker goes on.
+      const char* failure = nullptr;
+      std::string what;
       try {
         handler_.handle(request_, response_);
       } catch (const std::exception& e) {
-        client_errors_.write("handler failed on " + std::string(method) + " " + std::string(uri) +
-                             ": " + e.what());
-        if (!response_.head_sent()) {
-          response_.reset(&sink);
-          response_.status = 500;
-          response_.set_content("Internal Server Error\n", "text/plain");
-        }
+        what = e.what();
+        failure = what.c_str();
       } catch (...) {
+        failure = "unknown exception";
+      }
+      if (failure) {
         client_errors_.write("handler failed on " + std::string(method) + " " + std::string(uri) +
-                             ": unknown exception");
+                             ": " + failure);
         if (!response_.head_sent()) {
           response_.reset(&sink);
           response_.status = 500;

@@ -140,6 +140,27 @@ target_link_libraries(hello_plugin PRIVATE fcgi_host::app)
 # A program with its own main: links the host in.
 add_executable(my_host main.cpp)
 target_link_libraries(my_host PRIVATE fcgi_host::fcgi_host)
+
+# A handler's own test: the handler in-process, spoken to with the raw FastCGI test client.
+add_executable(my_handler_test handler_test.cpp)
+target_link_libraries(my_handler_test PRIVATE fcgi_host::fcgi_host fcgi_host::fcgi_test_client)
+EOF
+cat >"$WORK/src/handler_test.cpp" <<'EOF'
+#include <app/router.hpp>
+#include <fcgi_host/in_process_host.hpp>
+#include <fcgi_test_client.hpp>
+
+#include <cstdio>
+
+int main() {
+  app::Router router;
+  router.get("/hi", [](const app::Request&, app::Response& res) { res.set_content("hi", "text/plain"); });
+  fcgi_host::InProcessHost host(router);
+  auto client = fcgi_test::Client::connect(host.address());
+  fcgi_test::Response r = client.request("GET", "/hi");
+  std::printf("in-process handler test: %d %s\n", r.status, r.body.c_str());
+  return r.status == 200 && r.body == "hi" ? 0 : 1;
+}
 EOF
 cat >"$WORK/src/plugin.cpp" <<'EOF'
 #include <app/plugin.hpp>
@@ -182,7 +203,8 @@ cmake -S "$WORK/src" -B "$WORK/src/build" -DCMAKE_BUILD_TYPE=Release >"$WORK/use
 cmake --build "$WORK/src/build" -j"$(nproc)" >>"$WORK/user.log" 2>&1 ||
     { cat "$WORK/user.log"; fail "building against the installed package"; }
 grep -i 'warning' "$WORK/user.log" && fail "warnings building against the package"
-echo "built: $(cd "$WORK/src/build" && ls libhello_plugin.so my_host)"
+echo "built: $(cd "$WORK/src/build" && ls libhello_plugin.so my_host my_handler_test)"
+"$WORK/src/build/my_handler_test" || fail "the in-process handler test built against the package"
 
 # ---- Serve ------------------------------------------------------------------------------------
 # Starts a host in the background and waits (10 s at most) for its socket.
