@@ -109,7 +109,7 @@ void RequestMetrics::end(std::string_view route, int status, std::string_view me
 namespace {
 
 bool busy(WorkerState s) {
-  return s == WorkerState::Reading || s == WorkerState::Handling || s == WorkerState::Writing;
+  return process_manager::is_busy(s);
 }
 
 // One pass over the slots and the retired totals. The retire sequence tells whether the master

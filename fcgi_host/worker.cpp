@@ -602,10 +602,23 @@ void Worker::close_connection(Connection& c, const std::string& why) {
     set_accepting(true);
 }
 
+// The wait's timeout: the nearest connection deadline. On the way, the scoreboard learns what
+// the worker waits for: part of a request (reading), only kept connections (keep-alive idle),
+// or nothing (idle). A waiting worker is free to take a new connection in all three.
 int Worker::next_timeout_ms() {
   std::uint64_t earliest = 0;
-  for (auto& c : connections_)
-    if (c && c->in_epoll && (earliest == 0 || c->deadline_ns < earliest)) earliest = c->deadline_ns;
+  bool partial = false, kept = false;
+  for (auto& c : connections_) {
+    if (!c || !c->in_epoll) continue;
+    if (earliest == 0 || c->deadline_ns < earliest) earliest = c->deadline_ns;
+    partial |= c->phase == Connection::Phase::Reading && c->head_started;
+    kept |= c->phase == Connection::Phase::KeptIdle;
+  }
+  if (stop_ == Stop::No)
+    slot_.state.store(partial ? WorkerState::Reading
+                      : kept  ? WorkerState::KeepAliveIdle
+                              : WorkerState::Idle,
+                      std::memory_order_relaxed);
   if (accept_paused_until_ && !accepting_ && stop_ == Stop::No &&
       (earliest == 0 || accept_paused_until_ < earliest))
     earliest = accept_paused_until_;

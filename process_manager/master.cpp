@@ -48,7 +48,7 @@ std::string name(const Worker& w) {
 }
 
 bool in_request(WorkerState s) {
-  return s == WorkerState::Reading || s == WorkerState::Handling || s == WorkerState::Writing;
+  return is_busy(s);
 }
 
 } // namespace
@@ -505,7 +505,7 @@ void Master::Impl::scale() {
     std::uint64_t requests = s.requests;
     if (s.state == WorkerState::Starting) {
       ++starting;
-    } else if (s.state == WorkerState::Idle) {
+    } else if (is_waiting(s.state)) {
       ++idle;
       if (w.idle_since_ns == 0 || requests != w.requests_seen) w.idle_since_ns = now;
       if (!idlest || w.idle_since_ns < idlest->idle_since_ns) idlest = &w;
@@ -529,8 +529,7 @@ void Master::Impl::scale() {
   if (queued && idle == 0 && starting == 0 && active < max) p.workers = active + 1;
   for (Worker& w : table.all())
     if (w.generation == current_gen && !w.stopping() && w.idle_since_ns != 0 &&
-        now - w.idle_since_ns > ns(p.idle_timeout) &&
-        scoreboard.slot(w.slot).state == WorkerState::Idle) {
+        now - w.idle_since_ns > ns(p.idle_timeout) && is_waiting(scoreboard.slot(w.slot).state)) {
       stop(w, StopReason::Retire);
       p.workers = std::max(0, p.workers - 1);
     }
@@ -548,7 +547,7 @@ std::vector<int> Master::Impl::watched_fds() const {
     if (w.generation != current_gen || w.stopping()) continue;
     ++active;
     WorkerState s = scoreboard.slot(w.slot).state;
-    if (s == WorkerState::Idle || s == WorkerState::Starting) return fds;
+    if (is_waiting(s) || s == WorkerState::Starting) return fds;
   }
   int max = current.pool.max_workers > 0 ? current.pool.max_workers : 1;
   if (active < max) fds.push_back(options.listen_fd);

@@ -90,8 +90,7 @@ void Scoreboard::sample(std::uint32_t listen_queue) {
     WorkerState st = slots_[i].state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free || st == WorkerState::Starting) continue;
     ++total;
-    active +=
-        st == WorkerState::Reading || st == WorkerState::Handling || st == WorkerState::Writing;
+    active += is_busy(st);
   }
   PoolCounters& p = *pool_;
   if (active > p.max_active.load(std::memory_order_relaxed)) p.max_active = active;

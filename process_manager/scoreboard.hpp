@@ -25,6 +25,16 @@ enum class WorkerState : std::uint8_t {
 
 const char* to_string(WorkerState s);
 
+// Serving a request: inside the handler or writing its response.
+inline bool is_busy(WorkerState s) {
+  return s == WorkerState::Handling || s == WorkerState::Writing;
+}
+// Waiting in its loop and free to take a new connection: reading is event-driven, so partial
+// requests and kept connections do not hold a worker.
+inline bool is_waiting(WorkerState s) {
+  return s == WorkerState::Idle || s == WorkerState::Reading || s == WorkerState::KeepAliveIdle;
+}
+
 // Fixed-size strings so that the slot stays trivially shareable across processes.
 inline constexpr std::size_t kSlotMethodSize = 16;
 inline constexpr std::size_t kSlotUriSize = 232;

@@ -4,6 +4,7 @@
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <future>
 #include <set>
@@ -139,25 +140,30 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
     HostProcess host({"--app", "echo", "--workers", "12"});
     REQUIRE(host.wait_workers(12).size() == 12);
-    std::vector<std::future<void>> crashes;
-    for (int i = 0; i < 14; ++i)
-      crashes.push_back(std::async(std::launch::async, [&host] {
-        try {
-          auto c = host.connect(Millis{3000});
-          c.set_timeout(Millis{3000});
-          c.request("GET", "/crash");
-        } catch (const std::exception&) {}
-      }));
-    for (auto& f : crashes)
-      f.get();
-    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{5000});
+    // One crashing request at a time, each on its own connection, until the breaker trips: 12
+    // workers take 12 crashes at once, faster than the backoff respawns them (bounded: 40
+    // requests, 20 s).
+    int sent = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (it::lines_with(host.log(), "crash loop").empty() && sent < 40 &&
+           std::chrono::steady_clock::now() < deadline) {
+      ++sent;
+      try {
+        auto c = host.connect(Millis{3000});
+        c.set_timeout(Millis{3000});
+        c.request("GET", "/crash");
+      } catch (const std::exception&) {}
+    }
+    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{2000});
     std::string log = host.log();
-    INFO("host log:\n" << log);
+    INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
     CHECK(it::lines_with(log, "crash loop").size() == 1);
     CHECK(it::lines_with(log, "killed by signal").size() <= 3); // rate-limited crash lines
     CHECK(!host.wait_exit(Millis{0}));
     host.signal(SIGTERM);
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    std::optional<int> code = host.wait_exit(Millis{20000});
+    INFO("host log after TERM:\n" << host.log());
+    CHECK(code.value_or(-1) == 0);
   }
 
   TEST_CASE("a worker that fails to boot stops the master: one clear line, exit 1") {

@@ -319,6 +319,8 @@ TEST_SUITE("observability") {
     CHECK(html.header("Content-Type").value_or("").starts_with("text/html"));
     CHECK(html.body.find("http-equiv=\"refresh\"") != std::string::npos);
     fcgi_test::Response full = c.request("GET", "/status?full");
-    CHECK(full.body.find("state:                idle") != std::string::npos);
+    // The only worker waits with this client's kept connection open: free, and says why.
+    CHECK(full.body.find("state:                keepalive-idle") != std::string::npos);
+    CHECK(text.body.find("idle processes:       1") != std::string::npos);
   }
 }
