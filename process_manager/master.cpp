@@ -434,7 +434,8 @@ void Master::Impl::enforce_timeouts() {
     if (w.kill_at_ns != 0 && now >= w.kill_at_ns && !w.was_signalled(SIGKILL)) {
       send(w, SIGKILL);
       ++killed;
-      pids += " " + std::to_string(w.pid);
+      pids += ' ';
+      pids += std::to_string(w.pid);
     }
   }
   if (killed > 0)
