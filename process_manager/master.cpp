@@ -591,7 +591,9 @@ bool Master::Impl::spawn_worker() {
                                      std::to_string(scoreboard.capacity()) + ")");
     return false;
   }
-  pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main);
+  std::vector<int> master_fds = options.watch_fds;
+  if (upgrade_fd >= 0) master_fds.push_back(upgrade_fd);
+  pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main, master_fds);
   if (pid == -1) {
     table.release_slot(*slot);
     count_crash(LogLevel::Error, std::string("fork() failed: ") + std::strerror(errno));

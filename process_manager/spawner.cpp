@@ -11,7 +11,8 @@
 namespace process_manager {
 
 pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
-                     const std::function<int(const WorkerContext&)>& worker_main) {
+                     const std::function<int(const WorkerContext&)>& worker_main,
+                     std::span<const int> master_fds) {
   // The slot is marked Starting before the fork: were the parent to write it after, it could
   // overwrite the child's first Idle and the worker would never look ready.
   WorkerSlot& s = scoreboard_.slot(slot);
@@ -24,7 +25,7 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
   pid_t master = getpid();
   sigset_t mask = block_all_signals();
   pid_t pid = fork();
-  if (pid == 0) run_child(master, mask, slot, generation, worker_main);
+  if (pid == 0) run_child(master, mask, slot, generation, worker_main, master_fds);
   int fork_errno = errno;
   restore_signal_mask(mask);
   if (pid == -1) {
@@ -38,9 +39,14 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
 
 void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                         std::uint32_t generation,
-                        const std::function<int(const WorkerContext&)>& worker_main) {
+                        const std::function<int(const WorkerContext&)>& worker_main,
+                        std::span<const int> master_fds) {
   reset_signal_dispositions();
   signals_.close_in_child();
+  // Close-on-exec does not help a worker that is only forked: a handler must not be able to
+  // read the master's sockets.
+  for (int fd : master_fds)
+    ::close(fd);
   // Die with the master. The master may already be gone by the time prctl() runs, in which case
   // the death signal will never come: check that our parent is still the master.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != master) _exit(exit_code::kWorkerError);

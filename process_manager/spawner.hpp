@@ -5,6 +5,8 @@
 #include "process_manager/master.hpp"
 #include "process_manager/signal_pipe.hpp"
 
+#include <span>
+
 #include <sys/types.h>
 
 namespace process_manager {
@@ -15,14 +17,18 @@ public:
       : scoreboard_(scoreboard), signals_(signals) {}
 
   // Forks a worker for `slot` of `generation`. Parent: returns the child's pid, or -1 with errno
-  // set when fork() failed. Child: runs `worker_main` and _exit()s with its result.
+  // set when fork() failed. Child: closes `master_fds` (what only the master serves: a status
+  // socket, the read end of the workers' output), runs `worker_main` and _exit()s with its
+  // result.
   pid_t spawn(std::size_t slot, std::uint32_t generation,
-              const std::function<int(const WorkerContext&)>& worker_main);
+              const std::function<int(const WorkerContext&)>& worker_main,
+              std::span<const int> master_fds = {});
 
 private:
   [[noreturn]] void run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                               std::uint32_t generation,
-                              const std::function<int(const WorkerContext&)>& worker_main);
+                              const std::function<int(const WorkerContext&)>& worker_main,
+                              std::span<const int> master_fds);
 
   Scoreboard& scoreboard_;
   SignalPipe& signals_;

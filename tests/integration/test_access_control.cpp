@@ -1,0 +1,163 @@
+// Access control: --allow-clients, --user, the Unix socket's mode, and no master fd reaching a
+// handler or an --exec program.
+#include "checks.hpp"
+#include "harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <pwd.h>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using fcgi_test::Millis;
+using it::HostProcess;
+
+namespace {
+
+// The fd numbers a process has open, and the socket inodes behind them.
+std::set<int> open_fds(pid_t pid) {
+  std::set<int> fds;
+  for (int fd = 0; fd < 1024; ++fd)
+    if (access(("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd)).c_str(), F_OK) == 0)
+      fds.insert(fd);
+  return fds;
+}
+
+std::set<std::string> socket_inodes(pid_t pid) {
+  std::set<std::string> inodes;
+  char target[256];
+  for (int fd : open_fds(pid)) {
+    std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+    ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    std::string t(target, static_cast<std::size_t>(n));
+    if (t.starts_with("socket:[")) inodes.insert(t.substr(8, t.size() - 9));
+  }
+  return inodes;
+}
+
+// The inode of the Unix socket listening on `path`, from /proc/net/unix.
+std::string unix_socket_inode(const std::string& path) {
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, proto, flags, type, state, inode, p;
+    fields >> num >> refs >> proto >> flags >> type >> state >> inode >> p;
+    if (p == path) return inode;
+  }
+  return "";
+}
+
+// A host on a loopback TCP port with --allow-clients.
+it::HostOptions tcp_host(int port, const std::string& allowed) {
+  it::HostOptions o;
+  o.args = {
+      "--app",           "hello", "--workers", "1", "--listen", "127.0.0.1:" + std::to_string(port),
+      "--allow-clients", allowed};
+  o.listen = it::Listen::AsGiven;
+  return o;
+}
+
+std::string status_field(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(name + ":")) return line.substr(name.size() + 1);
+  return "";
+}
+
+} // namespace
+
+TEST_SUITE("access control") {
+  TEST_CASE("--allow-clients: a peer outside the list is closed unanswered, one inside served") {
+    int port = it::free_tcp_port();
+    HostProcess refused(tcp_host(port, "10.0.0.0/8, ::1"));
+    auto c = fcgi_test::Client::connect("127.0.0.1:" + std::to_string(port));
+    fcgi_test::Response r;
+    try {
+      r = c.request("GET", "/");
+    } catch (const fcgi_test::Error&) {}
+    CHECK_FALSE(r.ended);
+    CHECK(it::wait_for(
+        [&] { return !it::lines_with(refused.log(), "not in --allow-clients").empty(); },
+        Millis{2000}));
+
+    int port2 = it::free_tcp_port();
+    HostProcess allowed(tcp_host(port2, "127.0.0.0/8"));
+    CHECK(
+        fcgi_test::Client::connect("127.0.0.1:" + std::to_string(port2)).request("GET", "/").body ==
+        "OK");
+  }
+
+  TEST_CASE("--socket-mode is on the socket file; --user runs workers unprivileged") {
+    if (geteuid() != 0) return; // needs root to change user
+    passwd* nobody = getpwnam("nobody");
+    REQUIRE(nobody != nullptr);
+    HostProcess host(
+        {"--app", "hello", "--workers", "2", "--socket-mode", "0600", "--user", "nobody"});
+    struct stat st {};
+    REQUIRE(stat(host.address().substr(5).c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0600);
+    CHECK(st.st_uid == 0); // the socket keeps its owner; root binds before the drop
+    CHECK(host.connect().request("GET", "/").body == "OK");
+    auto workers = host.wait_workers(2);
+    REQUIRE(workers.size() == 2);
+    std::string nobody_uid = std::to_string(nobody->pw_uid);
+    for (pid_t w : workers) {
+      std::istringstream uids(status_field(w, "Uid")); // real, effective, saved, filesystem
+      std::string real, effective, saved;
+      uids >> real >> effective >> saved;
+      CHECK(real == nobody_uid);
+      CHECK(effective == nobody_uid);
+      CHECK(saved == nobody_uid);
+    }
+    std::istringstream master_uids(status_field(host.pid(), "Uid"));
+    std::string master_uid;
+    master_uids >> master_uid;
+    CHECK(master_uid == "0");
+  }
+
+  TEST_CASE("no master socket reaches a worker: the status socket stays the master's") {
+    HostProcess host(
+        {"--app", "hello", "--workers", "1", "--status-listen", "unix:{dir}/status.sock"});
+    auto workers = host.wait_workers(1);
+    REQUIRE(workers.size() == 1);
+    std::string status_inode = unix_socket_inode(host.dir().file("status.sock"));
+    REQUIRE(!status_inode.empty());
+    CHECK(socket_inodes(host.pid()).count(status_inode) == 1);
+    CHECK(socket_inodes(workers[0]).count(status_inode) == 0);
+    std::string listen_inode = unix_socket_inode(host.address().substr(5));
+    CHECK(socket_inodes(workers[0]).count(listen_inode) == 1);
+  }
+
+  TEST_CASE("--exec: the program gets the socket on fd 0, stdout and stderr, nothing else") {
+    // --listen first: after `--`, every word is the program's.
+    it::HostOptions o;
+    o.args = {"--workers",
+              "1",
+              "--listen",
+              "unix:{dir}/host.sock",
+              "--exec",
+              "/bin/sh",
+              "--",
+              "-c",
+              "ls /proc/self/fd > {dir}/fds.txt; exec sleep 30"};
+    o.listen = it::Listen::AsGiven;
+    o.wait_ready = false;
+    HostProcess host(o);
+    REQUIRE(it::wait_for([&] { return !it::read_file(host.dir().file("fds.txt")).empty(); },
+                         Millis{5000}));
+    std::istringstream listed(it::read_file(host.dir().file("fds.txt")));
+    std::set<std::string> fds;
+    for (std::string fd; listed >> fd;)
+      fds.insert(fd);
+    INFO("fds of the --exec program: " << it::read_file(host.dir().file("fds.txt")));
+    // What ls inherits from the program, and its own fd 3 on /proc/self/fd.
+    CHECK(fds == std::set<std::string>{"0", "1", "2", "3"});
+  }
+}
