@@ -6,8 +6,8 @@
 #   sudo scripts/package-test.sh            (root: it installs and removes a system package)
 #
 # Environment:
-#   PACKAGE_BUILD_DIR  build directory (default /tmp/fcgi-host-package-build; kept, so that a
-#                      second run only rebuilds what changed)
+#   PACKAGE_BUILD_DIR  build directory (default: a fresh one in the temp dir, removed at the
+#                      end; name one to keep it between runs of the same checkout)
 #   KEEP_PACKAGE=1     leave the package installed at the end
 #
 # Safe for CI (fresh Debian 12, root): it refuses to run if fcgi-host is already installed (it
@@ -16,8 +16,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${PACKAGE_BUILD_DIR:-/tmp/fcgi-host-package-build}
 WORK=$(mktemp -d /tmp/fcgi-host-package-test.XXXXXX)
+# A fresh build each run by default: a kept build dir may come from another checkout.
+BUILD=${PACKAGE_BUILD_DIR:-$WORK/build}
 PIDS=()
 INSTALLED=0
 START=$SECONDS
