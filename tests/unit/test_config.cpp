@@ -173,5 +173,6 @@ TEST_CASE("conf/fcgi-host.conf documents every option and passes --test-config's
     CHECK_MESSAGE(documented, "conf/fcgi-host.conf lacks " << name);
   }
   CHECK(options > 40);
-  CHECK(parse({"--config", std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf"}).workers >= 1);
+  CHECK(parse({"--config", std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf"}).workers >=
+        1);
 }
