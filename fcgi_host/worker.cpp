@@ -58,6 +58,10 @@ constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kDrainNs = 2'000'000'000; // reading what a refused client still sends
 constexpr unsigned kSignalCheckEvery = 32;        // fast-path accepts between sigpending() calls
 constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the like
+// A stopping worker: how long a kept connection may rest before it is closed, and how long
+// requests arriving on kept connections are still served.
+constexpr std::uint64_t kStopIdleNs = 100'000'000;
+constexpr std::uint64_t kStopServeNs = 3'000'000'000;
 
 std::string peer_address(const sockaddr_storage& peer) {
   char text[INET6_ADDRSTRLEN] = "?";
@@ -180,6 +184,7 @@ private:
   bool accepting_ = false; // the listening socket is in epoll
   std::uint64_t accept_paused_until_ = 0;
   Stop stop_ = Stop::No;
+  std::uint64_t stop_serving_until_ = 0;
   unsigned accepts_since_signal_check_ = 0;
   unsigned long request_limit_ = 0; // 0: no --max-requests
   unsigned long served_ = 0;
@@ -362,7 +367,10 @@ void Worker::process(Connection& c) {
     switch (verdict) {
     case RecordGuard::Verdict::RequestReady:
       if (!serve_request(c)) return; // closed
-      if (stop_ != Stop::No && c.in.size() == 0) {
+      // A stopping worker keeps serving its kept connections for a while (see begin_stop()),
+      // then closes each after its response.
+      if (stop_ != Stop::No && c.in.size() == 0 &&
+          process_manager::monotonic_ns() >= stop_serving_until_) {
         close_connection(c);
         return;
       }
@@ -386,7 +394,7 @@ void Worker::watch(Connection& c) {
   const Limits& l = settings_.limits;
   bool between_requests = c.in.size() == 0 && !c.guard.in_request();
   if (between_requests && c.phase == Connection::Phase::KeptIdle) {
-    c.deadline_ns = now + ns(l.keepalive_timeout);
+    c.deadline_ns = now + (stop_ == Stop::No ? ns(l.keepalive_timeout) : kStopIdleNs);
   } else if (c.guard.params_done()) {
     c.phase = Connection::Phase::Reading; // each read of the body renews its deadline
     c.deadline_ns = now + ns(l.body_timeout);
@@ -686,10 +694,17 @@ void Worker::begin_stop(Stop how) {
     (void)drained;
   }
   set_accepting(false);
+  // Kept connections are not closed at once: nginx may be writing a request on one right now,
+  // and a request written to a connection we close is lost (nginx retries a GET, not a POST).
+  // FastCGI has no way to tell nginx to stop using a connection, so a stopping worker closes a
+  // kept connection once it has been idle for a moment: nginx reuses the most recently used
+  // connection first, and notices the close of one resting in its cache. Connections that stay
+  // busy are closed after a response once kStopServeNs has passed.
+  std::uint64_t now = process_manager::monotonic_ns();
+  stop_serving_until_ = now + kStopServeNs;
   for (auto& slot : connections_)
-    if (slot && slot->phase == Connection::Phase::KeptIdle && slot->in.size() == 0 &&
-        !slot->guard.in_request())
-      close_connection(*slot);
+    if (slot && slot->phase == Connection::Phase::KeptIdle && slot->deadline_ns > now + kStopIdleNs)
+      slot->deadline_ns = now + kStopIdleNs;
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/bench.sh — fcgi-host against the bare libfcgi baseline and php-fpm,
-# each behind the same private nginx, measured with wrk (DESIGN.md §4).
+# scripts/bench.sh — fcgi-host against the bare libfcgi baseline, php-fpm,
+# Plack (FCGI.pm + FCGI::ProcManager) and a near-free "limit" responder, each
+# behind the same private nginx, measured with wrk (DESIGN.md §4).
 #
 # Absolute req/s on a shared 2-core machine are noise, so every number that
 # matters is a ratio to the baseline measured in the same pass and cell, and
@@ -18,12 +19,17 @@ usage() {
   cat <<'EOF'
 Usage: scripts/bench.sh [OPTIONS]
 
-Benchmarks fcgi-host (hello app) against a bare libfcgi loop started by
-spawn-fcgi and against php-fpm 8.2 (pm=static, opcache), all behind one
-private nginx (1 worker), with wrk -t1. Prints a table (median req/s, p50,
-p99, errors, ratio to the baseline of the same pass and cell), writes it as
-Markdown and CSV, optionally a PNG chart, then measures syscalls per request
-(strace -c) and worker RSS at W=1 for each contender.
+Benchmarks fcgi-host (hello app) against, all behind one private nginx
+(1 worker), with wrk -t1:
+  baseline   a bare libfcgi loop started by spawn-fcgi (scripts/bench/)
+  php-fpm    php-fpm 8.2, pm=static, opcache
+  plack      plackup -s FCGI --manager FCGI::ProcManager (FCGI.pm), a PSGI "OK"
+  limit      a near-free epoll responder under spawn-fcgi (scripts/bench/):
+             the ceiling, what a FastCGI host could do at most
+Prints a table (median req/s, p50, p99, errors, ratio to the baseline of the
+same pass and cell) and fcgi-host ÷ php-fpm / plack / limit tables, writes
+them as Markdown and CSV, optionally a PNG chart, then measures syscalls per
+request (strace -c) and worker RSS at W=1 for each contender.
 
 Options:
   --passes N           interleaved passes; medians are over them (default 2)
@@ -35,7 +41,9 @@ Options:
                          keepalive: upstream keepalive 32 + fastcgi_keep_conn on
   --workers "LIST"     worker counts W (default "1 2 15")
   --conns "LIST"       wrk connections C (default "1 50")
-  --contenders "LIST"  among fcgi-host baseline php-fpm (default: all three)
+  --contenders "LIST"  among fcgi-host baseline php-fpm plack limit (default:
+                       all five; php-fpm and plack are skipped with a note
+                       when their packages are missing)
   --host-args "ARGS"   extra arguments for fcgi-host (e.g. a metrics-off switch)
   --quick              smoke run: 1 pass, 2s, W "1 2", C "50", Unix socket only
                        (later options still override it)
@@ -66,7 +74,7 @@ SOCKETS="unix tcp"
 MODES="close keepalive"
 WORKERS="1 2 15"
 CONNS="1 50"
-CONTENDERS="fcgi-host baseline php-fpm"
+CONTENDERS="fcgi-host baseline php-fpm plack limit"
 HOST_ARGS=""
 OUT=""
 CSV=""
@@ -121,7 +129,7 @@ done
 for w in $WORKERS; do [[ $w =~ ^[1-9][0-9]*$ ]] || die "--workers: positive integers"; done
 for c in $CONNS; do [[ $c =~ ^[1-9][0-9]*$ ]] || die "--conns: positive integers"; done
 for ct in $CONTENDERS; do
-  case $ct in fcgi-host | baseline | php-fpm) ;; *) die "--contenders: fcgi-host, baseline, php-fpm" ;; esac
+  case $ct in fcgi-host | baseline | php-fpm | plack | limit) ;; *) die "--contenders: fcgi-host, baseline, php-fpm, plack, limit" ;; esac
 done
 read -ra HOST_EXTRA <<<"$HOST_ARGS" # word splitting is wanted here: "--a 1 --b"
 
@@ -132,8 +140,8 @@ if [[ -z $CHART && -n $OUT ]]; then CHART="$(dirname "$OUT")/bench-chart.png"; f
 ((NO_CHART)) && CHART=""
 
 # ------------------------------------------------------------- packages --
-# Required tools map to the Debian packages that provide them; php-fpm and
-# gnuplot are optional: without them the contender / the chart is skipped.
+# Required tools map to the Debian packages that provide them; php-fpm, Plack
+# and gnuplot are optional: without them the contender / the chart is skipped.
 PHP_FPM=/usr/sbin/php-fpm8.2
 missing=()
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -145,10 +153,15 @@ have cmake || missing+=(cmake)
 have cc || missing+=(gcc)
 have pkg-config || missing+=(pkg-config)
 pkg-config --exists fcgi 2>/dev/null || missing+=(libfcgi-dev)
-[[ " $CONTENDERS " == *" baseline "* ]] && ! have spawn-fcgi && missing+=(spawn-fcgi)
+has_ct() { [[ " $CONTENDERS " == *" $1 "* ]]; }
+drop_ct() { CONTENDERS=$(echo " $CONTENDERS " | sed "s/ $1 / /; s/^ *//; s/ *\$//"); }
+# Plack's FCGI handler needs FCGI.pm and FCGI::ProcManager besides plackup.
+have_plack() { have plackup && perl -MPlack::Handler::FCGI -MFCGI -MFCGI::ProcManager -e1 2>/dev/null; }
+{ has_ct baseline || has_ct limit; } && ! have spawn-fcgi && missing+=(spawn-fcgi)
 ((SYSCALLS)) && ! have strace && missing+=(strace)
 optional=()
-[[ " $CONTENDERS " == *" php-fpm "* && ! -x $PHP_FPM ]] && optional+=(php8.2-fpm)
+has_ct php-fpm && [[ ! -x $PHP_FPM ]] && optional+=(php8.2-fpm)
+has_ct plack && ! have_plack && optional+=(libplack-perl libfcgi-perl libfcgi-procmanager-perl)
 [[ -n $CHART ]] && ! have gnuplot && optional+=(gnuplot-nox)
 
 if ((${#missing[@]} + ${#optional[@]})); then
@@ -159,9 +172,13 @@ if ((${#missing[@]} + ${#optional[@]})); then
     die "missing Debian packages: ${missing[*]} (run with --install, or apt-get install -y ${missing[*]})"
   fi
 fi
-if [[ " $CONTENDERS " == *" php-fpm "* && ! -x $PHP_FPM ]]; then
+if has_ct php-fpm && [[ ! -x $PHP_FPM ]]; then
   note "php-fpm 8.2 is not installed (apt-get install -y php8.2-fpm, or --install): skipping it"
-  CONTENDERS=$(echo " $CONTENDERS " | sed 's/ php-fpm / /; s/^ *//; s/ *$//')
+  drop_ct php-fpm
+fi
+if has_ct plack && ! have_plack; then
+  note "Plack/FCGI.pm/FCGI::ProcManager not installed (apt-get install -y libplack-perl libfcgi-perl libfcgi-procmanager-perl, or --install): skipping plack"
+  drop_ct plack
 fi
 [[ -n $CONTENDERS ]] || die "no contender left to run"
 if [[ -n $CHART ]] && ! have gnuplot; then
@@ -172,7 +189,7 @@ fi
 
 # ------------------------------------------------------- process control --
 T=$(mktemp -d /tmp/fcgi-bench.XXXXXX)
-mkdir -p "$T"/{bin,sock,log,nginx,php,run,wrk}
+mkdir -p "$T"/{bin,sock,log,nginx,php,plack,run,wrk}
 PIDS=() # every process we started and have not stopped yet
 
 alive() { # a zombie (our exited but unreaped child) counts as dead
@@ -289,6 +306,17 @@ build_baseline() {
   BASE_BIN="$T/bin/bare-libfcgi"
 }
 
+build_limit() {
+  local src="$REPO/scripts/bench/limit_responder.c" built="$BUILD_DIR/scripts/bench/limit-responder"
+  # Same as the baseline: the CMake target if it is current, else cc -O2.
+  if [[ -x $built && $built -nt $src ]]; then
+    cp "$built" "$T/bin/limit-responder"
+  else
+    cc -O2 -o "$T/bin/limit-responder" "$src" || die "compiling $src failed"
+  fi
+  LIMIT_BIN="$T/bin/limit-responder"
+}
+
 # ------------------------------------------------------------- contenders --
 # start_<contender> W SOCKET sets:
 #   CT_ADDR     what nginx connects to (unix:/path or 127.0.0.1:PORT)
@@ -311,19 +339,39 @@ start_fcgi-host() {
   PIDS+=($!)
 }
 
-start_baseline() {
-  local w=$1 pidfile where
-  listen_addr "$2" base
-  pidfile="$T/run/baseline-$SEQ.pid"
+# start_spawned NAME BINARY W SOCKET: W copies of BINARY under spawn-fcgi,
+# each given the listening socket on fd 0 (the baseline and limit).
+start_spawned() {
+  local name=$1 bin=$2 w=$3 pidfile where
+  listen_addr "$4" "$name"
+  pidfile="$T/run/$name-$SEQ.pid"
   if [[ $CT_ADDR == unix:* ]]; then where=(-s "${CT_ADDR#unix:}"); else where=(-a 127.0.0.1 -p "${CT_ADDR##*:}"); fi
   # spawn-fcgi forks the W children and exits; -P records their pids.
-  spawn-fcgi -F "$w" "${where[@]}" -P "$pidfile" -- "$BASE_BIN" >>"$T/log/baseline.log" 2>&1 ||
-    die "spawn-fcgi failed: $(tail -3 "$T/log/baseline.log")"
+  spawn-fcgi -F "$w" "${where[@]}" -P "$pidfile" -- "$bin" >>"$T/log/$name.log" 2>&1 ||
+    die "spawn-fcgi failed: $(tail -3 "$T/log/$name.log")"
   mapfile -t CT_STOP < <(tr -s ' \n' '\n' <"$pidfile" | grep -E '^[0-9]+$')
   # The pid file is the record; pgrep on our private binary path is the check.
-  if ((${#CT_STOP[@]} != w)); then mapfile -t CT_STOP < <(pgrep -f "^$BASE_BIN\$"); fi
+  if ((${#CT_STOP[@]} != w)); then mapfile -t CT_STOP < <(pgrep -f "^$bin\$"); fi
   CT_PARENT="" CT_WORKERS=("${CT_STOP[@]}")
   PIDS+=("${CT_STOP[@]}")
+}
+
+start_baseline() { start_spawned baseline "$BASE_BIN" "$@"; }
+start_limit() { start_spawned limit "$LIMIT_BIN" "$@"; }
+
+start_plack() {
+  local w=$1 listen
+  listen_addr "$2" plack
+  listen=${CT_ADDR#unix:}
+  # The reference benchmark's command line. plackup stays in the foreground
+  # (no --daemonize) and becomes the FCGI::ProcManager manager, which forks
+  # the W workers: the manager is $! and the workers are its children.
+  # --backlog 1024 as php-fpm's listen.backlog (Plack's default is 100).
+  # -E deployment: no development middleware (AccessLog, Lint, StackTrace).
+  plackup -s FCGI --listen "$listen" --nproc "$w" --manager FCGI::ProcManager \
+    --backlog 1024 -E deployment "$T/plack/app.psgi" >>"$T/log/plack.log" 2>&1 &
+  CT_STOP=($!) CT_PARENT=$! CT_WORKERS=()
+  PIDS+=($!)
 }
 
 start_php-fpm() {
@@ -507,8 +555,10 @@ nginx_errlog_lines() { [[ -f $T/log/nginx-error.log ]] && wc -l <"$T/log/nginx-e
 
 # ------------------------------------------------------------------- main --
 build_host
-[[ " $CONTENDERS " == *" baseline "* ]] && build_baseline
+has_ct baseline && build_baseline
+has_ct limit && build_limit
 printf '<?php echo "OK";\n' >"$T/php/hello.php"
+echo "sub { [200, ['Content-Type' => 'text/plain'], ['OK']] }" >"$T/plack/app.psgi"
 # opcache will not cache a file younger than opcache.file_update_protection
 # (2 s): age it, or a quick php-fpm-only run would compile on every request.
 touch -d '1 hour ago' "$T/php/hello.php"
@@ -573,7 +623,9 @@ done
 
 # --------------------------------------------------------------- summary --
 # One row per cell and contender: medians over passes; errors summed; the
-# ratio is the median over passes of (contender / baseline of that pass).
+# ratio is the median over passes of (contender / baseline of that pass), and
+# fcgi_host_over_this the median over passes of (fcgi-host / this contender),
+# the number behind the fcgi-host ÷ php-fpm / plack tables.
 summarize() {
   awk -F, -v sockets="$SOCKETS" -v modes="$MODES" -v workers="$WORKERS" \
     -v conns="$CONNS" -v contenders="$CONTENDERS" '
@@ -591,7 +643,7 @@ summarize() {
       per_pass[$1 SUBSEP key] = $7; passes[$1] = 1
     }
     END {
-      print "socket,mode,workers,conns,contender,rps,p50_ms,p99_ms,non2xx,socket_errors,ratio_to_baseline,passes"
+      print "socket,mode,workers,conns,contender,rps,p50_ms,p99_ms,non2xx,socket_errors,ratio_to_baseline,passes,fcgi_host_over_this"
       ns = split(sockets, S, " "); nm = split(modes, M, " "); nw = split(workers, W, " ")
       nc = split(conns, C, " "); nt = split(contenders, CT, " ")
       for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) for (w = 1; w <= nw; w++) for (c = 1; c <= nc; c++)
@@ -605,15 +657,25 @@ summarize() {
               ratios = ratios " " per_pass[p SUBSEP key] / per_pass[b]
           }
           r = median(ratios)
-          printf "%s,%s,%s,%s,%s,%.0f,%.3f,%.3f,%d,%d,%s,%d\n", S[s], M[m], W[w], C[c], CT[t],
+          hratios = ""
+          for (p in passes) {
+            h = p SUBSEP cell SUBSEP "fcgi-host"
+            if ((h in per_pass) && ((p SUBSEP key) in per_pass) && per_pass[p SUBSEP key] > 0)
+              hratios = hratios " " per_pass[h] / per_pass[p SUBSEP key]
+          }
+          hr = median(hratios)
+          printf "%s,%s,%s,%s,%s,%.0f,%.3f,%.3f,%d,%d,%s,%d,%s\n", S[s], M[m], W[w], C[c], CT[t],
             median(rps[key]), median(p50[key]), median(p99[key]), nx[key], se[key],
-            (r == "" ? "" : sprintf("%.2f", r)), n[key]
+            (r == "" ? "" : sprintf("%.2f", r)), n[key], (hr == "" ? "" : sprintf("%.2f", hr))
         }
     }' "$T/raw.csv"
 }
 
-# Markdown: the full table, then fcgi-host (and php-fpm) / baseline pivots,
-# then best W against best W (DESIGN.md §4 asks for both).
+# Markdown: the full table, then each contender ÷ baseline pivot, fcgi-host
+# ÷ php-fpm and ÷ plack pivots (same W: they are production servers run the
+# same way), then best W against best W (DESIGN.md §4 asks for both) and
+# fcgi-host ÷ limit best W against best W (the ceiling: how much of what is
+# possible at all fcgi-host reaches, whatever W each needs for it).
 markdown_tables() {
   awk -F, -v contenders="$CONTENDERS" -v workers="$WORKERS" -v conns="$CONNS" \
     -v sockets="$SOCKETS" -v modes="$MODES" '
@@ -622,6 +684,7 @@ markdown_tables() {
       rows[++nr] = $0
       cell = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
       ratio[cell SUBSEP $5] = $11; rps[cell SUBSEP $5] = $6; errs[cell SUBSEP $5] = $9 + $10
+      hratio[cell SUBSEP $5] = $13
       bk = $1 SUBSEP $2 SUBSEP $4 SUBSEP $5
       if (!(bk in best) || $6 + 0 > best[bk] + 0) { best[bk] = $6; bestw[bk] = $3 }
     }
@@ -654,6 +717,23 @@ markdown_tables() {
         }
       }
       if (has_base) printf "\n† the baseline had errors (non-2xx or socket errors) in that cell.\n"
+      has_host = index(" " contenders " ", " fcgi-host ") > 0
+      for (t = 1; t <= nt; t++) {
+        if (!has_host || (CT[t] != "php-fpm" && CT[t] != "plack")) continue
+        printf "\n**fcgi-host ÷ %s** (same W; median of per-pass ratios; ‡ = %s had errors in that cell)\n\n| W | C |", CT[t], CT[t]
+        for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) printf " %s %s |", S[s], M[m]
+        printf "\n|---:|---:|"
+        for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) printf "---:|"
+        printf "\n"
+        for (w = 1; w <= nw; w++) for (c = 1; c <= nc; c++) {
+          printf "| %s | %s |", W[w], C[c]
+          for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) {
+            k = S[s] SUBSEP M[m] SUBSEP W[w] SUBSEP C[c] SUBSEP CT[t]
+            printf " %s%s |", ((k in hratio) && hratio[k] != "" ? hratio[k] "×" : "–"), (errs[k] > 0 ? " ‡" : "")
+          }
+          printf "\n"
+        }
+      }
       printf "\n**Best W against best W** (median req/s of the best worker count; ratio to the baseline'"'"'s best)\n\n"
       printf "| socket | mode | C |"
       for (t = 1; t <= nt; t++) printf " %s |", CT[t]
@@ -670,6 +750,16 @@ markdown_tables() {
           else printf " %s (W=%s) %.2f× |", best[k], bestw[k], best[k] / best[b]
         }
         printf "\n"
+      }
+      if (has_host && index(" " contenders " ", " limit ") > 0) {
+        printf "\n**fcgi-host ÷ limit, best W against best W** (the share of the ceiling fcgi-host reaches)\n\n"
+        printf "| socket | mode | C | fcgi-host | limit | fcgi-host ÷ limit |\n|---|---|---:|---:|---:|---:|\n"
+        for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) for (c = 1; c <= nc; c++) {
+          h = S[s] SUBSEP M[m] SUBSEP C[c] SUBSEP "fcgi-host"; l = S[s] SUBSEP M[m] SUBSEP C[c] SUBSEP "limit"
+          if (!(h in best) || !(l in best)) continue
+          printf "| %s | %s | %s | %s (W=%s) | %s (W=%s) | %s |\n", S[s], M[m], C[c], best[h], bestw[h], best[l], bestw[l],
+            (best[l] + 0 > 0 ? sprintf("%.2f×", best[h] / best[l]) : "–")
+        }
       }
       if (index(" " modes " ", " close ") == 0 || index(" " modes " ", " keepalive ") == 0) exit
       printf "\n**keepalive ÷ close** (median req/s with upstream keep-alive over median req/s without)\n\n| W | C |"
@@ -713,7 +803,7 @@ chart() { # SUMMARY_CSV PNG: grouped bars of median req/s per cell
   gnuplot <<EOF
 set terminal pngcairo size 1600,700 font ",10"
 set output "$2"
-set title "fcgi-host vs bare libfcgi (spawn-fcgi) vs php-fpm behind nginx: median req/s ($(date +%Y-%m-%d), $(nproc) cores, wrk -t1 -d$DURATION, $PASSES passes)"
+set title "$(echo "$CONTENDERS" | sed 's/ / vs /g') behind nginx: median req/s ($(date +%Y-%m-%d), $(nproc) cores, wrk -t1 -d$DURATION, $PASSES passes)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -824,12 +914,16 @@ cp "$T/raw.csv" "$RAW_CSV"
 host_commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 host_dirty=$(git -C "$REPO" status --porcelain 2>/dev/null | wc -l)
 php_version=$([[ -x $PHP_FPM ]] && "$PHP_FPM" -v | head -1 | awk '{print $1, $2}' || echo "not installed")
+plack_versions=$(perl -MPlack -MFCGI -MFCGI::ProcManager \
+  -e 'print "Plack $Plack::VERSION, FCGI.pm $FCGI::VERSION, FCGI::ProcManager $FCGI::ProcManager::VERSION"' 2>/dev/null ||
+  echo "Plack not installed")
 {
   echo "# fcgi-host benchmark"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
-  echo "- software: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), libfcgi $(pkg-config --modversion fcgi), spawn-fcgi $(spawn-fcgi -v 2>/dev/null | head -1 | awk '{print $2}'), $php_version"
+  echo "- software: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), libfcgi $(pkg-config --modversion fcgi), spawn-fcgi $(spawn-fcgi -v 2>/dev/null | head -1 | awk '{print $2}'), $php_version, $plack_versions, perl $(perl -e 'printf "%vd", $^V')"
+  echo "- contenders: $CONTENDERS — baseline = scripts/bench/bare_libfcgi.c under spawn-fcgi -F W; php-fpm = pm=static, opcache; plack = \`plackup -s FCGI --listen ADDR --nproc W --manager FCGI::ProcManager --backlog 1024 -E deployment\` with a one-line PSGI app; limit = scripts/bench/limit_responder.c under spawn-fcgi -F W (epoll, canned reply: the ceiling)"
   echo "- fcgi-host: commit $host_commit ($host_dirty uncommitted paths in the tree), $(basename "$BUILD_DIR")/ $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt") build${HOST_ARGS:+, extra args: $HOST_ARGS}"
   echo "- command: \`$COMMAND_LINE\` ($((ELAPSED / 60)) min $((ELAPSED % 60)) s; load average $LOAD_BEFORE before, $LOAD_AFTER after)"
   echo "- method: wrk -t1 -cC -d$DURATION --latency against one nginx worker; $PASSES interleaved pass(es) (contender order reversed on even passes); fresh nginx per contender and mode; ${WARMUP} unrecorded warm-up after each start; medians over passes; errors summed over passes; × baseline = median of per-pass ratios to the baseline in the same cell"

@@ -20,8 +20,10 @@ public:
     int status = 0; // 0: socket error or timeout
   };
 
-  HttpLoad(int port, std::string target, int threads, std::size_t max_requests = 200'000)
-      : port_(port), target_(std::move(target)), max_(max_requests) {
+  // `body` non-empty: POST it (nginx retries a failed GET on its own, never a POST).
+  HttpLoad(int port, std::string target, int threads, std::size_t max_requests = 200'000,
+           std::string body = {})
+      : port_(port), target_(std::move(target)), body_(std::move(body)), max_(max_requests) {
     for (int i = 0; i < threads; ++i)
       threads_.emplace_back([this] { run(); });
   }
@@ -62,7 +64,9 @@ private:
       Sample s;
       s.start = std::chrono::steady_clock::now();
       try {
-        s.status = http_request(port_, "GET", target_, {}, Millis{10000}).status;
+        s.status =
+            http_request(port_, body_.empty() ? "GET" : "POST", target_, body_, Millis{10000})
+                .status;
         if (s.status != 200) note("HTTP status " + std::to_string(s.status));
       } catch (const std::exception& e) {
         note(e.what());
@@ -80,6 +84,7 @@ private:
 
   int port_;
   std::string target_;
+  std::string body_;
   std::size_t max_;
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> issued_{0};
