@@ -19,7 +19,7 @@ usage() {
   cat <<'EOF'
 Usage: scripts/bench.sh [OPTIONS]
 
-Benchmarks fcgi-host (hello app) against, all behind one private nginx
+Benchmarks fcgi-host (hello app) against these, all behind one private nginx
 (1 worker), with wrk -t1:
   baseline   a bare libfcgi loop started by spawn-fcgi (scripts/bench/)
   php-fpm    php-fpm 8.2, pm=static, opcache
