@@ -102,19 +102,27 @@ class ClientErrorLog {
 public:
   void write(const std::string& line) {
     std::uint64_t now = process_manager::monotonic_ns();
-    if (now - window_start_ > 1'000'000'000) {
-      if (suppressed_)
-        PM_LOG(LogLevel::Warn, std::to_string(suppressed_) + " more client errors not logged");
+    if (now - window_start_ > kWindowNs) {
+      flush();
       window_start_ = now;
-      lines_ = suppressed_ = 0;
+      lines_ = 0;
     }
     if (++lines_ <= 10)
       PM_LOG(LogLevel::Warn, line);
     else
       ++suppressed_;
   }
+  // When the count of lines held back is due (0: none held): the worker wakes up for it, so the
+  // count is written even if no further error comes.
+  std::uint64_t due_ns() const { return suppressed_ ? window_start_ + kWindowNs : 0; }
+  void flush() {
+    if (suppressed_)
+      PM_LOG(LogLevel::Warn, std::to_string(suppressed_) + " more client errors not logged");
+    suppressed_ = 0;
+  }
 
 private:
+  static constexpr std::uint64_t kWindowNs = 1'000'000'000;
   std::uint64_t window_start_ = 0;
   unsigned lines_ = 0, suppressed_ = 0;
 };
@@ -282,6 +290,8 @@ bool Worker::wait_and_dispatch() {
     }
   }
   expire_deadlines();
+  if (std::uint64_t due = client_errors_.due_ns(); due && process_manager::monotonic_ns() >= due)
+    client_errors_.flush();
   if (!accepting_ && stop_ == Stop::No && open_ < settings_.limits.max_connections &&
       process_manager::monotonic_ns() >= accept_paused_until_)
     set_accepting(true);
@@ -630,6 +640,8 @@ int Worker::next_timeout_ms() {
   if (accept_paused_until_ && !accepting_ && stop_ == Stop::No &&
       (earliest == 0 || accept_paused_until_ < earliest))
     earliest = accept_paused_until_;
+  if (std::uint64_t due = client_errors_.due_ns(); due && (earliest == 0 || due < earliest))
+    earliest = due;
   if (earliest == 0) return -1;
   std::uint64_t now = process_manager::monotonic_ns();
   if (earliest <= now) return 0;

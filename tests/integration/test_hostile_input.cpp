@@ -173,6 +173,21 @@ private:
 
 TEST_SUITE("hostile input") {
 
+  TEST_CASE("a burst of bad connections: 10 lines, then the count of the rest, unprompted") {
+    Hostile h;
+    for (int i = 0; i < 15; ++i) {
+      Client c = h.connect();
+      c.send_raw("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      check_closed_silently(c);
+    }
+    // No further error comes: the worker still writes the count of what it held back.
+    CHECK(it::wait_for(
+        [&] { return !it::lines_with(h.host.log(), "5 more client errors not logged").empty(); },
+        Millis{3000}));
+    CHECK(it::lines_with(h.host.log(), "HTTP spoken").size() == 10);
+    h.check_still_serves(15);
+  }
+
   TEST_CASE("wrong version: closed without an answer") {
     Hostile h;
     Client c = h.connect();
