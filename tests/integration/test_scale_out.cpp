@@ -338,9 +338,10 @@ TEST_SUITE("scale out") {
     for (int p = 0; p < kPhases; ++p)
       first_total += tally.by_upstream[p][addr[0]];
     CHECK(served[0] == first_total);
-    // While stopped or dead, they got nothing.
+    // While stopped or dead, they got nothing: the stopped one none at all; the killed one at most
+    // the answers that were on their way when the phase switched (one per client).
     CHECK(tally.by_upstream[Killed][addr[1]] == 0);
-    CHECK(tally.by_upstream[Killed][addr[2]] == 0);
+    CHECK(tally.by_upstream[Killed][addr[2]] <= kClients);
     CHECK(it::lines_with(nginx_log, "[alert]").empty());
   }
 
