@@ -292,29 +292,19 @@ build_host() {
   HOST_BIN="$T/bin/fcgi-host"
 }
 
-build_baseline() {
-  local src="$REPO/scripts/bench/bare_libfcgi.c" built="$BUILD_DIR/scripts/bench/bare-libfcgi"
-  # Prefer the CMake target (add_subdirectory(scripts/bench)); without it a
-  # direct compile is the same program with the same flags that matter.
+# Copies a C fixture of scripts/bench into the run's bin dir: the CMake target
+# (add_subdirectory(scripts/bench)) if it is newer than its source, else a
+# direct cc -O2 build, the same program with the flags that matter.
+# Usage: build_fixture NAME SOURCE [cc flags...]; prints the binary's path.
+build_fixture() {
+  local name=$1 src="$REPO/scripts/bench/$2" built="$BUILD_DIR/scripts/bench/$1"
+  shift 2
   if [[ -x $built && $built -nt $src ]]; then
-    cp "$built" "$T/bin/bare-libfcgi"
+    cp "$built" "$T/bin/$name"
   else
-    # shellcheck disable=SC2046 # pkg-config prints several words on purpose
-    cc -O2 -o "$T/bin/bare-libfcgi" "$src" $(pkg-config --cflags --libs fcgi) ||
-      die "compiling $src failed"
+    cc -O2 -o "$T/bin/$name" "$src" "$@" || die "compiling $src failed"
   fi
-  BASE_BIN="$T/bin/bare-libfcgi"
-}
-
-build_limit() {
-  local src="$REPO/scripts/bench/limit_responder.c" built="$BUILD_DIR/scripts/bench/limit-responder"
-  # Same as the baseline: the CMake target if it is current, else cc -O2.
-  if [[ -x $built && $built -nt $src ]]; then
-    cp "$built" "$T/bin/limit-responder"
-  else
-    cc -O2 -o "$T/bin/limit-responder" "$src" || die "compiling $src failed"
-  fi
-  LIMIT_BIN="$T/bin/limit-responder"
+  echo "$T/bin/$name"
 }
 
 # ------------------------------------------------------------- contenders --
@@ -555,8 +545,9 @@ nginx_errlog_lines() { [[ -f $T/log/nginx-error.log ]] && wc -l <"$T/log/nginx-e
 
 # ------------------------------------------------------------------- main --
 build_host
-has_ct baseline && build_baseline
-has_ct limit && build_limit
+# shellcheck disable=SC2046 # pkg-config prints several words on purpose
+has_ct baseline && BASE_BIN=$(build_fixture bare-libfcgi bare_libfcgi.c $(pkg-config --cflags --libs fcgi))
+has_ct limit && LIMIT_BIN=$(build_fixture limit-responder limit_responder.c)
 printf '<?php echo "OK";\n' >"$T/php/hello.php"
 echo "sub { [200, ['Content-Type' => 'text/plain'], ['OK']] }" >"$T/plack/app.psgi"
 # opcache will not cache a file younger than opcache.file_update_protection
