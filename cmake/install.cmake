@@ -36,7 +36,7 @@ target_link_libraries(fcgi_host PUBLIC fcgi_host_app_headers)
 set_target_properties(app PROPERTIES EXPORT_NAME app_static)
 
 install(TARGETS fcgi-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS fcgi_host app process_manager fcgi_host_app_headers
+install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_headers
         EXPORT fcgi_host_targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${FCGI_HOST_INCLUDEDIR})
@@ -49,11 +49,12 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp
         ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/app)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp
-              ${PROJECT_SOURCE_DIR}/fcgi_host/in_process_host.hpp
-              ${PROJECT_SOURCE_DIR}/fcgi_host/config.hpp
-              ${PROJECT_SOURCE_DIR}/fcgi_host/listen_address.hpp
-        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
 
 install(EXPORT fcgi_host_targets NAMESPACE fcgi_host:: FILE fcgi_hostTargets.cmake
         DESTINATION ${FCGI_HOST_CMAKEDIR})

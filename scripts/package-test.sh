@@ -116,12 +116,12 @@ fi
 
 step "installed headers compile standalone"
 MULTIARCH=$(gcc -print-multiarch)
-for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp; do
+for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp; do
     printf '#include "%s"\n#include "%s"\n' "$h" "$h" >"$WORK/header.cpp"
     g++ -std=c++20 -Wall -Wextra -fsyntax-only -I/usr/include/fcgi-host "$WORK/header.cpp" ||
         fail "$h does not compile on its own"
 done
-echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp | wc -l) headers"
+echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp | wc -l) headers"
 for lib in libapp.a libfcgi_host.a libprocess_manager.a; do
     [ -f "/usr/lib/$MULTIARCH/$lib" ] || fail "/usr/lib/$MULTIARCH/$lib missing"
 done
@@ -148,7 +148,7 @@ target_link_libraries(my_handler_test PRIVATE fcgi_host::fcgi_host fcgi_host::fc
 EOF
 cat >"$WORK/src/handler_test.cpp" <<'EOF'
 #include <app/router.hpp>
-#include <fcgi_host/in_process_host.hpp>
+#include <fcgi_host/runners/in_process_host.hpp>
 #include <fcgi_test_client.hpp>
 
 #include <cstdio>

@@ -43,35 +43,39 @@ static unsigned char reply[8 + BODY_LEN + 8 + 8 + 8];
 static const size_t id_at[3] = {2, 8 + BODY_LEN + 2, 8 + BODY_LEN + 8 + 2};
 
 struct conn {
-  unsigned char hdr[8];  /* the record header being read */
-  unsigned char flags;   /* BEGIN_REQUEST flags byte */
-  uint8_t hlen;          /* header bytes seen so far (8 = in the content) */
-  uint8_t type;          /* type of the current record */
-  uint16_t begin_off;    /* content bytes of a BEGIN record seen so far */
-  uint32_t skip;         /* content + padding bytes left of the current record */
-  uint16_t id;           /* request id from BEGIN_REQUEST */
-  uint8_t watched;       /* 0: not in the epoll set yet, else the events */
-  uint8_t out_len;       /* unsent tail of a reply (rare: socket buffer full) */
+  unsigned char hdr[8]; /* the record header being read */
+  unsigned char flags;  /* BEGIN_REQUEST flags byte */
+  uint8_t hlen;         /* header bytes seen so far (8 = in the content) */
+  uint8_t type;         /* type of the current record */
+  uint16_t begin_off;   /* content bytes of a BEGIN record seen so far */
+  uint32_t skip;        /* content + padding bytes left of the current record */
+  uint16_t id;          /* request id from BEGIN_REQUEST */
+  uint8_t watched;      /* 0: not in the epoll set yet, else the events */
+  uint8_t out_len;      /* unsent tail of a reply (rare: socket buffer full) */
   unsigned char out[sizeof reply];
 };
 static struct conn conns[MAX_FD];
 static unsigned char inbuf[65536];
 static int ep;
 
-static void put16(unsigned char *p, unsigned v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
+static void put16(unsigned char* p, unsigned v) {
+  p[0] = (unsigned char)(v >> 8);
+  p[1] = (unsigned char)v;
+}
 
 static void build_reply(void) {
-  unsigned char *p = reply;
+  unsigned char* p = reply;
   p[0] = 1, p[1] = FCGI_STDOUT, put16(p + 4, BODY_LEN), p[6] = 0, p[7] = 0;
   memcpy(p + 8, BODY, BODY_LEN);
   p += 8 + BODY_LEN;
   p[0] = 1, p[1] = FCGI_STDOUT; /* empty STDOUT: length 0 */
   p += 8;
-  p[0] = 1, p[1] = 3 /* FCGI_END_REQUEST */, put16(p + 4, 8); /* app status 0, FCGI_REQUEST_COMPLETE */
+  p[0] = 1, p[1] = 3 /* FCGI_END_REQUEST */,
+  put16(p + 4, 8); /* app status 0, FCGI_REQUEST_COMPLETE */
 }
 
 /* Put fd in the epoll set, or change its events: 0 if that failed. */
-static int watch(int fd, struct conn *c, uint32_t events) {
+static int watch(int fd, struct conn* c, uint32_t events) {
   struct epoll_event ev = {.events = events, .data.fd = fd};
   if (c->watched == (uint8_t)events) return 1;
   if (epoll_ctl(ep, c->watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0) return 0;
@@ -85,8 +89,9 @@ static void drop(int fd) {
 }
 
 /* One canned write; returns 0 if the connection is to be closed. */
-static int respond(int fd, struct conn *c) {
-  for (int i = 0; i < 3; i++) put16(reply + id_at[i], c->id);
+static int respond(int fd, struct conn* c) {
+  for (int i = 0; i < 3; i++)
+    put16(reply + id_at[i], c->id);
   ssize_t n = write(fd, reply, sizeof reply);
   if (n < 0 && errno != EAGAIN) return 0;
   if (n < 0) n = 0;
@@ -98,7 +103,7 @@ static int respond(int fd, struct conn *c) {
   return (c->flags & FCGI_KEEP_CONN) != 0;
 }
 
-static int flush_out(int fd, struct conn *c) {
+static int flush_out(int fd, struct conn* c) {
   ssize_t n = write(fd, c->out, c->out_len);
   if (n < 0) return errno == EAGAIN;
   memmove(c->out, c->out + n, c->out_len - (size_t)n);
@@ -108,7 +113,7 @@ static int flush_out(int fd, struct conn *c) {
 }
 
 /* Walk the record headers in the bytes read; returns 0 to close. */
-static int consume(int fd, struct conn *c, const unsigned char *p, size_t n) {
+static int consume(int fd, struct conn* c, const unsigned char* p, size_t n) {
   while (n > 0) {
     if (c->hlen < 8) {
       size_t want = 8u - c->hlen, k = want < n ? want : n;
@@ -141,13 +146,14 @@ static int consume(int fd, struct conn *c, const unsigned char *p, size_t n) {
 /* Read what has arrived and answer it; closes the connection when done with
  * it, else makes sure epoll will report its next bytes. */
 static void on_readable(int fd) {
-  struct conn *c = &conns[fd];
+  struct conn* c = &conns[fd];
   ssize_t n = read(fd, inbuf, sizeof inbuf);
   if (n < 0 && errno == EAGAIN) {
     if (!watch(fd, c, EPOLLIN)) drop(fd);
     return;
   }
-  if (n <= 0 || !consume(fd, c, inbuf, (size_t)n) || (!c->out_len && !watch(fd, c, EPOLLIN))) drop(fd);
+  if (n <= 0 || !consume(fd, c, inbuf, (size_t)n) || (!c->out_len && !watch(fd, c, EPOLLIN)))
+    drop(fd);
 }
 
 int main(void) {
@@ -186,13 +192,19 @@ int main(void) {
         for (int a = 0; a < ACCEPT_BATCH; a++) {
           int cfd = accept4(LISTEN_FD, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (cfd < 0) break; /* EAGAIN: another process took it, or none left */
-          if (cfd >= MAX_FD) { close(cfd); continue; }
+          if (cfd >= MAX_FD) {
+            close(cfd);
+            continue;
+          }
           on_readable(cfd);
         }
         continue;
       }
-      struct conn *c = &conns[fd];
-      if ((evs[i].events & EPOLLOUT) && c->out_len && !flush_out(fd, c)) { drop(fd); continue; }
+      struct conn* c = &conns[fd];
+      if ((evs[i].events & EPOLLOUT) && c->out_len && !flush_out(fd, c)) {
+        drop(fd);
+        continue;
+      }
       if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(fd);
     }
   }

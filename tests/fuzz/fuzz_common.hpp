@@ -3,8 +3,8 @@
 // stream arriving in chunks, management records answered, one request at a time handed on), and
 // the invariants checked after every step. An invariant that fails aborts, so libFuzzer keeps
 // the input as a crash.
-#include "fcgi_host/byte_buffer.hpp"
-#include "fcgi_host/record_guard.hpp"
+#include "fcgi_host/protocol/byte_buffer.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 
 #include <cstddef>
 #include <cstdint>

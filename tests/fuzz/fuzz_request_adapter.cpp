@@ -6,8 +6,8 @@
 // whole records of that request ending with FCGI_END_REQUEST; the CGI head has no stray CR or LF.
 #include "fuzz_common.hpp"
 
-#include "fcgi_host/libfcgi_io.hpp"
-#include "fcgi_host/request_adapter.hpp"
+#include "fcgi_host/protocol/libfcgi_io.hpp"
+#include "fcgi_host/protocol/request_adapter.hpp"
 
 #include <fcgiapp.h>
 #include <sys/socket.h>

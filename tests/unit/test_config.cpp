@@ -1,5 +1,5 @@
 // Options and config file: defaults, file vs command line, and refusals that name the option.
-#include "fcgi_host/config.hpp"
+#include "fcgi_host/cli/config.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
 // status page formats, the access log line, the status socket's params decoder.
-#include "fcgi_host/access_log.hpp"
-#include "fcgi_host/metrics.hpp"
-#include "fcgi_host/output_capture.hpp"
-#include "fcgi_host/status_page.hpp"
-#include "fcgi_host/status_server.hpp"
+#include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/observe/status_server.hpp"
+#include "fcgi_host/worker/output_capture.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/route_stats.hpp"

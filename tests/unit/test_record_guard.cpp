@@ -1,6 +1,6 @@
 // The record guard: what reaches libfcgi, what is answered by the host, what is refused.
 // Records are built with the test client's encoder, an independent implementation of the spec.
-#include "fcgi_host/record_guard.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>

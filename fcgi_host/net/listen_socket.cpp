@@ -1,0 +1,207 @@
+#include "fcgi_host/net/listen_socket.hpp"
+
+#include "fcgi_host/sys_error.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+constexpr int kSystemdFirstFd = 3; // SD_LISTEN_FDS_START
+
+bool is_listening_socket(int fd) {
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+}
+
+int socket_family(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return -1;
+  return ss.ss_family;
+}
+
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  std::memcpy(sun.sun_path, path.c_str(), path.size() + 1);
+  return sun;
+}
+
+// A Unix socket path may be left over from a server that died. It is ours to replace only if
+// nobody answers on it; a live server keeps it, and we refuse to start.
+void clear_stale_unix_path(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw StartupError(sys_error("stat", path));
+  }
+  if (!S_ISSOCK(st.st_mode))
+    throw StartupError("\"" + path + "\" exists and is not a socket; refusing to replace it");
+  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) throw StartupError(sys_error("socket", path));
+  sockaddr_un sun = unix_address(path);
+  int rc = connect(probe, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+  int err = errno;
+  close(probe);
+  if (rc == 0 || err == EAGAIN)
+    throw StartupError("another server is listening on \"" + path + "\"; not starting");
+  if (err != ECONNREFUSED)
+    throw StartupError("connect(\"" + path + "\") failed: " + std::strerror(err));
+  if (unlink(path.c_str()) != 0) throw StartupError(sys_error("unlink", path));
+}
+
+uid_t lookup_user(const std::string& name) {
+  if (passwd* pw = getpwnam(name.c_str())) return pw->pw_uid;
+  throw StartupError("socket-owner: unknown user \"" + name + "\"");
+}
+
+gid_t lookup_group(const std::string& name) {
+  if (group* gr = getgrnam(name.c_str())) return gr->gr_gid;
+  throw StartupError("socket-group: unknown group \"" + name + "\"");
+}
+
+} // namespace
+
+ListenSocket::ListenSocket(const Config& config) {
+  // Under systemd socket activation the socket unit owns the address: take its socket even when
+  // the config also names one (the same config then works with and without the .socket unit).
+  if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
+    take_inherited();
+    return;
+  }
+  switch (config.listen.kind) {
+  case ListenAddress::Kind::Unix:
+    open_unix(config);
+    break;
+  case ListenAddress::Kind::Tcp:
+    open_tcp(config);
+    break;
+  case ListenAddress::Kind::Inherited:
+    take_inherited();
+    break;
+  }
+}
+
+ListenSocket::~ListenSocket() {
+  if (!owned_path_.empty()) unlink(owned_path_.c_str());
+  if (fd_ >= 0) close(fd_);
+}
+
+void ListenSocket::open_unix(const Config& config) {
+  const std::string& path = config.listen.path;
+  is_unix_ = true;
+  description_ = "unix:" + path;
+  uid_t uid =
+      config.socket_owner.empty() ? static_cast<uid_t>(-1) : lookup_user(config.socket_owner);
+  gid_t gid =
+      config.socket_group.empty() ? static_cast<gid_t>(-1) : lookup_group(config.socket_group);
+  clear_stale_unix_path(path);
+
+  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw StartupError(sys_error("socket", path));
+  sockaddr_un sun = unix_address(path);
+  // Created with no permissions at all, then opened up to the configured mode: at no moment can
+  // anyone else connect with more rights than configured. No connection is possible before
+  // listen() anyway.
+  mode_t old_umask = umask(0777);
+  int rc = bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+  int err = errno;
+  umask(old_umask);
+  if (rc != 0) throw StartupError("bind(\"" + path + "\") failed: " + std::strerror(err));
+  owned_path_ = path;
+  if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
+      chown(path.c_str(), uid, gid) != 0)
+    throw StartupError(sys_error("chown", path));
+  if (chmod(path.c_str(), config.socket_mode) != 0) throw StartupError(sys_error("chmod", path));
+  if (listen(fd_, config.backlog) != 0) throw StartupError(sys_error("listen", path));
+}
+
+void ListenSocket::open_tcp(const Config& config) {
+  const ListenAddress& a = config.listen;
+  description_ = a.to_string();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::string port = std::to_string(a.port);
+  // Every address: the IPv6 wildcard with V6ONLY off also takes IPv4 connections.
+  const char* host = a.host.empty() ? "::" : a.host.c_str();
+  int rc = getaddrinfo(host, port.c_str(), &hints, &found);
+  if (rc != 0 && a.host.empty()) rc = getaddrinfo("0.0.0.0", port.c_str(), &hints, &found);
+  if (rc != 0)
+    throw StartupError("getaddrinfo(\"" + description_ + "\") failed: " + gai_strerror(rc));
+  std::string last_error;
+  for (addrinfo* ai = found; ai; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_error = sys_error("socket", description_);
+      continue;
+    }
+    int on = 1, off = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (ai->ai_family == AF_INET6 && a.host.empty())
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    // Accepted sockets inherit TCP_NODELAY: a response is one write, never held back by Nagle.
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    // A web server always speaks first: wake a worker only once the request's bytes are there,
+    // so its first read finds them instead of going back to epoll.
+    int defer_seconds = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_seconds, sizeof defer_seconds);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, config.backlog) == 0) {
+      fd_ = fd;
+      break;
+    }
+    last_error =
+        sys_error(errno == EADDRINUSE || errno == EACCES ? "bind" : "listen", description_);
+    close(fd);
+  }
+  freeaddrinfo(found);
+  if (fd_ < 0) throw StartupError(last_error);
+}
+
+void ListenSocket::take_inherited() {
+  int fd = -1;
+  if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
+    const char* n = std::getenv("LISTEN_FDS");
+    if (!n || std::atoi(n) < 1) throw StartupError("LISTEN_PID is set but LISTEN_FDS is not");
+    fd = kSystemdFirstFd;
+    description_ = "systemd socket (fd 3)";
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+  } else {
+    fd = 0;
+    description_ = "inherited socket (fd 0)";
+  }
+  if (!is_listening_socket(fd))
+    throw StartupError("no --listen given and fd " + std::to_string(fd) +
+                       " is not a listening socket (start fcgi-host with --listen ADDR, under "
+                       "spawn-fcgi, or from a systemd socket unit)");
+  // Move it off fd 0 so that workers can have a normal stdin (/dev/null).
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) throw StartupError(sys_error("fcntl(F_DUPFD_CLOEXEC)", description_));
+  close(fd);
+  if (fd == 0) {
+    int null = open("/dev/null", O_RDONLY); // takes fd 0 again
+    if (null > 0) close(null);
+  }
+  fd_ = moved;
+  is_unix_ = socket_family(fd_) == AF_UNIX;
+}
+
+} // namespace fcgi_host

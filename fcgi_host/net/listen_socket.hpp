@@ -1,0 +1,44 @@
+#pragma once
+// The listening socket, bound once by the master before any fork and never closed on reload.
+// libfcgi's FCGX_OpenSocket is not used: it is IPv4-only, exit()s on a bind error and unlinks a
+// Unix socket path without checking whether a live server holds it.
+#include "fcgi_host/cli/config.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace fcgi_host {
+
+class StartupError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class ListenSocket {
+public:
+  // Binds what config.listen names (or takes the inherited socket), applies the Unix socket's
+  // mode and owner before listen(), so no connection arrives before the permissions are in
+  // place. Throws StartupError naming the call and the object.
+  explicit ListenSocket(const Config& config);
+  ~ListenSocket();
+  ListenSocket(const ListenSocket&) = delete;
+  ListenSocket& operator=(const ListenSocket&) = delete;
+
+  int fd() const { return fd_; }
+  bool is_unix() const { return is_unix_; }
+  const std::string& description() const { return description_; }
+  // Called in workers: the socket file belongs to the master, which removes it on exit.
+  void forget_path() { owned_path_.clear(); }
+
+private:
+  void open_unix(const Config& config);
+  void open_tcp(const Config& config);
+  void take_inherited();
+
+  int fd_ = -1;
+  bool is_unix_ = false;
+  std::string description_;
+  std::string owned_path_; // a socket file we created: removed when the master exits
+};
+
+} // namespace fcgi_host

@@ -1,0 +1,214 @@
+#include "fcgi_host/observe/metrics.hpp"
+
+#include "process_manager/clock.hpp"
+#include "process_manager/log.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+namespace fcgi_host {
+
+using process_manager::LogLevel;
+using process_manager::WorkerState;
+
+ObservabilitySettings observability_settings(const Config& config) {
+  ObservabilitySettings s;
+  s.metrics = config.metrics;
+  s.slow_threshold_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config.slow_request_threshold).count());
+  s.status_path = config.status_path;
+  s.ping_path = config.ping_path;
+  s.ping_response = config.ping_response;
+  s.status_allow = ClientFilter(config.status_allow);
+  s.pool_mode = config.pm;
+  return s;
+}
+
+std::uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+RequestMetrics::RequestMetrics(process_manager::WorkerSlot& slot,
+                               process_manager::RouteTable& routes,
+                               const ObservabilitySettings& settings)
+    : slot_(slot), routes_(routes), settings_(settings) {}
+
+namespace {
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s)
+    h = (h ^ c) * 16777619u;
+  return h;
+}
+
+std::string seconds_text(std::uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+} // namespace
+
+std::size_t RequestMetrics::route_index(std::string_view route) {
+  route = route.substr(0, process_manager::kRouteNameSize);
+  std::uint32_t h = fnv1a(route);
+  // Linear probing over a private index; a full index (more keys than fit) falls back to the
+  // table's own linear search, which also handles the overflow entry.
+  for (std::size_t i = 0; i < kIndexSize; ++i) {
+    std::size_t b = (h + i) % kIndexSize;
+    if (index_[b] == 0) {
+      std::size_t r = process_manager::claim_route(routes_, route);
+      if (r != process_manager::kMaxRoutes - 1) { // the overflow entry is not cached by name
+        index_[b] = static_cast<std::uint8_t>(r + 1);
+        index_hash_[b] = h;
+      }
+      return r;
+    }
+    if (index_hash_[b] == h) {
+      const process_manager::RouteStats& e = routes_.routes[index_[b] - 1];
+      if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route)
+        return index_[b] - 1u;
+    }
+  }
+  return process_manager::claim_route(routes_, route);
+}
+
+void RequestMetrics::end(std::string_view route, int status, std::string_view method,
+                         std::string_view uri, bool need_duration) {
+  if (!settings_.metrics && settings_.slow_threshold_ns == 0 && !need_duration) return;
+  std::uint64_t now = process_manager::monotonic_ns();
+  duration_ns_ = now > start_ns_ ? now - start_ns_ : 0;
+  cpu_ns_ = -1;
+  if (cpu_start_ >= 0) {
+    std::int64_t cpu_end = static_cast<std::int64_t>(thread_cpu_ns());
+    cpu_ns_ = cpu_end > cpu_start_ ? cpu_end - cpu_start_ : 0;
+  }
+  if (settings_.metrics) {
+    process_manager::RouteStats& r = routes_.routes[route_index(route)];
+    process_manager::record_call(r, duration_ns_, cpu_ns_, status >= 500);
+    slot_.last_duration_ns.store(duration_ns_, std::memory_order_relaxed);
+    if (cpu_ns_ >= 0)
+      slot_.last_cpu_ns.store(static_cast<std::uint64_t>(cpu_ns_), std::memory_order_relaxed);
+  }
+  if (settings_.slow_threshold_ns != 0 && duration_ns_ > settings_.slow_threshold_ns) {
+    slot_.slow_requests.fetch_add(1, std::memory_order_relaxed);
+    PM_LOG(LogLevel::Warn, "slow request: \"" + std::string(method) + " " + std::string(uri) +
+                               "\" took " + seconds_text(duration_ns_) + ", status " +
+                               std::to_string(status) + " (slow-request-threshold " +
+                               seconds_text(settings_.slow_threshold_ns) + ")");
+  }
+}
+
+namespace {
+
+bool busy(WorkerState s) {
+  return process_manager::is_busy(s);
+}
+
+// One pass over the slots and the retired totals. The retire sequence tells whether the master
+// moved an exited worker's numbers meanwhile (then the caller reads again).
+void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
+  const process_manager::PoolCounters& p = sb.pool();
+  std::uint64_t now = process_manager::monotonic_ns();
+  snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
+  snap.requests = p.retired_requests.load(std::memory_order_relaxed);
+  snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
+  snap.active = snap.idle = snap.total = 0;
+  snap.workers.clear();
+  std::map<std::string, RouteSnapshot, std::less<>> routes;
+  auto add_table = [&routes](const process_manager::RouteTable& t) {
+    for (const auto& entry : t.routes) {
+      process_manager::RouteStats r = process_manager::load_route(entry);
+      if (r.name_len == 0) continue;
+      std::string name(r.name, std::min<std::size_t>(r.name_len, sizeof r.name));
+      RouteSnapshot& out = routes[name];
+      out.name = name;
+      out.calls += r.calls;
+      out.wall_ns += r.wall_ns;
+      out.cpu_ns += r.cpu_ns;
+      out.cpu_samples += r.cpu_samples;
+      out.errors += r.errors;
+      for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
+        out.buckets[b] += r.buckets[b];
+    }
+  };
+  add_table(sb.retired_routes());
+  for (std::size_t i = 0; i < sb.capacity(); ++i) {
+    const process_manager::WorkerSlot& s = sb.slot(i);
+    if (s.generation.load(std::memory_order_relaxed) == 0) continue; // never used
+    // An exited worker not yet reaped still holds its numbers: count them, but not the worker.
+    snap.accepted += s.accepted.load(std::memory_order_relaxed);
+    snap.requests += s.requests.load(std::memory_order_relaxed);
+    snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
+    add_table(sb.routes(i));
+    WorkerState st = s.state.load(std::memory_order_relaxed);
+    if (st == WorkerState::Free) continue;
+    WorkerSnapshot w;
+    w.slot = i;
+    w.pid = s.pid.load(std::memory_order_relaxed);
+    w.generation = s.generation.load(std::memory_order_relaxed);
+    w.state = st;
+    w.requests = s.requests.load(std::memory_order_relaxed);
+    w.accepted = s.accepted.load(std::memory_order_relaxed);
+    w.last_duration_ns = s.last_duration_ns.load(std::memory_order_relaxed);
+    w.last_cpu_ns = s.last_cpu_ns.load(std::memory_order_relaxed);
+    w.active = busy(st);
+    if (w.active) {
+      std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+      w.request_duration_ns = start != 0 && now > start ? now - start : 0;
+      process_manager::Scoreboard::RequestInfo info = process_manager::Scoreboard::read_request(s);
+      w.method = info.method;
+      w.uri = info.uri;
+    }
+    if (st != WorkerState::Starting) {
+      ++snap.total;
+      ++(w.active ? snap.active : snap.idle);
+    }
+    snap.workers.push_back(std::move(w));
+  }
+  snap.routes.clear();
+  for (auto& [name, r] : routes)
+    snap.routes.push_back(std::move(r));
+}
+
+} // namespace
+
+Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
+                       const std::string& pool_mode) {
+  Snapshot snap;
+  snap.pool_mode = pool_mode;
+  const process_manager::PoolCounters& p = sb.pool();
+  // Bounded: a master that died mid-retire leaves the sequence odd for good.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::uint32_t before = p.retire_seq.load(std::memory_order_acquire);
+    read_once(sb, snap);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && p.retire_seq.load(std::memory_order_relaxed) == before) break;
+  }
+  snap.start_time_s = p.start_time_s.load(std::memory_order_relaxed);
+  std::uint64_t now = process_manager::monotonic_ns();
+  std::uint64_t started = p.start_ns.load(std::memory_order_relaxed);
+  snap.uptime_s = now > started ? (now - started) / 1'000'000'000u : 0;
+  snap.max_active = std::max(p.max_active.load(std::memory_order_relaxed), snap.active);
+  snap.all_busy = p.all_busy.load(std::memory_order_relaxed);
+  snap.listen_queue = process_manager::query_listen_queue(listen_fd);
+  snap.max_listen_queue =
+      std::max(p.max_listen_queue.load(std::memory_order_relaxed), snap.listen_queue.depth);
+  snap.kills_by_timeout = p.kills_by_timeout.load(std::memory_order_relaxed);
+  for (int c = 0; c < 256; ++c)
+    if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))
+      snap.exits_by_code.emplace_back(c, n);
+  for (int s = 0; s < 65; ++s)
+    if (std::uint64_t n = p.exits_by_signal[s].load(std::memory_order_relaxed))
+      snap.exits_by_signal.emplace_back(s, n);
+  return snap;
+}
+
+} // namespace fcgi_host

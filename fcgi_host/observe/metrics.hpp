@@ -1,0 +1,138 @@
+#pragma once
+// Metrics: what a worker adds per request (RequestMetrics, the hot path) and what a status reader
+// sums over the scoreboard (take_snapshot).
+//
+// Cost per request with --metrics on: two vDSO clock reads (CLOCK_MONOTONIC, no system call), a
+// cached route lookup and a handful of relaxed atomic adds into the worker's own slot. CPU time
+// needs clock_gettime(CLOCK_THREAD_CPUTIME_ID), a real system call on Linux (no vDSO), so it is
+// sampled: every kCpuSampleEvery-th request of a worker is measured, and the per-route CPU total
+// is estimated as (sampled CPU / samples) x calls. --metrics off leaves one clock read (the
+// request timeout needs it) and the scoreboard state stores.
+#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/client_filter.hpp"
+#include "process_manager/listen_queue.hpp"
+#include "process_manager/scoreboard.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fcgi_host {
+
+inline constexpr unsigned kCpuSampleEvery = 64;
+
+// The observability part of a worker's settings (from Config).
+struct ObservabilitySettings {
+  bool metrics = true;
+  std::uint64_t slow_threshold_ns = 0; // 0: off
+  std::string status_path;             // empty: off
+  std::string ping_path;               // empty: off
+  std::string ping_response = "pong";
+  ClientFilter status_allow;
+  std::string pool_mode = "static";
+};
+
+ObservabilitySettings observability_settings(const Config& config);
+
+// Thread CPU time in ns: a system call, only on sampled requests.
+std::uint64_t thread_cpu_ns();
+
+// Worker side: one per worker, used on every request.
+class RequestMetrics {
+public:
+  RequestMetrics(process_manager::WorkerSlot& slot, process_manager::RouteTable& routes,
+                 const ObservabilitySettings& settings);
+
+  // The request starts (start_ns: CLOCK_MONOTONIC, already read by the caller).
+  void begin(std::uint64_t start_ns) {
+    start_ns_ = start_ns;
+    cpu_start_ = -1;
+    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
+      cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
+  }
+  // The response is written. Records the call under `route`; logs it when slow. Reads the clock
+  // only when something needs the duration (metrics, slow log, or `need_duration`).
+  void end(std::string_view route, int status, std::string_view method, std::string_view uri,
+           bool need_duration);
+
+  std::uint64_t duration_ns() const { return duration_ns_; }
+  std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
+
+private:
+  std::size_t route_index(std::string_view route);
+
+  process_manager::WorkerSlot& slot_;
+  process_manager::RouteTable& routes_;
+  const ObservabilitySettings& settings_;
+  std::uint64_t start_ns_ = 0;
+  std::uint64_t duration_ns_ = 0;
+  std::int64_t cpu_start_ = -1;
+  std::int64_t cpu_ns_ = -1;
+  unsigned sample_counter_ = 0;
+  // Private index from a route name's hash to its entry in the slot's table: the common case is
+  // one hash and one compare. 0: empty, else index + 1.
+  static constexpr std::size_t kIndexSize = 256;
+  std::array<std::uint8_t, kIndexSize> index_{};
+  std::array<std::uint32_t, kIndexSize> index_hash_{};
+};
+
+// ---- reading -----------------------------------------------------------------------------------
+
+struct WorkerSnapshot {
+  std::size_t slot = 0;
+  pid_t pid = 0;
+  std::uint32_t generation = 0;
+  process_manager::WorkerState state = process_manager::WorkerState::Free;
+  std::uint64_t requests = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t request_duration_ns = 0; // the current request so far (0: none)
+  std::string method, uri;               // the current request
+  std::uint64_t last_duration_ns = 0;
+  std::uint64_t last_cpu_ns = 0;
+  bool active = false;
+};
+
+struct RouteSnapshot {
+  std::string name;
+  std::uint64_t calls = 0;
+  std::uint64_t wall_ns = 0;
+  std::uint64_t cpu_ns = 0;
+  std::uint64_t cpu_samples = 0;
+  std::uint64_t errors = 0;
+  std::array<std::uint64_t, process_manager::kLatencyBuckets> buckets{};
+  // CPU total estimated from the samples.
+  std::uint64_t cpu_estimate_ns() const {
+    return cpu_samples ? static_cast<std::uint64_t>(static_cast<double>(cpu_ns) /
+                                                    static_cast<double>(cpu_samples) *
+                                                    static_cast<double>(calls))
+                       : 0;
+  }
+};
+
+struct Snapshot {
+  std::string pool_mode;
+  std::uint64_t start_time_s = 0; // epoch
+  std::uint64_t uptime_s = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t slow_requests = 0;
+  std::uint32_t active = 0, idle = 0, total = 0;
+  std::uint32_t max_active = 0;
+  std::uint64_t all_busy = 0;
+  process_manager::ListenQueue listen_queue;
+  std::uint32_t max_listen_queue = 0;
+  std::uint64_t kills_by_timeout = 0;
+  std::vector<std::pair<int, std::uint64_t>> exits_by_code, exits_by_signal; // non-zero only
+  std::vector<WorkerSnapshot> workers;
+  std::vector<RouteSnapshot> routes; // sorted by name
+};
+
+// Sums the scoreboard: live slots and what exited workers left. A worker answering the status
+// page shows idle (it serves the page before marking itself busy): the page does not count itself.
+Snapshot take_snapshot(const process_manager::Scoreboard& scoreboard, int listen_fd,
+                       const std::string& pool_mode);
+
+} // namespace fcgi_host

@@ -1,0 +1,447 @@
+#include "fcgi_host/observe/status_page.hpp"
+
+#include <arpa/inet.h>
+#include <cstdio>
+#include <ctime>
+#include <netinet/in.h>
+
+namespace fcgi_host {
+
+using process_manager::kLatencyBoundsNs;
+using process_manager::kLatencyBuckets;
+
+StatusQuery parse_status_query(std::string_view query) {
+  StatusQuery q;
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view word = query.substr(0, amp);
+    word = word.substr(0, word.find('=')); // "json=1" counts as "json"
+    if (word == "json")
+      q.format = StatusFormat::Json;
+    else if (word == "openmetrics")
+      q.format = StatusFormat::OpenMetrics;
+    else if (word == "html")
+      q.format = StatusFormat::Html;
+    else if (word == "text")
+      q.format = StatusFormat::Text;
+    else if (word == "full")
+      q.full = true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return q;
+}
+
+namespace {
+
+std::string num(std::uint64_t v) {
+  return std::to_string(v);
+}
+
+// Seconds with enough digits for microseconds; OpenMetrics and JSON both read this.
+std::string secs(std::uint64_t ns) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string bound(std::size_t b) {
+  if (b >= std::size(kLatencyBoundsNs)) return "+Inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(kLatencyBoundsNs[b]) / 1e9);
+  std::string s = buf;
+  if (s.find('.') == std::string::npos && s.find('e') == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string start_time_text(std::uint64_t epoch) {
+  time_t t = static_cast<time_t>(epoch);
+  tm local;
+  localtime_r(&t, &local);
+  char buf[64];
+  strftime(buf, sizeof buf, "%d/%b/%Y:%H:%M:%S %z", &local); // php-fpm's format
+  return buf;
+}
+
+std::uint64_t restarts(const Snapshot& s) {
+  std::uint64_t n = 0;
+  for (auto& [code, count] : s.exits_by_code)
+    n += count;
+  for (auto& [sig, count] : s.exits_by_signal)
+    n += count;
+  return n;
+}
+
+std::string json_escape(std::string_view in) {
+  std::string out;
+  for (unsigned char c : in) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string html_escape(std::string_view in) {
+  std::string out;
+  for (char c : in) {
+    switch (c) {
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '&':
+      out += "&amp;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+// OpenMetrics label values: backslash, double quote and newline escaped.
+std::string label_escape(std::string_view in) {
+  std::string out;
+  for (char c : in) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// The pool's fields, in php-fpm's order and words, plus ours.
+std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) {
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"pool", "fcgi-host"},
+      {"process manager", s.pool_mode},
+      {"start time", start_time_text(s.start_time_s)},
+      {"start since", num(s.uptime_s)},
+      {"accepted conn", num(s.accepted)},
+      {"requests", num(s.requests)},
+      {"listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "-"},
+      {"max listen queue", num(s.max_listen_queue)},
+      {"listen queue len", s.listen_queue.known ? num(s.listen_queue.backlog) : "-"},
+      {"idle processes", num(s.idle)},
+      {"active processes", num(s.active)},
+      {"total processes", num(s.total)},
+      {"max active processes", num(s.max_active)},
+      {"max children reached", num(s.all_busy)},
+      {"slow requests", num(s.slow_requests)},
+      {"request timeout kills", num(s.kills_by_timeout)},
+      {"worker restarts", num(restarts(s))},
+  };
+  return f;
+}
+
+std::string text_page(const Snapshot& s, bool full) {
+  std::string out;
+  auto line = [&out](const std::string& k, const std::string& v) {
+    out += k + ":";
+    out.append(k.size() < 21 ? 21 - k.size() : 1, ' ');
+    out += v + "\n";
+  };
+  for (auto& [k, v] : pool_fields(s))
+    line(k, v);
+  for (auto& [code, n] : s.exits_by_code)
+    line("restarts, exit code " + num(code), num(n));
+  for (auto& [sig, n] : s.exits_by_signal)
+    line("restarts, signal " + num(sig), num(n));
+  for (const RouteSnapshot& r : s.routes) {
+    out += "\nhandler " + r.name + ": " + num(r.calls) + " calls, " + num(r.errors) + " 5xx, " +
+           secs(r.wall_ns) + " s wall, ~" + secs(r.cpu_estimate_ns()) + " s cpu";
+    if (r.calls) out += ", avg " + secs(r.wall_ns / r.calls) + " s";
+  }
+  if (!s.routes.empty()) out += "\n";
+  if (full) {
+    for (const WorkerSnapshot& w : s.workers) {
+      out += "\n************************\n";
+      line("pid", num(static_cast<std::uint64_t>(w.pid)));
+      line("slot", num(w.slot));
+      line("generation", num(w.generation));
+      line("state", process_manager::to_string(w.state));
+      line("requests", num(w.requests));
+      line("accepted conn", num(w.accepted));
+      line("request duration", num(w.request_duration_ns / 1000)); // µs, as php-fpm
+      line("request method", w.method.empty() ? "-" : w.method);
+      line("request URI", w.uri.empty() ? "-" : w.uri);
+      line("last request duration", num(w.last_duration_ns / 1000));
+      line("last request cpu", num(w.last_cpu_ns / 1000));
+    }
+  }
+  return out;
+}
+
+std::string json_page(const Snapshot& s, bool full) {
+  std::string out = "{";
+  bool first = true;
+  auto field = [&](const std::string& k, const std::string& raw) {
+    if (!first) out += ",";
+    first = false;
+    out.append("\"").append(json_escape(k)).append("\":").append(raw);
+  };
+  // Appends rather than "literal" + string: GCC 12 warns falsely on that (-Wrestrict, PR105329).
+  auto str = [](const std::string& v) {
+    std::string q = "\"";
+    q.append(json_escape(v)).append("\"");
+    return q;
+  };
+  field("pool", str("fcgi-host"));
+  field("process manager", str(s.pool_mode));
+  field("start time", num(s.start_time_s));
+  field("start since", num(s.uptime_s));
+  field("accepted conn", num(s.accepted));
+  field("requests", num(s.requests));
+  field("listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "null");
+  field("max listen queue", num(s.max_listen_queue));
+  field("listen queue len", s.listen_queue.known ? num(s.listen_queue.backlog) : "null");
+  field("idle processes", num(s.idle));
+  field("active processes", num(s.active));
+  field("total processes", num(s.total));
+  field("max active processes", num(s.max_active));
+  field("max children reached", num(s.all_busy));
+  field("slow requests", num(s.slow_requests));
+  field("request timeout kills", num(s.kills_by_timeout));
+  std::string r = "{";
+  for (auto& [code, n] : s.exits_by_code)
+    r += (r.size() > 1 ? "," : "") + str("exit " + num(code)) + ":" + num(n);
+  for (auto& [sig, n] : s.exits_by_signal)
+    r += (r.size() > 1 ? "," : "") + str("signal " + num(sig)) + ":" + num(n);
+  field("worker restarts", r + "}");
+  std::string h = "[";
+  for (const RouteSnapshot& rt : s.routes) {
+    if (h.size() > 1) h += ",";
+    h += "{\"route\":" + str(rt.name) + ",\"calls\":" + num(rt.calls) +
+         ",\"5xx\":" + num(rt.errors) + ",\"wall seconds\":" + secs(rt.wall_ns) +
+         ",\"cpu seconds\":" + secs(rt.cpu_estimate_ns()) +
+         ",\"cpu samples\":" + num(rt.cpu_samples) + ",\"latency buckets\":{";
+    for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+      h.append(b ? "," : "").append(str(bound(b))).append(":").append(num(rt.buckets[b]));
+    h += "}}";
+  }
+  field("handlers", h + "]");
+  if (full) {
+    std::string p = "[";
+    for (const WorkerSnapshot& w : s.workers) {
+      if (p.size() > 1) p += ",";
+      p += "{\"pid\":" + num(static_cast<std::uint64_t>(w.pid)) + ",\"slot\":" + num(w.slot) +
+           ",\"generation\":" + num(w.generation) +
+           ",\"state\":" + str(process_manager::to_string(w.state)) +
+           ",\"requests\":" + num(w.requests) + ",\"accepted conn\":" + num(w.accepted) +
+           ",\"request duration\":" + num(w.request_duration_ns / 1000) +
+           ",\"request method\":" + str(w.method) + ",\"request uri\":" + str(w.uri) +
+           ",\"last request duration\":" + num(w.last_duration_ns / 1000) +
+           ",\"last request cpu\":" + num(w.last_cpu_ns / 1000) + "}";
+    }
+    field("processes", p + "]");
+  }
+  return out + "}\n";
+}
+
+class OpenMetricsWriter {
+public:
+  void family(const std::string& name, const char* type, const std::string& help) {
+    out += "# TYPE " + name + " " + type + "\n# HELP " + name + " " + help + "\n";
+  }
+  void sample(const std::string& name, const std::string& labels, const std::string& value) {
+    out += name;
+    if (!labels.empty()) out += "{" + labels + "}";
+    out += " " + value + "\n";
+  }
+  void gauge(const std::string& name, const std::string& help, const std::string& value) {
+    family(name, "gauge", help);
+    sample(name, "", value);
+  }
+  void counter(const std::string& name, const std::string& help, std::uint64_t value) {
+    family(name, "counter", help);
+    sample(name + "_total", "", num(value));
+  }
+  std::string out;
+};
+
+std::string openmetrics_page(const Snapshot& s) {
+  OpenMetricsWriter w;
+  const std::string p = "fcgihost_";
+  w.gauge(p + "up", "Whether the host answers.", "1");
+  w.gauge(p + "start_time_seconds", "When the master started, seconds since the epoch.",
+          num(s.start_time_s));
+  w.gauge(p + "start_since_seconds", "Seconds since the master started.", num(s.uptime_s));
+  w.counter(p + "accepted_connections", "Connections accepted by the workers.", s.accepted);
+  w.counter(p + "requests", "Requests served.", s.requests);
+  if (s.listen_queue.known) {
+    w.gauge(p + "listen_queue", "Connections waiting in the listen queue.",
+            num(s.listen_queue.depth));
+    w.gauge(p + "listen_queue_length", "Size of the listen queue (backlog).",
+            num(s.listen_queue.backlog));
+  }
+  w.gauge(p + "max_listen_queue", "Most connections seen waiting in the listen queue.",
+          num(s.max_listen_queue));
+  w.gauge(p + "idle_processes", "Workers waiting for a request.", num(s.idle));
+  w.gauge(p + "active_processes", "Workers serving a request.", num(s.active));
+  w.gauge(p + "total_processes", "Workers.", num(s.total));
+  w.gauge(p + "max_active_processes", "Most workers seen serving at once.", num(s.max_active));
+  w.counter(p + "max_children_reached", "Times every worker was seen busy.", s.all_busy);
+  w.counter(p + "slow_requests", "Requests slower than --slow-request-threshold.", s.slow_requests);
+  w.counter(p + "request_timeout_kills", "Workers killed by --request-timeout.",
+            s.kills_by_timeout);
+  w.family(p + "worker_restarts", "counter",
+           "Worker exits the master did not ask for, by exit code or signal.");
+  for (auto& [code, n] : s.exits_by_code)
+    w.sample(p + "worker_restarts_total", "reason=\"exit\",code=\"" + num(code) + "\"", num(n));
+  for (auto& [sig, n] : s.exits_by_signal)
+    w.sample(p + "worker_restarts_total", "reason=\"signal\",code=\"" + num(sig) + "\"", num(n));
+
+  auto route = [](const RouteSnapshot& r) { return "route=\"" + label_escape(r.name) + "\""; };
+  w.family(p + "handler_calls", "counter", "Calls per handler route.");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_calls_total", route(r), num(r.calls));
+  w.family(p + "handler_errors", "counter", "Responses with a 5xx status per handler route.");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_errors_total", route(r), num(r.errors));
+  w.family(p + "handler_cpu_seconds", "counter",
+           "CPU time per handler route, estimated from 1 request in " + num(kCpuSampleEvery) + ".");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_cpu_seconds_total", route(r), secs(r.cpu_estimate_ns()));
+  w.family(p + "handler_duration_seconds", "histogram", "Wall time per handler route.");
+  for (const RouteSnapshot& r : s.routes) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+      cumulative += r.buckets[b];
+      w.sample(p + "handler_duration_seconds_bucket", route(r) + ",le=\"" + bound(b) + "\"",
+               num(cumulative));
+    }
+    w.sample(p + "handler_duration_seconds_count", route(r), num(r.calls));
+    w.sample(p + "handler_duration_seconds_sum", route(r), secs(r.wall_ns));
+  }
+
+  auto worker = [](const WorkerSnapshot& x) {
+    return "slot=\"" + num(x.slot) + "\",pid=\"" + num(static_cast<std::uint64_t>(x.pid)) + "\"";
+  };
+  w.family(p + "worker_requests", "counter", "Requests served per worker.");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_requests_total", worker(x), num(x.requests));
+  w.family(p + "worker_active", "gauge", "1 while the worker serves a request.");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_active", worker(x), x.active ? "1" : "0");
+  w.family(p + "worker_generation", "gauge", "The worker's generation (reloads).");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_generation", worker(x), num(x.generation));
+  w.family(p + "worker_last_request_duration_seconds", "gauge",
+           "Wall time of the worker's last request.");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_last_request_duration_seconds", worker(x), secs(x.last_duration_ns));
+  w.out += "# EOF\n";
+  return w.out;
+}
+
+std::string html_page(const Snapshot& s) {
+  std::string out =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" "
+      "content=\"2\"><title>fcgi-host status</title><style>body{font-family:sans-serif}"
+      "table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:"
+      "2px 8px;text-align:right}th{background:#eee}</style></head><body>\n"
+      "<h1>fcgi-host status</h1>\n<table>\n";
+  for (auto& [k, v] : pool_fields(s))
+    out += "<tr><th>" + html_escape(k) + "</th><td>" + html_escape(v) + "</td></tr>\n";
+  out += "</table>\n<table><tr><th>handler</th><th>calls</th><th>5xx</th><th>avg ms</th>"
+         "<th>cpu s (est.)</th></tr>\n";
+  for (const RouteSnapshot& r : s.routes)
+    out += "<tr><td>" + html_escape(r.name) + "</td><td>" + num(r.calls) + "</td><td>" +
+           num(r.errors) + "</td><td>" +
+           (r.calls ? secs(r.wall_ns / r.calls * 1000) : std::string("-")) + "</td><td>" +
+           secs(r.cpu_estimate_ns()) + "</td></tr>\n";
+  out += "</table>\n<table><tr><th>slot</th><th>pid</th><th>gen</th><th>state</th>"
+         "<th>requests</th><th>current request</th><th>for ms</th><th>last ms</th></tr>\n";
+  for (const WorkerSnapshot& w : s.workers)
+    out += "<tr><td>" + num(w.slot) + "</td><td>" + num(static_cast<std::uint64_t>(w.pid)) +
+           "</td><td>" + num(w.generation) + "</td><td>" + process_manager::to_string(w.state) +
+           "</td><td>" + num(w.requests) + "</td><td>" + html_escape(w.method + " " + w.uri) +
+           "</td><td>" + num(w.request_duration_ns / 1'000'000) + "</td><td>" +
+           num(w.last_duration_ns / 1'000'000) + "</td></tr>\n";
+  return out + "</table>\n</body></html>\n";
+}
+
+} // namespace
+
+std::string render_status(const Snapshot& snap, StatusQuery query, std::string& content_type) {
+  switch (query.format) {
+  case StatusFormat::Json:
+    content_type = "application/json";
+    return json_page(snap, query.full);
+  case StatusFormat::OpenMetrics:
+    content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    return openmetrics_page(snap);
+  case StatusFormat::Html:
+    content_type = "text/html; charset=utf-8";
+    return html_page(snap);
+  case StatusFormat::Text:
+    break;
+  }
+  content_type = "text/plain";
+  return text_page(snap, query.full);
+}
+
+EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
+                              const process_manager::Scoreboard& scoreboard, int listen_fd,
+                              std::string_view query, bool allowed) {
+  EndpointReply reply;
+  reply.headers.emplace_back("Cache-Control", "no-store");
+  if (!allowed) {
+    reply.status = 403;
+    reply.body = "Forbidden\n";
+    return reply;
+  }
+  if (endpoint == Endpoint::Ping) {
+    reply.body = settings.ping_response + "\n";
+    return reply;
+  }
+  Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
+  reply.body = render_status(snap, parse_status_query(query), reply.content_type);
+  reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
+  reply.headers.emplace_back("X-Listen-Queue",
+                             snap.listen_queue.known ? num(snap.listen_queue.depth) : "-");
+  return reply;
+}
+
+void fill_response(const EndpointReply& reply, app::Response& response) {
+  response.status = reply.status;
+  for (auto& [name, value] : reply.headers)
+    response.set_header(name, value);
+  response.set_content(reply.body, reply.content_type);
+}
+
+bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_addr) {
+  if (filter.allows_everyone()) return true;
+  std::string text(remote_addr);
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  if (inet_pton(AF_INET, text.c_str(), &v4.sin_addr) == 1) {
+    v4.sin_family = AF_INET;
+    return filter.allows(reinterpret_cast<sockaddr*>(&v4));
+  }
+  if (inet_pton(AF_INET6, text.c_str(), &v6.sin6_addr) == 1) {
+    v6.sin6_family = AF_INET6;
+    return filter.allows(reinterpret_cast<sockaddr*>(&v6));
+  }
+  return true;
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,58 @@
+#pragma once
+// The status and ping pages: text (default), ?json, ?openmetrics, ?html, each with &full for one
+// entry per worker (OpenMetrics always has per-worker series). Served by the workers on
+// --status-path / --ping-path, before the handler, and by the master on --status-listen.
+#include "app/response.hpp"
+#include "fcgi_host/observe/metrics.hpp"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fcgi_host {
+
+enum class StatusFormat { Text, Json, OpenMetrics, Html };
+
+struct StatusQuery {
+  StatusFormat format = StatusFormat::Text;
+  bool full = false;
+};
+
+// "json", "openmetrics", "html", "full", "text", joined by '&' (php-fpm's spelling).
+StatusQuery parse_status_query(std::string_view query);
+
+// The page, and its Content-Type.
+std::string render_status(const Snapshot& snap, StatusQuery query, std::string& content_type);
+
+struct EndpointReply {
+  int status = 200;
+  std::string content_type = "text/plain";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+enum class Endpoint { None, Status, Ping };
+
+// Which built-in page a worker answers for this path (None: the handler's).
+inline Endpoint worker_endpoint(const ObservabilitySettings& s, std::string_view path) {
+  if (!s.status_path.empty() && path == s.status_path) return Endpoint::Status;
+  if (!s.ping_path.empty() && path == s.ping_path) return Endpoint::Ping;
+  return Endpoint::None;
+}
+
+// The reply for a status or ping request; 403 when `allowed` is false. Status replies carry
+// X-Idle-Workers and X-Listen-Queue headers, whatever the format, for `fcgi-host status`.
+EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
+                              const process_manager::Scoreboard& scoreboard, int listen_fd,
+                              std::string_view query, bool allowed);
+
+// Copies a reply into a handler-style response.
+void fill_response(const EndpointReply& reply, app::Response& response);
+
+// --status-allow for a request served by a worker: the HTTP client's address, as the web server
+// passes it in REMOTE_ADDR (the FastCGI peer is the web server itself). A REMOTE_ADDR that is not
+// an IP address (absent, or a Unix-socket client) passes, as Unix peers do.
+bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_addr);
+
+} // namespace fcgi_host

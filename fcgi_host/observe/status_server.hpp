@@ -1,0 +1,45 @@
+#pragma once
+// --status-listen: the master itself answers status and ping over FastCGI on a socket of its own,
+// so the status page answers when every worker is busy or stuck (php-fpm's pm.status_listen needs
+// a hidden extra pool for that). The socket is non-blocking and sits in the master loop's
+// watch_fds; serve() accepts what is queued and answers each connection with a bounded budget
+// (at most kBudget for the whole call, small buffers), then closes it: a slow or hostile client
+// can delay the master loop by that much, never hold it.
+#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/observe/metrics.hpp"
+
+#include <chrono>
+#include <memory>
+
+namespace fcgi_host {
+
+class StatusServer {
+public:
+  static constexpr std::chrono::milliseconds kBudget{1000};
+
+  // Binds config.status_listen (same socket mode and owner rules as --listen). Throws
+  // StartupError.
+  StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd);
+
+  int fd() const { return socket_->fd(); }
+  const std::string& description() const { return socket_->description(); }
+  void set_scoreboard(const process_manager::Scoreboard* s) { scoreboard_ = s; }
+
+  // The socket is readable: answer the queued connections.
+  void serve();
+
+private:
+  void serve_connection(int fd, bool tcp_peer_allowed, std::uint64_t deadline_ns);
+
+  std::unique_ptr<ListenSocket> socket_;
+  ObservabilitySettings settings_;
+  int pool_listen_fd_;
+  const process_manager::Scoreboard* scoreboard_ = nullptr;
+};
+
+// The FastCGI name-value pairs of a PARAMS stream; false when malformed.
+bool decode_params(std::string_view data,
+                   std::vector<std::pair<std::string_view, std::string_view>>& out);
+
+} // namespace fcgi_host

@@ -1,0 +1,83 @@
+#include "fcgi_host/protocol/request_adapter.hpp"
+
+#include <charconv>
+#include <cstring>
+
+namespace fcgi_host {
+namespace {
+
+void put(FCGX_Stream* out, std::string_view text) {
+  FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
+}
+
+void put_header_text(FCGX_Stream* out, std::string_view text) {
+  while (!text.empty()) {
+    std::size_t bad = text.find_first_of("\r\n");
+    put(out, text.substr(0, bad));
+    if (bad == std::string_view::npos) return;
+    put(out, " ");
+    text.remove_prefix(bad + 1);
+  }
+}
+
+} // namespace
+
+bool copy_request(FCGX_Request& from, std::size_t body_size, app::Request& request) {
+  request.clear();
+  for (char** p = from.envp; p && *p; ++p) {
+    // libfcgi stores "NAME=VALUE"; the record guard refused names holding '='.
+    const char* eq = std::strchr(*p, '=');
+    if (!eq) continue;
+    request.add_param(std::string_view(*p, static_cast<std::size_t>(eq - *p)), eq + 1);
+  }
+  request.finish_params();
+  std::string& body = request.mutable_body();
+  body.resize(body_size);
+  std::size_t got = 0;
+  while (got < body_size) {
+    int n = FCGX_GetStr(body.data() + got,
+                        static_cast<int>(std::min<std::size_t>(body_size - got, 1 << 30)), from.in);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  body.resize(got);
+  return got == body_size;
+}
+
+void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
+  char number[24];
+  auto status = std::to_chars(number, number + sizeof number, response.status);
+  put(out, "Status: ");
+  put(out, std::string_view(number, static_cast<std::size_t>(status.ptr - number)));
+  put(out, " ");
+  put(out, app::reason_phrase(response.status));
+  put(out, "\r\n");
+  bool has_length = false;
+  for (const auto& [name, value] : response.headers) {
+    put_header_text(out, name);
+    put(out, ": ");
+    put_header_text(out, value);
+    put(out, "\r\n");
+    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
+      has_length = true;
+  }
+  if (add_content_length && !has_length) {
+    auto length = std::to_chars(number, number + sizeof number, response.body.size());
+    put(out, "Content-Length: ");
+    put(out, std::string_view(number, static_cast<std::size_t>(length.ptr - number)));
+    put(out, "\r\n");
+  }
+  put(out, "\r\n");
+}
+
+bool StreamSink::send_body(std::string_view chunk) {
+  put(out_, chunk);
+  return FCGX_GetError(out_) == 0;
+}
+
+void write_response(const app::Response& response, FCGX_Stream* out) {
+  write_head(response, true, out);
+  if (!response.body.empty()) put(out, response.body);
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,59 @@
+#include "fcgi_host/runners/exec_worker.hpp"
+
+#include "process_manager/exit_codes.hpp"
+#include "process_manager/log.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+
+using process_manager::LogLevel;
+namespace exit_code = process_manager::exit_code;
+
+int run_exec_worker(const process_manager::WorkerContext& context, const ExecSettings& settings) {
+  if (!drop_privileges(settings.credentials)) {
+    PM_LOG(LogLevel::Alert,
+           std::string("--exec: could not drop privileges: ") + std::strerror(errno));
+    return exit_code::kWorkerBootFailure;
+  }
+  apply_environment(settings.clear_env, settings.env);
+  // The program is no systemd service of its own.
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  unsetenv("WATCHDOG_PID");
+
+  int log_fd = process_manager::Log::get().fd();
+  if (::dup2(settings.listen_fd, 0) != 0 || (log_fd != 1 && ::dup2(log_fd, 1) != 1) ||
+      (log_fd != 2 && ::dup2(log_fd, 2) != 2)) {
+    PM_LOG(LogLevel::Alert, std::string("--exec: dup2() failed: ") + std::strerror(errno));
+    return exit_code::kWorkerBootFailure;
+  }
+  // The master keeps the socket blocking in exec mode (O_NONBLOCK belongs to the open file, which
+  // every worker shares); make sure, since a non-blocking accept() makes libfcgi spin or fail.
+  ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) & ~O_NONBLOCK);
+  ::fcntl(0, F_SETFD, 0);
+
+  // The scoreboard shows it ready from here: an exec'd program cannot report its own state.
+  context.slot.state.store(process_manager::WorkerState::Idle, std::memory_order_relaxed);
+
+  std::vector<char*> argv;
+  for (const std::string& a : settings.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // Every other fd closes at exec: the program gets 0, 1 and 2 only, and if exec fails the log
+  // is still open for the line below.
+  ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
+  ::execvp(argv[0], argv.data());
+  int err = errno;
+  PM_LOG(LogLevel::Alert,
+         "--exec: execvp(\"" + settings.argv[0] + "\") failed: " + std::strerror(err));
+  return exit_code::kWorkerBootFailure;
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,57 @@
+#include "fcgi_host/runners/in_process_host.hpp"
+
+#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/sys_error.hpp"
+#include "fcgi_host/worker/worker.hpp"
+#include "process_manager/scoreboard.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+
+InProcessHost::InProcessHost(app::Handler& handler, Limits limits) {
+  char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
+  if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
+  dir_ = tmpl;
+  Config config;
+  config.listen.kind = ListenAddress::Kind::Unix;
+  config.listen.path = dir_ + "/host.sock";
+  config.socket_mode = 0600;
+  socket_ = std::make_unique<ListenSocket>(config);
+  fcntl(socket_->fd(), F_SETFL, fcntl(socket_->fd(), F_GETFL) | O_NONBLOCK);
+  address_ = "unix:" + config.listen.path;
+  scoreboard_ = std::make_unique<process_manager::Scoreboard>(1);
+
+  WorkerSettings settings;
+  settings.listen_fd = socket_->fd();
+  settings.limits = limits;
+  settings.observe.metrics = false;
+  app::Handler* h = &handler;
+  // The thread starts with the control signals blocked (a thread inherits its creator's mask),
+  // so that a stop sent before the worker set itself up cannot kill the process.
+  sigset_t control, saved;
+  sigemptyset(&control);
+  for (int s : {SIGTERM, SIGQUIT, SIGUSR1})
+    sigaddset(&control, s);
+  pthread_sigmask(SIG_BLOCK, &control, &saved);
+  thread_ = std::thread([this, settings, h] {
+    process_manager::WorkerContext context{0, scoreboard_->slot(0), 1, *scoreboard_};
+    run_worker(context, settings, [h] { return HandlerPtr(h, [](app::Handler*) {}); });
+  });
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
+InProcessHost::~InProcessHost() {
+  // The worker keeps SIGTERM blocked and reads it from a signalfd, which also sees signals sent
+  // to its thread alone: its graceful stop, as in a worker process.
+  pthread_kill(thread_.native_handle(), SIGTERM);
+  thread_.join();
+  socket_.reset(); // removes the socket file
+  rmdir(dir_.c_str());
+}
+
+} // namespace fcgi_host

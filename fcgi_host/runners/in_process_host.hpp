@@ -1,0 +1,48 @@
+#pragma once
+// Serves a handler from a thread of the calling process, on a private Unix socket, with the same
+// worker loop the real host runs (record guard, libfcgi, request adapter, limits): a handler's own
+// tests can then talk to it with the raw FastCGI test client (tests/fcgi_test_client.hpp), as
+// they would to a running host, without a master, nginx or fork.
+//
+//   MyHandler handler;
+//   fcgi_host::InProcessHost host(handler);
+//   auto client = fcgi_test::Client::connect(host.address());
+//   CHECK(client.request("GET", "/hello").body == "Hello");
+//
+// One at a time per process (libfcgi and the host's I/O hooks are process-wide), and the worker
+// sets SIGPIPE, SIGHUP, SIGTTIN, SIGTTOU and SIGUSR2 to ignored, as it does in a worker process.
+#include "app/handler.hpp"
+#include "fcgi_host/cli/config.hpp"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace process_manager {
+class Scoreboard;
+}
+
+namespace fcgi_host {
+
+class ListenSocket;
+
+class InProcessHost {
+public:
+  explicit InProcessHost(app::Handler& handler, Limits limits = {});
+  // Stops the worker gracefully (it finishes what it holds) and removes the socket.
+  ~InProcessHost();
+  InProcessHost(const InProcessHost&) = delete;
+  InProcessHost& operator=(const InProcessHost&) = delete;
+
+  // "unix:/tmp/fcgi-host-test-XXXXXX/host.sock"
+  const std::string& address() const { return address_; }
+
+private:
+  std::string dir_;
+  std::string address_;
+  std::unique_ptr<ListenSocket> socket_;
+  std::unique_ptr<process_manager::Scoreboard> scoreboard_;
+  std::thread thread_;
+};
+
+} // namespace fcgi_host

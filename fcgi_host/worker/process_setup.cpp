@@ -1,0 +1,52 @@
+#include "fcgi_host/worker/process_setup.hpp"
+
+#include "fcgi_host/net/listen_socket.hpp"
+
+#include <cstdlib>
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+
+Credentials resolve_credentials(const Config& config) {
+  Credentials c;
+  if (config.user.empty() && config.group.empty()) return c;
+  if (geteuid() != 0)
+    throw StartupError("--user/--group: fcgi-host must be started as root to change user");
+  c.change = true;
+  c.uid = geteuid();
+  c.gid = getegid();
+  if (!config.user.empty()) {
+    passwd* pw = getpwnam(config.user.c_str());
+    if (!pw) throw StartupError("--user: unknown user \"" + config.user + "\"");
+    c.uid = pw->pw_uid;
+    c.gid = pw->pw_gid;
+    c.user = config.user;
+  }
+  if (!config.group.empty()) {
+    group* gr = getgrnam(config.group.c_str());
+    if (!gr) throw StartupError("--group: unknown group \"" + config.group + "\"");
+    c.gid = gr->gr_gid;
+  }
+  return c;
+}
+
+bool drop_privileges(const Credentials& c) {
+  if (!c.change) return true;
+  bool groups_ok =
+      c.user.empty() ? setgroups(0, nullptr) == 0 : initgroups(c.user.c_str(), c.gid) == 0;
+  if (!groups_ok || setgid(c.gid) != 0 || setuid(c.uid) != 0) return false;
+  // A root that could get its privileges back has not dropped them.
+  return c.uid == 0 || (setuid(0) != 0 && geteuid() == c.uid);
+}
+
+void apply_environment(bool clear, const std::vector<std::string>& env) {
+  if (clear) clearenv();
+  for (const std::string& e : env) {
+    auto eq = e.find('=');
+    setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+  }
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,30 @@
+#pragma once
+// What a worker process is set up with after the fork and before its first request: the
+// user and group it runs as, and its environment.
+#include "fcgi_host/cli/config.hpp"
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace fcgi_host {
+
+struct Credentials {
+  bool change = false; // --user or --group given
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user; // for initgroups; empty with --group alone
+};
+
+// Resolves --user and --group at start; throws StartupError for an unknown name, or when
+// fcgi-host is not root and would need to be.
+Credentials resolve_credentials(const Config& config);
+
+// In the worker: drops to `c` for good (supplementary groups, group, then user). False, with
+// errno, when the kernel refused.
+bool drop_privileges(const Credentials& c);
+
+// In the worker: --clear-env, then each --env NAME=VALUE.
+void apply_environment(bool clear, const std::vector<std::string>& env);
+
+} // namespace fcgi_host

@@ -1,0 +1,43 @@
+#pragma once
+// One worker process: accepts on the shared socket, reads requests, runs the handler.
+#include "app/handler.hpp"
+#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/client_filter.hpp"
+#include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/worker/process_setup.hpp"
+#include "process_manager/master.hpp"
+
+#include <functional>
+#include <memory>
+
+namespace fcgi_host {
+
+// A handler and how to dispose of it (plugins delete through their own entry point).
+using HandlerPtr = std::unique_ptr<app::Handler, void (*)(app::Handler*)>;
+// Called once in each worker process, after the fork.
+using HandlerFactory = std::function<HandlerPtr()>;
+
+struct WorkerSettings {
+  int listen_fd = -1;
+  Limits limits;
+  ServerValues server_values;
+  ClientFilter allow_clients;
+  Credentials credentials;
+  bool clear_env = false;
+  std::vector<std::string> env;
+  // Recycling: the worker stops accepting, finishes what it holds and exits 0 (the master
+  // respawns it at once) after max_requests + a random 0..max_requests_jitter requests, or
+  // after the request that took its peak RSS past max_rss_kib. 0: off.
+  unsigned long max_requests = 0;
+  unsigned long max_requests_jitter = 0;
+  long max_rss_kib = 0;
+  ObservabilitySettings observe; // metrics, status and ping paths, slow log
+  int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
+};
+
+// The worker's entry point; returns its exit code (process_manager/exit_codes.hpp).
+int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
+               const HandlerFactory& make_handler);
+
+} // namespace fcgi_host
