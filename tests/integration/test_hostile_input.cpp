@@ -142,33 +142,6 @@ void check_refused(Client& c, std::uint16_t id, int status) {
   CHECK(c.read_until_closed(kWait).status == IoStatus::Closed);
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("VmRSS:")) return std::atol(line.c_str() + 6);
-  return -1;
-}
-
-// Sets an environment variable for the scope of one host start (the child inherits it).
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 } // namespace
 
 TEST_SUITE("hostile input") {
@@ -633,8 +606,8 @@ TEST_SUITE("hostile input") {
     // ASan's quarantine keeps freed memory resident by design: off for this host, so that RSS
     // shows what the host keeps, not what the sanitizer holds back.
     std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    ScopedEnv env("ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") +
-                                      "quarantine_size_mb=0:thread_local_quarantine_size_kb=0");
+    it::ScopedEnv env("ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") +
+                                          "quarantine_size_mb=0:thread_local_quarantine_size_kb=0");
     Hostile h;
     const std::string huge_pair = std::string("\xff\xff\xff\xfe") + "\x01" + "X";
     Params dup_values{{"FCGI_MAX_CONNS", ""}, {"FCGI_MAX_CONNS", ""}, {"FCGI_MPXS_CONNS", ""}};
@@ -660,9 +633,9 @@ TEST_SUITE("hostile input") {
       return done;
     };
     REQUIRE(run(100) == 100); // warm-up: buffers and caches reach their size
-    long before = rss_kib(h.worker);
+    long before = it::rss_kib(h.worker);
     REQUIRE(run(1000) == 1000);
-    long after = rss_kib(h.worker);
+    long after = it::rss_kib(h.worker);
     INFO("worker VmRSS " << before << " kB -> " << after << " kB");
     CHECK(before > 0);
     CHECK(after - before < 1024);
