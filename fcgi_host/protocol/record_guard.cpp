@@ -48,8 +48,7 @@ RecordGuard::Verdict RecordGuard::management_record(std::uint8_t type, const cha
   for (records::NameValue pair;;) {
     records::PairStatus status = records::next_name_value(pairs, pair);
     if (status == records::PairStatus::End) break;
-    if (status == records::PairStatus::Truncated)
-      return close("malformed FCGI_GET_VALUES record");
+    if (status == records::PairStatus::Truncated) return close("malformed FCGI_GET_VALUES record");
     want_conns |= pair.name == records::kMaxConns;
     want_reqs |= pair.name == records::kMaxReqs;
     want_mpxs |= pair.name == records::kMpxsConns;
@@ -213,7 +212,8 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
         drop_record();
         continue;
       }
-      return close(std::string(records::type_name(type)) + " record for request " + std::to_string(id) +
+      return close(std::string(records::type_name(type)) + " record for request " +
+                   std::to_string(id) +
                    (request_id_ ? ", while serving request " + std::to_string(request_id_)
                                 : ", outside any request"));
     }
@@ -255,7 +255,8 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
       pos_ += record;
       continue;
     default:
-      return close(std::string("unexpected ") + records::type_name(type) + " record from the web server");
+      return close(std::string("unexpected ") + records::type_name(type) +
+                   " record from the web server");
     }
   }
 }

@@ -122,13 +122,13 @@ void append_stream(std::string& out, Type type, std::uint16_t id, std::string_vi
   append_record(out, type, id, {}, padding); // the empty record ends the stream
 }
 
-std::array<char, 8> begin_request_body(Role role, std::uint8_t flags) {
+std::array<char, 8> make_begin_request_body(Role role, std::uint8_t flags) {
   auto r = static_cast<std::uint16_t>(role);
   return {static_cast<char>(r >> 8), static_cast<char>(r & 0xff), static_cast<char>(flags)};
 }
 
 void append_begin_request(std::string& out, std::uint16_t id, Role role, std::uint8_t flags) {
-  std::array<char, 8> body = begin_request_body(role, flags);
+  std::array<char, 8> body = make_begin_request_body(role, flags);
   append_record(out, Type::BeginRequest, id, std::string_view(body.data(), body.size()));
 }
 
@@ -148,8 +148,7 @@ void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_st
   const char body[8] = {static_cast<char>(app_status >> 24),
                         static_cast<char>((app_status >> 16) & 0xff),
                         static_cast<char>((app_status >> 8) & 0xff),
-                        static_cast<char>(app_status & 0xff),
-                        static_cast<char>(protocol_status)};
+                        static_cast<char>(app_status & 0xff), static_cast<char>(protocol_status)};
   append_record(out, Type::EndRequest, id, std::string_view(body, sizeof body));
 }
 

@@ -54,7 +54,9 @@ inline constexpr std::string_view kMpxsConns = "FCGI_MPXS_CONNS";
 
 // "BEGIN_REQUEST", ..., "UNKNOWN_TYPE"; "unknown type" for any other byte.
 const char* type_name(std::uint8_t type);
-inline const char* type_name(Type type) { return type_name(static_cast<std::uint8_t>(type)); }
+inline const char* type_name(Type type) {
+  return type_name(static_cast<std::uint8_t>(type));
+}
 
 // ---- Header ------------------------------------------------------------------------------------
 
@@ -123,7 +125,7 @@ void append_stream(std::string& out, Type type, std::uint16_t id, std::string_vi
                    std::size_t chunk = kMaxContent, std::uint8_t padding = 0);
 
 // The 8-byte BEGIN_REQUEST body: role, flags (kKeepConn), 5 reserved bytes.
-std::array<char, 8> begin_request_body(Role role, std::uint8_t flags = 0);
+std::array<char, 8> make_begin_request_body(Role role, std::uint8_t flags = 0);
 void append_begin_request(std::string& out, std::uint16_t id, Role role, std::uint8_t flags = 0);
 struct BeginRequest {
   std::uint16_t role = 0; // a Role, or any value a peer sent

@@ -135,7 +135,7 @@ Params decode_params(std::string_view body) {
 }
 
 std::string begin_request_body(Role role, std::uint8_t flags) {
-  std::array<char, 8> body = records::begin_request_body(role, flags);
+  std::array<char, 8> body = records::make_begin_request_body(role, flags);
   return std::string(body.data(), body.size());
 }
 

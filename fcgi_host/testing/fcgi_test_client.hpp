@@ -39,7 +39,8 @@ inline constexpr std::size_t kMaxContent = fcgi_host::records::kMaxContent;
 using RecordType = fcgi_host::records::Type;
 using Role = fcgi_host::records::Role;
 
-inline constexpr std::uint8_t kKeepConn = fcgi_host::records::kKeepConn; // BEGIN_REQUEST flag FCGI_KEEP_CONN
+inline constexpr std::uint8_t kKeepConn =
+    fcgi_host::records::kKeepConn; // BEGIN_REQUEST flag FCGI_KEEP_CONN
 
 enum ProtocolStatus : std::uint8_t {
   kRequestComplete = static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::RequestComplete),
@@ -212,7 +213,7 @@ private:
   bool peer_closed_ = false;
   Millis timeout_ = kDefaultTimeout;
   std::uint16_t next_id_ = 1;
-  fcgi_host::records::RecordReader in_;                  // bytes read, not yet taken as records
+  fcgi_host::records::RecordReader in_;       // bytes read, not yet taken as records
   std::map<std::uint16_t, Response> pending_; // responses in progress, by request id
 };
 

@@ -113,12 +113,16 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   std::string out;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
-    FUZZ_CHECK(r.version == FCGI_VERSION_1 && r.id == g.request_id());
+    FUZZ_CHECK(r.header.version == fcgi_host::records::kVersion &&
+               r.header.request_id == g.request_id());
     if (i + 1 == records.size()) {
-      FUZZ_CHECK(r.type == FCGI_END_REQUEST && r.content.size() == 8);
-      FUZZ_CHECK(r.content[4] == FCGI_REQUEST_COMPLETE);
+      fcgi_host::records::EndRequest end;
+      FUZZ_CHECK(r.header.is(fuzz::Type::EndRequest) &&
+                 fcgi_host::records::decode_end_request(r.content, end));
+      FUZZ_CHECK(end.protocol_status ==
+                 static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::RequestComplete));
     } else {
-      FUZZ_CHECK(r.type == FCGI_STDOUT);
+      FUZZ_CHECK(r.header.is(fuzz::Type::Stdout));
       out.append(r.content);
     }
   }
