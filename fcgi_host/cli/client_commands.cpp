@@ -3,6 +3,7 @@
 #include "fcgi_host/net/listen_address.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/records.hpp"
+#include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -85,8 +86,7 @@ int connect_to(const std::string& text, Clock::time_point deadline) {
       fd = try_connect(ai->ai_family, ai->ai_addr, ai->ai_addrlen);
     freeaddrinfo(res);
   }
-  if (fd < 0)
-    throw Failure{kClientNoAnswer, "connect(\"" + text + "\") failed: " + std::strerror(errno)};
+  if (fd < 0) throw Failure{kClientNoAnswer, sys_error("connect", text)};
   return fd;
 }
 
@@ -113,7 +113,8 @@ std::string encode_request(const Options& o) {
 }
 
 // Sends the request, returns the STDOUT stream.
-std::string exchange(int fd, const std::string& request, Clock::time_point deadline) {
+std::string exchange(int fd, const std::string& peer, const std::string& request,
+                     Clock::time_point deadline) {
   for (std::size_t sent = 0; sent < request.size();) {
     ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
@@ -121,7 +122,7 @@ std::string exchange(int fd, const std::string& request, Clock::time_point deadl
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR)
-      throw Failure{kClientNoAnswer, std::string("send failed: ") + std::strerror(errno)};
+      throw Failure{kClientNoAnswer, sys_error("send", peer)};
     pollfd p{fd, POLLOUT, 0};
     if (poll(&p, 1, remaining_ms(deadline)) <= 0)
       throw Failure{kClientNoAnswer, "timed out sending"};
@@ -140,7 +141,7 @@ std::string exchange(int fd, const std::string& request, Clock::time_point deadl
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) throw Failure{kClientNoAnswer, "connection closed before the end of the answer"};
     if (n < 0 && errno != EAGAIN && errno != EINTR)
-      throw Failure{kClientNoAnswer, std::string("read failed: ") + std::strerror(errno)};
+      throw Failure{kClientNoAnswer, sys_error("read", peer)};
     if (n > 0) in.append(std::string_view(buf, static_cast<std::size_t>(n)));
   }
 }
@@ -216,7 +217,7 @@ int run_client_command(int argc, char** argv) {
     int fd = connect_to(o.connect, deadline);
     std::string out;
     try {
-      out = exchange(fd, encode_request(o), deadline);
+      out = exchange(fd, o.connect, encode_request(o), deadline);
     } catch (...) {
       close(fd);
       throw;

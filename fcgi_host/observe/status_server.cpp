@@ -1,7 +1,8 @@
 #include "fcgi_host/observe/status_server.hpp"
 
-#include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
+#include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_host/sys_error.hpp"
@@ -9,7 +10,6 @@
 #include "process_manager/log.hpp"
 
 #include <cerrno>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,8 +36,7 @@ Config status_socket_config(const Config& config) {
 StatusServer::StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd)
     : socket_(std::make_unique<ListenSocket>(status_socket_config(config))),
       settings_(std::move(settings)), pool_listen_fd_(pool_listen_fd) {
-  int flags = fcntl(fd(), F_GETFL);
-  if (flags < 0 || fcntl(fd(), F_SETFL, flags | O_NONBLOCK) < 0)
+  if (!set_nonblocking(fd(), true))
     throw StartupError(sys_error("fcntl(O_NONBLOCK)", description()));
 }
 
