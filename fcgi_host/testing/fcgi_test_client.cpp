@@ -174,12 +174,13 @@ Params standard_params(std::string_view method, std::string_view uri, std::size_
       {"REDIRECT_STATUS", "200"},
       {"HTTP_HOST", "localhost"},
   };
-  for (const auto& [name, value] : extra) {
-    auto it = std::find_if(p.begin(), p.end(), [&](const auto& kv) { return kv.first == name; });
+  for (const auto& param : extra) { // not a structured binding: clang 14 cannot capture one
+    auto it =
+        std::find_if(p.begin(), p.end(), [&](const auto& kv) { return kv.first == param.first; });
     if (it != p.end())
-      it->second = value;
+      it->second = param.second;
     else
-      p.emplace_back(name, value);
+      p.push_back(param);
   }
   return p;
 }
