@@ -68,6 +68,7 @@ struct PoolCounters {
   std::atomic<std::uint64_t> retired_accepted{0};
   std::atomic<std::uint64_t> retired_requests{0};
   std::atomic<std::uint64_t> retired_slow_requests{0};
+  std::atomic<std::uint64_t> retired_handed_off{0};
   std::atomic<std::uint64_t> start_time_s{0}; // wall clock (seconds since the epoch)
   std::atomic<std::uint64_t> start_ns{0};     // CLOCK_MONOTONIC
   // Sampled on every turn of the master loop (at least every 100 ms).

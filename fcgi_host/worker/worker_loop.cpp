@@ -484,7 +484,7 @@ void Worker::make_room(std::uint64_t now) {
     for (auto& slot : connections_) {
       if (!slot) continue;
       Connection& c = *slot;
-      buffered += c.in.size() + c.backlog.size();
+      buffered += c.in.capacity() + c.backlog.capacity(); // memory held, not just bytes
       if (c.phase == Connection::Phase::Writing || c.fd == serving_fd_) continue;
       // Progress per second alive; integer maths, no clock read per connection.
       std::uint64_t age_ms = (now - c.started_ns) / 1'000'000 + 1;
