@@ -55,40 +55,12 @@ void append_length(std::string& out, std::size_t n) {
   out.append(bytes, sizeof bytes);
 }
 
-// Reads one length (1 byte, or 4 bytes when the high bit is set) at data[pos]; false when the
-// bytes run out.
-bool read_length(std::string_view data, std::size_t& pos, std::size_t& length) {
-  if (pos >= data.size()) return false;
-  auto byte = [&](std::size_t i) { return static_cast<std::size_t>(std::uint8_t(data[pos + i])); };
-  if (byte(0) < 128) {
-    length = byte(0);
-    pos += 1;
-    return true;
-  }
-  if (data.size() - pos < 4) return false;
-  length = (byte(0) & 0x7f) << 24 | byte(1) << 16 | byte(2) << 8 | byte(3);
-  pos += 4;
-  return true;
-}
-
 } // namespace
 
 void append_name_value(std::string& out, std::string_view name, std::string_view value) {
   append_length(out, name.size());
   append_length(out, value.size());
   out.append(name).append(value);
-}
-
-PairStatus next_name_value(std::string_view& data, NameValue& pair) {
-  if (data.empty()) return PairStatus::End;
-  std::size_t pos = 0, name_len = 0, value_len = 0;
-  if (!read_length(data, pos, name_len) || !read_length(data, pos, value_len) ||
-      data.size() - pos < name_len || data.size() - pos - name_len < value_len)
-    return PairStatus::Truncated;
-  pair.name = data.substr(pos, name_len);
-  pair.value = data.substr(pos + name_len, value_len);
-  data.remove_prefix(pos + name_len + value_len);
-  return PairStatus::Pair;
 }
 
 bool decode_name_values(std::string_view data, std::vector<NameValue>& out) {
