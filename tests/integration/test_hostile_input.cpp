@@ -111,19 +111,17 @@ Params get_params(const std::string& uri) {
 // The records in raw bytes (a whole number of them; a torn tail is ignored).
 std::vector<fcgi_test::Record> split_records(std::string_view data) {
   std::vector<fcgi_test::Record> out;
-  while (data.size() >= fcgi_test::kHeaderSize) {
-    auto u = [&](std::size_t i) { return static_cast<unsigned char>(data[i]); };
-    std::size_t length = (u(4) << 8) | u(5), padding = u(6);
-    if (data.size() < fcgi_test::kHeaderSize + length + padding) break;
-    fcgi_test::Record r;
-    r.version = u(0);
-    r.type = static_cast<RecordType>(u(1));
-    r.request_id = static_cast<std::uint16_t>((u(2) << 8) | u(3));
-    r.content = std::string(data.substr(fcgi_test::kHeaderSize, length));
-    out.push_back(std::move(r));
-    data.remove_prefix(fcgi_test::kHeaderSize + length + padding);
-  }
+  for (fcgi_host::records::RecordView r; fcgi_host::records::take_record(data, r);)
+    out.push_back({r.header.version, static_cast<RecordType>(r.header.type), r.header.request_id,
+                   std::string(r.content)});
   return out;
+}
+
+// A PARAMS header that claims `length` content bytes, whatever follows it.
+std::string lying_params_header(std::uint16_t id, std::size_t length) {
+  std::string header;
+  fcgi_host::records::append_header(header, RecordType::Params, id, length);
+  return header;
 }
 
 // The host closes without a word: EOF within kWait, nothing sent.
@@ -195,8 +193,7 @@ TEST_SUITE("hostile input") {
     Hostile h;
     Client c = h.connect();
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
-    std::string header = fcgi_test::encode_record(RecordType::Params, 1, std::string(1000, 'x'));
-    header.resize(fcgi_test::kHeaderSize); // says 1000 bytes; only the pairs follow
+    std::string header = lying_params_header(1, 1000); // only the pairs follow
     auto start = std::chrono::steady_clock::now();
     c.send_raw(begin(1) + header + pairs);
     fcgi_test::ReadAllResult all = c.read_until_closed(Millis{4000});
@@ -215,9 +212,7 @@ TEST_SUITE("hostile input") {
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
     // The header claims 16 bytes more than the pairs: the empty PARAMS and the empty STDIN
     // become pair bytes, which then run past the params stream (400).
-    std::string header =
-        fcgi_test::encode_record(RecordType::Params, 1, std::string(pairs.size() + 16, 'x'));
-    header.resize(fcgi_test::kHeaderSize);
+    std::string header = lying_params_header(1, pairs.size() + 16);
     c.send_raw(begin(1) + header + pairs + fcgi_test::encode_record(RecordType::Params, 1, "") +
                fcgi_test::encode_record(RecordType::Stdin, 1, "") +
                fcgi_test::encode_record(RecordType::Params, 1, "") +
