@@ -49,7 +49,8 @@ bool Worker::serve_request(Connection& c) {
   Outcome out;
   if (c.guard.aborted()) {
     // FCGI_ABORT_REQUEST before the handler ran: end the request without running it.
-    records::append_end_request(c.replies, c.guard.request_id(), 0, 0);
+    records::append_end_request(c.replies, c.guard.request_id(), 0,
+                                records::ProtocolStatus::RequestComplete);
     return keep_or_close(c, out);
   }
   if (!decode(c, out)) return false;

@@ -54,7 +54,6 @@ using Kind = ClientErrorLog::Kind;
 
 constexpr int kMaxEvents = 64;
 constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kDrainNs = 2'000'000'000; // reading what a refused client still sends
 constexpr unsigned kSignalCheckEvery = 32;        // fast-path accepts between sigpending() calls
 constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the like

@@ -48,18 +48,24 @@ struct TwoKeptOnOneWorker {
     REQUIRE(b.get() == 200);
     host.signal(SIGTTIN);
     REQUIRE(host.wait_workers(2).size() == 2);
+    REQUIRE(wait_status("\"idle processes\":2")); // the new worker waits in its loop
   }
-  // Until one worker runs a request, as the status page says (asked on a connection of its
-  // own, straight to the host: through nginx it would take one of the kept connections).
-  bool wait_busy() {
-    return it::wait_for(
+  // Until the status page (asked on a connection of its own, straight to the host: through
+  // nginx it would take one of the kept connections) says `what`.
+  bool wait_status(const std::string& what) {
+    std::string last;
+    bool seen = it::wait_for(
         [&] {
           fcgi_test::Client c = host.connect();
-          return c.request("GET", "/fcgi-status?json").body.find("\"active processes\":1") !=
-                 std::string::npos;
+          last = c.request("GET", "/fcgi-status?json").body;
+          return last.find(what) != std::string::npos;
         },
-        Millis{5000});
+        Millis{10000});
+    if (!seen) MESSAGE("status page: " << last << "\nhost log:\n" << host.log());
+    return seen;
   }
+  // Until one worker runs a request.
+  bool wait_busy() { return wait_status("\"active processes\":1"); }
 };
 
 } // namespace
