@@ -517,6 +517,7 @@ http {
         location / {
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_FILENAME $T/php/hello.php;
+            fastcgi_param HTTP_X_REQUEST_START "t=\${msec}";
             fastcgi_pass app;
             $keep_location
         }

@@ -21,6 +21,7 @@
 #include "fcgi_host/worker/worker.hpp"
 
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/libfcgi_io.hpp"
@@ -134,7 +135,8 @@ public:
       : slot_(context.slot), settings_(settings), handler_(handler),
         scoreboard_(context.scoreboard), slot_index_(context.slot_index),
         generation_(context.generation),
-        metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe) {
+        metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
+        queue_gate_(context.slot, settings.observe.max_queue_ns) {
     const Limits& l = settings.limits;
     guard_limits_.max_body = l.max_body;
     guard_limits_.max_params_size = l.max_params_size;
@@ -183,6 +185,7 @@ private:
   std::size_t slot_index_;
   std::uint32_t generation_;
   RequestMetrics metrics_;
+  QueueGate queue_gate_;
   GuardLimits guard_limits_;
   int write_timeout_ms_ = 30'000;
 
@@ -481,7 +484,7 @@ bool Worker::serve_request(Connection& c) {
       const char* failure = nullptr;
       std::string what;
       try {
-        handler_.handle(request_, response_);
+        if (queue_gate_.admit(request_, response_)) handler_.handle(request_, response_);
       } catch (const std::exception& e) {
         what = e.what();
         failure = what.c_str();
@@ -505,7 +508,7 @@ bool Worker::serve_request(Connection& c) {
     FCGX_Finish_r(&fcgx_); // flushes; without FCGI_KEEP_CONN it calls our OS_IpcClose
     libfcgi_io::detach();
     request_.set_abort_probe(nullptr, nullptr);
-    observe_request(start, endpoint == Endpoint::None, streamed);
+    observe_request(start, endpoint == Endpoint::None && !queue_gate_.last_shed(), streamed);
     if (endpoint == Endpoint::None) {
       slot_.request_start_ns.store(0, std::memory_order_relaxed);
       slot_.requests.fetch_add(1, std::memory_order_relaxed);
@@ -554,6 +557,7 @@ void Worker::observe_request(std::uint64_t start, bool counted, bool streamed) {
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;
+  e.queue_ns = counted || queue_gate_.last_shed() ? queue_gate_.last_queue_ns() : -1;
   log.write(e);
 }
 
