@@ -26,6 +26,7 @@
 #include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/request_adapter.hpp"
+#include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -509,6 +510,7 @@ bool Worker::serve_request(Connection& c) {
     libfcgi_io::detach();
     request_.set_abort_probe(nullptr, nullptr);
     observe_request(start, endpoint == Endpoint::None && !queue_gate_.last_shed(), streamed);
+    release_large_buffers(request_, response_);
     if (endpoint == Endpoint::None) {
       slot_.request_start_ns.store(0, std::memory_order_relaxed);
       slot_.requests.fetch_add(1, std::memory_order_relaxed);
@@ -734,6 +736,7 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
     return exit_code::kWorkerBootFailure;
   }
   apply_environment(settings.clear_env, settings.env);
+  return_large_allocations_when_freed();
   HandlerPtr handler(nullptr, [](app::Handler*) {});
   try {
     handler = make_handler();
