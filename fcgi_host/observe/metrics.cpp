@@ -122,6 +122,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
   snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
+  snap.handed_off = p.retired_handed_off.load(std::memory_order_relaxed);
   for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
     snap.queue_buckets[b] = p.retired_queue_buckets[b].load(std::memory_order_relaxed);
   snap.queue_sum_ns = p.retired_queue_sum_ns.load(std::memory_order_relaxed);
@@ -154,6 +155,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.accepted += s.accepted.load(std::memory_order_relaxed);
     snap.requests += s.requests.load(std::memory_order_relaxed);
     snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
+    snap.handed_off += s.handed_off.load(std::memory_order_relaxed);
     for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
       snap.queue_buckets[b] += s.queue_buckets[b].load(std::memory_order_relaxed);
     snap.queue_sum_ns += s.queue_sum_ns.load(std::memory_order_relaxed);

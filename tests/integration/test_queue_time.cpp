@@ -100,7 +100,8 @@ TEST_SUITE("queue time") {
     bool seen = it::wait_for(
         [&] {
           json = status_json(host);
-          return number_after(json, R"("client gone":([0-9]+))") == 1;
+          // The metrics of a request are recorded after its response went out: wait for them.
+          return number_after(json, R"("client gone":([0-9]+))") == 1 && echo_calls(json) >= 2;
         },
         Millis{3000});
     INFO(json);
@@ -125,7 +126,13 @@ TEST_SUITE("queue time") {
     for (int i = 0; i < 4; ++i)
       CHECK(host.connect().request(stamped("/echo?s=" + std::to_string(i), old)).status == 200);
     CHECK(host.connect().request("GET", "/echo?unstamped=1").status == 200);
-    std::string json = status_json(host);
+    std::string json;
+    CHECK(it::wait_for(
+        [&] {
+          json = status_json(host);
+          return echo_calls(json) == 5; // recorded after each response went out
+        },
+        Millis{3000}));
     INFO(json);
     CHECK(measured(json) == 4);
     CHECK(echo_calls(json) == 5);
@@ -151,7 +158,13 @@ TEST_SUITE("queue time") {
     it::HttpResponse r = it::http_request(nginx.port(), "GET", "/echo?via=nginx");
     CHECK(r.status == 200);
     CHECK(r.body.find("param HTTP_X_REQUEST_START=t=") != std::string::npos);
-    std::string json = status_json(host);
+    std::string json;
+    CHECK(it::wait_for(
+        [&] {
+          json = status_json(host);
+          return echo_calls(json) == 1;
+        },
+        Millis{3000}));
     INFO(json);
     CHECK(measured(json) == 1);
     CHECK(number_after(json, R"("waited too long":([0-9]+))") == 0);
