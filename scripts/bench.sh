@@ -31,6 +31,10 @@ same pass and cell) and fcgi-host ÷ php-fpm / plack / limit tables, writes
 them as Markdown and CSV, optionally a PNG chart, then measures syscalls per
 request (strace -c) and worker RSS at W=1 for each contender.
 
+Handlers that do more than answer "OK" (CPU-bound, I/O wait, uploads and
+downloads with worker RSS, open-loop overload with --max-queue-time) are
+measured by scripts/bench-workloads.sh (see its --help).
+
 Options:
   --passes N           interleaved passes; medians are over them (default 2)
   --duration D         wrk duration per run, e.g. 5s (default 5s)
