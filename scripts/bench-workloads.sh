@@ -541,10 +541,10 @@ set output "$CHART"
 set title "Goodput under open-loop overload (CPU-bound handler, W=2, 1 s client timeout, $(date +%Y-%m-%d))"
 set xlabel "offered load (x capacity)"
 set ylabel "goodput (x capacity): answers within 1 s"
-set yrange [0:1.3]
+set yrange [0:1.6]
 set xrange [0.5:3.3]
 set grid
-set key top right
-plot ${plot%, }, 1 with lines dt 2 lc "gray" title "capacity"
+set key top left
+plot ${plot%, }, x with lines dt 2 lc "gray" title "offered", 1 with lines dt 3 lc "black" title "capacity"
 EOF
 fi
