@@ -9,6 +9,8 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/scripts/bench/lib.sh"
 COMMAND_LINE="scripts/bench-workloads.sh${*:+ $*}"
 
 usage() {
@@ -125,11 +127,6 @@ T=$(mktemp -d /tmp/fcgi-workloads.XXXXXX)
 mkdir -p "$T"/{bin,sock,log,nginx,static,run,out}
 PIDS=() # every process started and not yet stopped: stopped by pid on every exit path
 
-alive() { # a zombie counts as dead
-  local s
-  s=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $s != Z* ]]
-}
-children_of() { cat /proc/"$1"/task/*/children 2>/dev/null | tr -s ' ' '\n' | grep -E '^[0-9]+$' || true; }
 
 stop_pids() { # PID...: TERM, up to 5 s, then KILL; workers of a master too
   local p i left all=("$@")
@@ -157,14 +154,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-  local p i
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 30000))
-    [[ -z $(ss -Htan "sport = :$p") ]] && { echo "$p"; return 0; }
-  done
-  die "no free port"
-}
 
 # ------------------------------------------------------------------ build --
 [[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$T/log/build.log" 2>&1 ||
@@ -296,11 +285,7 @@ worker_rlimit_nofile 16384;
 events { worker_connections 8192; }
 http {
     access_log off;
-    client_body_temp_path $T/nginx/client_body;
-    proxy_temp_path $T/nginx/proxy;
-    fastcgi_temp_path $T/nginx/fastcgi;
-    uwsgi_temp_path $T/nginx/uwsgi;
-    scgi_temp_path $T/nginx/scgi;
+$(nginx_temp_paths "$T/nginx")
     keepalive_requests 1000000;
     client_max_body_size 4m;
     client_body_buffer_size 2m;
