@@ -13,6 +13,8 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/scripts/bench/lib.sh" # alive, children_of, free_port, nginx_temp_paths
 COMMAND_LINE="scripts/bench.sh${*:+ $*}"
 
 usage() {
@@ -208,11 +210,6 @@ PIDS=() # every process we started and have not stopped yet
 [[ -n $CSV ]] || CSV="$T/bench-results.csv" # --smoke leaves nothing behind
 RAW_CSV="${CSV%.csv}-raw.csv"
 
-alive() { # a zombie (our exited but unreaped child) counts as dead
-  local s
-  s=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $s != Z* ]]
-}
-
 forget() { # drop pids from PIDS
   local p q keep=()
   for q in "${PIDS[@]}"; do
@@ -249,7 +246,7 @@ cleanup() {
   # The workers of a master we started, looked up now by pid: if a master
   # needs SIGKILL, its workers must not outlive it.
   for p in "${PIDS[@]}"; do
-    for q in $(cat /proc/"$p"/task/*/children 2>/dev/null); do orphans+=("$q"); done
+    for q in $(children_of "$p"); do orphans+=("$q"); done
   done
   if ((${#PIDS[@]})); then stop_pids 30 "${PIDS[@]}" || true; fi
   for p in "${orphans[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
@@ -258,18 +255,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT # exit runs the EXIT trap, so Ctrl-C cleans up too
 trap 'exit 143' TERM
-
-free_port() { # a random 127.0.0.1 port with no socket in any state on it
-  local p i
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 30000))
-    if [[ -z $(ss -Htan "sport = :$p") ]]; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free TCP port found"
-}
 
 # wait_listening ADDR: ADDR is unix:/path or 127.0.0.1:PORT. Bounded: 10 s.
 wait_listening() {
@@ -417,11 +402,6 @@ EOF
   PIDS+=($!)
 }
 
-# children_of PID: its child pids, one a line, from /proc (by pid, not name).
-children_of() {
-  cat /proc/"$1"/task/*/children 2>/dev/null | tr -s ' ' '\n' | grep -E '^[0-9]+$' || true
-}
-
 # find_workers W: the workers of a master are its children, once all W exist.
 find_workers() {
   local w=$1 i
@@ -506,11 +486,7 @@ worker_rlimit_nofile 8192;
 events { worker_connections 4096; }
 http {
     access_log off;
-    client_body_temp_path $T/nginx/client_body;
-    proxy_temp_path $T/nginx/proxy;
-    fastcgi_temp_path $T/nginx/fastcgi;
-    uwsgi_temp_path $T/nginx/uwsgi;
-    scgi_temp_path $T/nginx/scgi;
+$(nginx_temp_paths "$T/nginx")
     keepalive_requests 1000000;   # wrk's connections to nginx live for the whole run
     upstream app {
         server $addr;
