@@ -129,8 +129,8 @@ po::options_description describe(const Config& d) {
        "write one line per request to this file (default: none)") //
       ("access-format", po::value<std::string>()->value_name("FORMAT"),
        "access log line: %a remote address, %m method, %u URI, %s status, %d duration ms, %c CPU "
-       "ms, %b body bytes, %p pid, %w worker slot, %g generation, %t time, %q queue time ms (default: "
-       "\"%a %m %u %s %d %b\")") //
+       "ms, %b body bytes, %p pid, %w worker slot, %g generation, %t time, %q queue time ms "
+       "(default: \"%a %m %u %s %d %b\")") //
       ("slow-request-threshold", po::value<double>()->value_name("SECONDS")->default_value(0, "0"),
        "log requests that take longer (0: off)") //
       ("max-queue-time", po::value<long>()->value_name("MS")->default_value(0, "0"),

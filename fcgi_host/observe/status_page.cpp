@@ -250,8 +250,8 @@ std::string json_page(const Snapshot& s, bool full) {
   for (std::size_t b = 0; b < kLatencyBuckets; ++b)
     q.append(b ? "," : "").append(str(bound(b))).append(":").append(num(s.queue_buckets[b]));
   field("queue time", q + "}}");
-  field("shed", "{\"waited too long\":" + num(s.shed_late) +
-                    ",\"client gone\":" + num(s.shed_gone) + "}");
+  field("shed",
+        "{\"waited too long\":" + num(s.shed_late) + ",\"client gone\":" + num(s.shed_gone) + "}");
   if (full) {
     std::string p = "[";
     for (const WorkerSnapshot& w : s.workers) {

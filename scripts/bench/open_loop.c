@@ -36,9 +36,9 @@
 enum { BUF = 8192, MAX_FD = 65536 };
 
 struct conn {
-  int busy;            /* a request is in flight */
-  uint64_t start_ns;   /* when it was sent (its arrival time) */
-  size_t len;          /* bytes of the response read so far */
+  int busy;          /* a request is in flight */
+  uint64_t start_ns; /* when it was sent (its arrival time) */
+  size_t len;        /* bytes of the response read so far */
   char buf[BUF];
 };
 
@@ -122,7 +122,8 @@ static int complete(struct conn* c, int* status) {
   char* cl = strcasestr(c->buf, "\r\nContent-Length:");
   if (cl && cl < end) return have >= (size_t)strtoul(cl + 17, NULL, 10) ? 1 : 0;
   char* te = strcasestr(c->buf, "\r\nTransfer-Encoding: chunked");
-  if (te && te < end) return strstr(body, "0\r\n\r\n") == body || strstr(body, "\r\n0\r\n\r\n") ? 1 : 0;
+  if (te && te < end)
+    return strstr(body, "0\r\n\r\n") == body || strstr(body, "\r\n0\r\n\r\n") ? 1 : 0;
   return -1; /* close-delimited: not used by nginx here */
 }
 
@@ -176,7 +177,8 @@ int main(int argc, char** argv) {
   double rate = atof(argv[3]), seconds = atof(argv[4]);
   timeout_ns = (uint64_t)atol(argv[5]) * 1000000u;
   max_conns = atoi(argv[6]);
-  if (max_conns <= 0 || max_conns > MAX_FD - 64 || port <= 0 || rate <= 0 || seconds <= 0 || seconds > 600 || rate * seconds > 5e6) {
+  if (max_conns <= 0 || max_conns > MAX_FD - 64 || port <= 0 || rate <= 0 || seconds <= 0 ||
+      seconds > 600 || rate * seconds > 5e6) {
     fprintf(stderr, "open-loop: bad arguments (at most 600 s and 5 million requests)\n");
     return 2;
   }
