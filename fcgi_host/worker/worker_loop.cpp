@@ -90,6 +90,7 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
     : slot_(context.slot), settings_(settings), handler_(handler), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
       metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
+      queue_gate_(context.slot, settings.observe.max_queue_ns),
       write_timeout_ns_(ns(settings.limits.write_timeout)) {
   const Limits& l = settings.limits;
   guard_limits_.max_body = l.max_body;

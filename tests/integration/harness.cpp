@@ -351,6 +351,7 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "    location / {\n"
                                "      include /etc/nginx/fastcgi_params;\n"
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"
+                               "      fastcgi_param HTTP_X_REQUEST_START \"t=${msec}\";\n"
                                "      fastcgi_pass " +
                                pass + ";\n" + keep +
                                "    }\n"
