@@ -183,6 +183,16 @@ std::vector<pid_t> pids_in_group(pid_t pgid) {
   return out;
 }
 
+bool holds_open(pid_t pid, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+  for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(fds->path(), link_ec) == path) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> lines_with(const std::string& log, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(log);
@@ -349,24 +359,60 @@ std::vector<pid_t> HostProcess::wait_worker_replaced(pid_t old, std::size_t n, M
              : std::vector<pid_t>{};
 }
 
-std::string HostProcess::status_json() const {
+namespace {
+
+// A number from the JSON status page, e.g. "active processes"; nullopt when absent.
+std::optional<long> json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return std::nullopt;
+  return std::stol(m[1]);
+}
+
+} // namespace
+
+std::string HostProcess::status_json(bool full) const {
   if (status_address_.empty()) throw Error("status_json: the host has no --status-listen");
   try {
     auto c = fcgi_test::Client::connect(status_address_, Millis{1000});
     c.set_keep_conn(false);
-    return c.request("GET", "/status?json").body;
+    return c.request("GET", full ? "/status?json&full" : "/status?json").body;
   } catch (const Error&) {
     return "";
   }
 }
 
 bool HostProcess::wait_active(long n, Millis timeout) const {
-  static const std::regex active(R"("active processes":(-?[0-9]+))");
+  return wait_for([&] { return json_number(status_json(), "active processes") == n; }, timeout);
+}
+
+bool HostProcess::wait_accepted(Millis timeout) const {
+  return wait_for([&] { return json_number(status_json(), "listen queue") == 0L; }, timeout);
+}
+
+bool HostProcess::wait_master_turn(Millis timeout) const {
+  // Three answers, each asked for after the one before came: the status server drains what is
+  // queued when it is called, so the later questions are answered in later turns.
+  auto deadline = Clock::now() + timeout;
+  for (int i = 0; i < 3; ++i)
+    if (!wait_for([&] { return !status_json().empty(); },
+                  std::chrono::duration_cast<Millis>(deadline - Clock::now())))
+      return false;
+  return true;
+}
+
+bool HostProcess::wait_serving(const std::string& uri, Millis timeout) const {
+  // A worker's entry keeps its last URI when idle: the state must say it is in the handler.
+  const std::string handling = "\"state\":\"handling\"";
+  const std::string entry = "\"request uri\":\"" + uri + "\"";
   return wait_for(
       [&] {
-        std::smatch m;
-        std::string json = status_json();
-        return std::regex_search(json, m, active) && std::stol(m[1]) == n;
+        std::string json = status_json(true);
+        for (auto at = json.find(handling); at != std::string::npos;
+             at = json.find(handling, at + 1)) {
+          auto end = json.find('}', at);
+          if (json.substr(at, end - at).find(entry) != std::string::npos) return true;
+        }
+        return false;
       },
       timeout);
 }

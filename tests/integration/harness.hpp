@@ -56,6 +56,9 @@ int free_tcp_port();                            // a loopback port that was free
 bool process_alive(pid_t pid);
 std::vector<pid_t> child_pids(pid_t parent);
 std::vector<pid_t> pids_in_group(pid_t pgid); // live (non-zombie) members
+// Whether `pid` has a file descriptor open on `path` (by /proc/PID/fd; a renamed file shows
+// under its new name).
+bool holds_open(pid_t pid, const std::string& path);
 // Looks at `pred` every few ms until it holds or `timeout` passes; returns its last value.
 template <class Pred> bool wait_for(Pred pred, Millis timeout) {
   return test_wait::wait_until(pred, timeout);
@@ -120,10 +123,20 @@ public:
   std::vector<pid_t> wait_worker_replaced(pid_t old, std::size_t n,
                                           Millis timeout = Millis{5000});
 
-  // The master's JSON status page (needs status_socket); "" when it does not answer.
-  std::string status_json() const;
+  // The master's JSON status page, with one entry per worker when `full` (needs status_socket);
+  // "" when it does not answer.
+  std::string status_json(bool full = false) const;
   // Waits until exactly n workers are inside a request (by the status page).
   bool wait_active(long n, Millis timeout = Millis{5000}) const;
+  // Waits until a worker is inside a request for `uri` (by the full status page).
+  bool wait_serving(const std::string& uri, Millis timeout = Millis{5000}) const;
+  // Waits until the listen queue is empty: every connection made so far has been accepted by a
+  // worker (by the status page; works for --exec programs, which have no scoreboard state).
+  bool wait_accepted(Millis timeout = Millis{5000}) const;
+  // Waits until the master has run whole turns of its loop after this call (it answers its status
+  // socket between turns): whatever it would do about the state seen now (a timeout, a spawn) it
+  // has done by then.
+  bool wait_master_turn(Millis timeout = Millis{5000}) const;
 
 private:
   TempDir dir_;

@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <sys/stat.h>
-#include <thread>
 
 using namespace std::chrono_literals;
 using fcgi_test::Millis;
@@ -23,13 +22,16 @@ Millis since(Clock::time_point t) {
 // A request that takes 2 s is in flight when `sig` arrives: it must still get its 200, and the
 // master must then exit 0 with no worker left.
 void check_graceful_stop(int sig) {
-  HostProcess host({"--app", "echo", "--workers", "2", "--graceful-timeout", "10"});
+  HostOptions o;
+  o.args = {"--app", "echo", "--workers", "2", "--graceful-timeout", "10"};
+  o.status_socket = true;
+  HostProcess host(o);
   auto c = host.connect();
   c.set_timeout(Millis{10000});
   fcgi_test::Request slow;
   slow.uri = "/echo?delay_ms=2000";
   std::uint16_t id = c.send_request(slow);
-  std::this_thread::sleep_for(300ms); // let a worker take it
+  REQUIRE(host.wait_active(1)); // a worker has it
   host.signal(sig);
   fcgi_test::Response r = c.read_response(id);
   CHECK(r.ended);
@@ -53,12 +55,15 @@ TEST_SUITE("host signals") {
   }
 
   TEST_CASE("INT stops fast, without waiting for a slow request") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--graceful-timeout", "30"});
+    HostOptions o;
+    o.args = {"--app", "echo", "--workers", "1", "--graceful-timeout", "30"};
+    o.status_socket = true;
+    HostProcess host(o);
     auto c = host.connect();
     fcgi_test::Request slow;
     slow.uri = "/echo?delay_ms=20000";
     c.send_request(slow);
-    std::this_thread::sleep_for(300ms);
+    REQUIRE(host.wait_active(1));
     auto start = Clock::now();
     host.signal(SIGINT);
     CHECK(host.wait_exit(Millis{5000}).value_or(-1) == 0);

@@ -4,6 +4,7 @@
 // the access log with USR1, and the `fcgi-host status|ping` health-check exit codes.
 #include "checks.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <regex>
@@ -40,6 +41,8 @@ long json_number(const std::string& json, const std::string& key) {
 }
 
 // Sends requests that stay in the handler for `ms`; returns the open clients (keep them alive).
+// The host needs its status socket: each request is sent once the previous one is inside its
+// handler, so each lands on a different worker.
 std::vector<fcgi_test::Client> hold_requests(const HostProcess& host, int n, int ms) {
   std::vector<fcgi_test::Client> held;
   for (int i = 0; i < n; ++i) {
@@ -47,9 +50,7 @@ std::vector<fcgi_test::Client> hold_requests(const HostProcess& host, int n, int
     fcgi_test::Request r;
     r.uri = "/echo?delay_ms=" + std::to_string(ms);
     held.back().send_request(r);
-    // One at a time: a worker already in its handler cannot take the next one, so each lands
-    // on a different worker.
-    std::this_thread::sleep_for(150ms);
+    REQUIRE(host.wait_active(i + 1));
   }
   return held;
 }
@@ -299,7 +300,15 @@ TEST_SUITE("observability") {
       CHECK(std::regex_search(line, line_re));
     REQUIRE(::rename(path.c_str(), (path + ".1").c_str()) == 0);
     host.signal(SIGUSR1);
-    std::this_thread::sleep_for(300ms);
+    REQUIRE(host.wait_log("USR1: logs reopened"));
+    // Each worker reopens on its own USR1: done when none holds the renamed file any more.
+    REQUIRE(it::wait_for(
+        [&] {
+          auto workers = host.worker_pids();
+          return std::none_of(workers.begin(), workers.end(),
+                              [&](pid_t w) { return it::holds_open(w, path + ".1"); });
+        },
+        Millis{5000}));
     for (int i = 0; i < 4; ++i)
       CHECK(host.connect().request("GET", "/after").status == 200);
     REQUIRE(

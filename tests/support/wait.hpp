@@ -15,7 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -84,7 +84,8 @@ inline bool process_running(pid_t pid) {
 // Waits until `pid` has exited (zombie or gone), on a pidfd: no polling, no pid-reuse race once
 // the pidfd is open. Any process, not only our children.
 inline bool wait_process_exit(pid_t pid, Millis timeout) {
-  int fd = ::pidfd_open(pid, 0);
+  // The system call itself: glibc 2.36's <sys/pidfd.h> lacks extern "C" for C++.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) return !process_running(pid); // ESRCH: gone already
   pollfd p{fd, POLLIN, 0};
   auto deadline = Clock::now() + timeout;
