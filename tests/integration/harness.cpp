@@ -211,7 +211,7 @@ std::string HostProcess::binary() {
 HostProcess::HostProcess(std::vector<std::string> args)
     : HostProcess(HostOptions{std::move(args), {}}) {}
 
-HostProcess::HostProcess(HostOptions o) {
+HostProcess::HostProcess(HostOptions o) : expected_(o.expect_log), allowed_(o.allow_log) {
   for (const auto& [name, content] : o.files)
     dir_.write(name, replace_all(content, "{dir}", dir_.path()));
   std::vector<std::string> argv{binary()};

@@ -8,7 +8,8 @@
 //   line, or any sanitizer line (AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer,
 //   "runtime error:"), fails the test, with the lines quoted. A test that provokes such a line
 //   declares it: `host.expect_log("regex")` (it must appear, and is then allowed) or
-//   `host.allow_log("regex")` (it may appear). The --error-log file, when given, is read too.
+//   `host.allow_log("regex")` (it may appear), or up front in HostOptions (for run_host). The
+//   --error-log file, when given, is read too.
 // - Wait for events, never for time: `host.wait_log(regex)` for a log line,
 //   `host.wait_workers(n)` / `wait_worker_replaced(pid)` for the pool, `host.wait_active(n)`
 //   for n workers inside a request (needs `status_socket = true`: the master's own status socket
@@ -80,6 +81,10 @@ struct HostOptions {
   // Adds --status-listen unix:<dir>/status.sock: the master's status page, which answers while
   // every worker is busy (wait_active, status_json).
   bool status_socket = false;
+  // The teardown's log check, declared up front (as expect_log and allow_log below); for
+  // run_host, where the test never holds the HostProcess.
+  std::vector<std::string> expect_log{};
+  std::vector<std::string> allow_log{};
 };
 
 class HostProcess {

@@ -135,8 +135,8 @@ TEST_SUITE("observability") {
     CHECK(r.body.find("\"request uri\":\"/echo?delay_ms=2000\"") != std::string::npos);
     for (auto& c : held)
       c.read_response(1);
+    CHECK(host.wait_active(0)); // the workers leave their request once the answer is written
     json = get(status_socket(host), "/status?json").body;
-    CHECK(json_number(json, "active processes") == 0);
     CHECK(json_number(json, "max active processes") >= N);
     it::check_no_alerts(host);
   }
