@@ -269,14 +269,15 @@ std::string HostProcess::log() const {
 
 bool HostProcess::wait_log(const std::string& pattern, Millis timeout, std::size_t count) {
   return wait_for(
-      [&] { return test_wait::matching_lines(log(), pattern).size() >= count || exited(); },
-      timeout) &&
+             [&] { return test_wait::matching_lines(log(), pattern).size() >= count || exited(); },
+             timeout) &&
          test_wait::matching_lines(log(), pattern).size() >= count;
 }
 
 std::vector<std::string> alarming_lines(const std::string& log) {
-  return test_wait::matching_lines(log, R"(\[(alert|crit|emerg)\]|AddressSanitizer|LeakSanitizer|)"
-                                        R"(UndefinedBehaviorSanitizer|ThreadSanitizer|runtime error:)");
+  return test_wait::matching_lines(log,
+                                   R"(\[(alert|crit|emerg)\]|AddressSanitizer|LeakSanitizer|)"
+                                   R"(UndefinedBehaviorSanitizer|ThreadSanitizer|runtime error:)");
 }
 
 void HostProcess::check_log() {

@@ -125,8 +125,7 @@ public:
   // Waits until exactly n workers run; returns them (empty on timeout).
   std::vector<pid_t> wait_workers(std::size_t n, Millis timeout = Millis{5000});
   // Waits until `old` is gone and n workers run again; returns them (empty on timeout).
-  std::vector<pid_t> wait_worker_replaced(pid_t old, std::size_t n,
-                                          Millis timeout = Millis{5000});
+  std::vector<pid_t> wait_worker_replaced(pid_t old, std::size_t n, Millis timeout = Millis{5000});
 
   // The master's JSON status page, with one entry per worker when `full` (needs status_socket);
   // "" when it does not answer.

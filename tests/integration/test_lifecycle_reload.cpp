@@ -57,9 +57,9 @@ TEST_SUITE("lifecycle") {
     double p99_reload = load.p99(reload_from, reload_to);
     MESSAGE("20 reloads: " << total << " requests, " << load.failures() << " failures; p99 "
                            << p99_base << " ms without reloads ("
-                           << load.count(load_from, reload_from) << " requests), "
-                           << p99_reload << " ms during reloads ("
-                           << load.count(reload_from, reload_to) << " requests)");
+                           << load.count(load_from, reload_from) << " requests), " << p99_reload
+                           << " ms during reloads (" << load.count(reload_from, reload_to)
+                           << " requests)");
     INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
     CHECK(total > 200);
     CHECK(load.failures() == 0);
@@ -97,7 +97,8 @@ TEST_SUITE("lifecycle") {
     HostProcess host({"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid"});
     std::string pidfile = host.dir().file("host.pid");
     std::string sock = host.dir().file("host.sock");
-    REQUIRE(it::read_pid(pidfile) == host.pid());
+    // Written just after the socket is bound: the socket may accept first.
+    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
     it::NginxProcess nginx({host.address()});
     it::HttpLoad load(nginx.port(), "/echo?load=1", 3);
     REQUIRE(load.wait_more(50));

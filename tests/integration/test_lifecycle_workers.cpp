@@ -68,7 +68,7 @@ TEST_SUITE("lifecycle") {
     r.uri = "/echo?first=1";
     r.keep_conn = true;
     CHECK(c.request(r).status == 200);
-    test_wait::hold_for(600ms);   // the scenario: idle for twice the request timeout
+    test_wait::hold_for(600ms);     // the scenario: idle for twice the request timeout
     CHECK(host.wait_master_turn()); // and the master has looked at the worker since
     r.uri = "/echo?second=1";
     CHECK(c.request(r).status == 200);

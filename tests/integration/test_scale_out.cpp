@@ -26,8 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kClients = 4;    // client threads; each has at most one request in flight
-constexpr int kDelayMs = 20;   // echo's delay_ms: requests are in flight long enough to be hit
+constexpr int kClients = 4;        // client threads; each has at most one request in flight
+constexpr int kDelayMs = 20;       // echo's delay_ms: requests are in flight long enough to be hit
 constexpr int kPhaseRequests = 40; // answers each phase carries before the next one starts
 constexpr Millis kPhaseBound{15000}; // ... within this bound
 constexpr Millis kLoadBudget{40000}; // hard stop for the load threads, whatever happens

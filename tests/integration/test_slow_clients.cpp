@@ -133,7 +133,8 @@ TEST_SUITE("slow clients") {
     std::string body(1000, 'b');
     c.send_raw(head(1, fcgi_test::standard_params("POST", "/stall", body.size())) +
                fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(0, 300)));
-    test_wait::hold_for(600ms); // the scenario: a stall within the deadline, renewed by the next read
+    test_wait::hold_for(
+        600ms); // the scenario: a stall within the deadline, renewed by the next read
     c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(300, 300)));
     auto last = Clock::now();
     double t = closed_after(c, last);
@@ -231,7 +232,7 @@ TEST_SUITE("slow clients") {
     }
     std::atomic<bool> stop{false};
     std::atomic<int> trickle_errors{0};
-    std::atomic<int> rounds{0}; // bytes sent on every trickling connection so far
+    std::atomic<int> rounds{0};              // bytes sent on every trickling connection so far
     constexpr auto trickle_interval = 200ms; // the attack's pace: 1 byte per connection
     std::thread trickler([&] {
       auto deadline = Clock::now() + 4s; // at most

@@ -43,8 +43,7 @@ bool is_our_child(pid_t pid) {
 
 // Reaps every exited child (reparented workers included); true once none is left.
 bool reap_children() {
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {}
   return waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
 }
 
@@ -54,7 +53,8 @@ Probe& probe() {
   return *g_probe;
 }
 
-// ---- worker behaviours ---------------------------------------------------------------------------
+// ---- worker behaviours
+// ---------------------------------------------------------------------------
 
 void install_worker_handlers() {
   struct sigaction sa {};
@@ -134,7 +134,8 @@ Generation generation(int workers, std::function<int(const WorkerContext&)> main
   return g;
 }
 
-// ---- MasterUnderTest -----------------------------------------------------------------------------
+// ---- MasterUnderTest
+// -----------------------------------------------------------------------------
 
 MasterUnderTest::MasterUnderTest(Generation first, MasterOptions options) {
   static bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;

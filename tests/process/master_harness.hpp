@@ -31,16 +31,17 @@ struct Probe {
   std::atomic<int> quits{0};  // workers that stopped on SIGQUIT
   std::atomic<int> in_job{0}; // a worker has started its job
   std::atomic<int> reloads{0};
-  std::atomic<int> reopens{0};    // USR1 in the master and in the workers
-  std::atomic<int> boot_gate{1};  // 0: workers that wait for it hold their boot
-  std::atomic<int> make_busy{0};  // steerable workers: each token makes one go Handling
-  std::atomic<int> release{0};    // set: busy steerable workers go back to Idle
+  std::atomic<int> reopens{0};   // USR1 in the master and in the workers
+  std::atomic<int> boot_gate{1}; // 0: workers that wait for it hold their boot
+  std::atomic<int> make_busy{0}; // steerable workers: each token makes one go Handling
+  std::atomic<int> release{0};   // set: busy steerable workers go back to Idle
 };
 
 // The probe of the running test (valid in the test, the master and the workers).
 Probe& probe();
 
-// ---- worker behaviours ---------------------------------------------------------------------------
+// ---- worker behaviours
+// ---------------------------------------------------------------------------
 
 // Installs handlers for TERM, QUIT, INT (a stop) and USR1 (counted in probe().reopens).
 void install_worker_handlers();
@@ -59,7 +60,8 @@ int steerable(const WorkerContext& ctx);
 // A generation of `workers` running `main`, graceful_timeout 3 s.
 Generation generation(int workers, std::function<int(const WorkerContext&)> main);
 
-// ---- the master under test -----------------------------------------------------------------------
+// ---- the master under test
+// -----------------------------------------------------------------------
 
 class MasterUnderTest {
 public:
@@ -73,9 +75,9 @@ public:
 
   // Pids of workers past Starting (of one generation, or of any when 0).
   std::vector<pid_t> ready(std::uint32_t generation = 0);
-  int count(WorkerState state);                // live workers in `state`
-  int live();                                  // slots in use
-  std::size_t live_seen();                     // workers ever seen by ready() still running
+  int count(WorkerState state); // live workers in `state`
+  int live();                   // slots in use
+  std::size_t live_seen();      // workers ever seen by ready() still running
 
   // The master's log (Info and up, workers' lines too).
   std::string log() const;

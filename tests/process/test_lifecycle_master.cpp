@@ -55,8 +55,7 @@ public:
   }
   // Takes what has arrived already.
   void drain() {
-    while (receive(MSG_DONTWAIT)) {
-    }
+    while (receive(MSG_DONTWAIT)) {}
   }
   std::vector<std::string> messages; // WATCHDOG=1 counted apart
   int watchdogs = 0;

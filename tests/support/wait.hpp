@@ -6,8 +6,8 @@
 //
 // The one other pause is `hold_for`: a delay that is itself the scenario under test (a job that
 // takes a second, a client that trickles bytes), never a guess at how long something else takes.
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -15,8 +15,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,7 +116,8 @@ inline std::optional<int> wait_child_exit(pid_t pid, Millis timeout) {
   return status;
 }
 
-// ---- files and logs ------------------------------------------------------------------------------
+// ---- files and logs
+// ------------------------------------------------------------------------------
 
 inline bool file_exists(const std::string& path) {
   struct stat st;
@@ -135,7 +136,8 @@ inline std::string read_whole_file(const std::string& path) {
 }
 
 // Lines of `text` in which `pattern` (ECMAScript regex) matches somewhere.
-inline std::vector<std::string> matching_lines(const std::string& text, const std::string& pattern) {
+inline std::vector<std::string> matching_lines(const std::string& text,
+                                               const std::string& pattern) {
   std::regex re(pattern);
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -147,11 +149,12 @@ inline std::vector<std::string> matching_lines(const std::string& text, const st
 // Waits until the file at `path` holds at least `count` lines matching `pattern`.
 inline bool wait_log_line(const std::string& path, const std::string& pattern, Millis timeout,
                           std::size_t count = 1) {
-  return wait_until(
-      [&] { return matching_lines(read_whole_file(path), pattern).size() >= count; }, timeout);
+  return wait_until([&] { return matching_lines(read_whole_file(path), pattern).size() >= count; },
+                    timeout);
 }
 
-// ---- sockets -------------------------------------------------------------------------------------
+// ---- sockets
+// -------------------------------------------------------------------------------------
 
 // Waits until `fd` is readable (data, or the peer closed); false at the timeout.
 inline bool wait_readable(int fd, Millis timeout) {
