@@ -133,8 +133,9 @@ TEST_SUITE("slow clients") {
     std::string body(1000, 'b');
     c.send_raw(head(1, fcgi_test::standard_params("POST", "/stall", body.size())) +
                fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(0, 300)));
-    test_wait::hold_for(
-        600ms); // the scenario: a stall within the deadline, renewed by the next read
+    // The scenario: the client stalls within the 1 s deadline, which the next read renews.
+    constexpr auto stall = 600ms;
+    test_wait::hold_for(stall);
     c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(300, 300)));
     auto last = Clock::now();
     double t = closed_after(c, last);
