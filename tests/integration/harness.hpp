@@ -11,10 +11,12 @@
 //   `host.allow_log("regex")` (it may appear), or up front in HostOptions (for run_host). The
 //   --error-log file, when given, is read too.
 // - Wait for events, never for time: `host.wait_log(regex)` for a log line,
-//   `host.wait_workers(n)` / `wait_worker_replaced(pid)` for the pool, `host.wait_active(n)`
-//   for n workers inside a request (needs `status_socket = true`: the master's own status socket
-//   answers while every worker is busy), `host.wait_exit()` for the master, and
-//   `test_wait::` (tests/support/wait.hpp) for a process exit, a file, a readable socket.
+//   `host.wait_workers(n)` / `wait_worker_replaced(pid, n)` for the pool, `host.wait_exit()` for
+//   the master, and `test_wait::` (tests/support/wait.hpp) for a process exit, a file, a readable
+//   socket. With `status_socket = true` (the master's own status socket, which answers while every
+//   worker is busy): `host.wait_active(n)` (n workers inside a request), `wait_serving(uri)`,
+//   `wait_accepted()` (the listen queue is empty) and `wait_master_turn()` (the master has looked
+//   at the state since: for "nothing more happens" checks).
 // - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
 //   scenario itself (a slow client); never to let something else happen.
 #include "fcgi_test_client.hpp"

@@ -77,14 +77,7 @@ TEST_SUITE("host signals") {
     REQUIRE(before.size() == 1);
     auto start = Clock::now();
     ::kill(before[0], SIGKILL);
-    std::vector<pid_t> after;
-    bool replaced = it::wait_for(
-        [&] {
-          after = host.worker_pids();
-          return after.size() == 1 && after[0] != before[0];
-        },
-        Millis{1000});
-    CHECK(replaced);
+    CHECK(host.wait_worker_replaced(before[0], 1, Millis{1000}).size() == 1);
     auto c = host.connect(Millis{1000});
     c.set_timeout(Millis{2000});
     CHECK(c.request("GET", "/").body == "OK");

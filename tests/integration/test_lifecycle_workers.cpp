@@ -204,12 +204,7 @@ TEST_SUITE("lifecycle") {
     CHECK(served_by.size() >= 1);
     // Respawned when killed.
     ::kill(pids[0], SIGKILL);
-    CHECK(it::wait_for(
-        [&] {
-          auto now = host.worker_pids();
-          return now.size() == 2 && std::find(now.begin(), now.end(), pids[0]) == now.end();
-        },
-        Millis{3000}));
+    CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);
     // Reloaded: a request in flight at the HUP completes (libfcgi exits after it on TERM).
     auto slow = host.connect();
     slow.set_timeout(Millis{5000});
