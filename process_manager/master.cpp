@@ -70,6 +70,7 @@ struct Master::Impl {
   void reap();
   void enforce_timeouts();
   void nudge_slow_workers();
+  void sample_pool();
   std::chrono::milliseconds tick() const;
   void maintain_pool();
   std::vector<int> watched_fds() const;
@@ -127,6 +128,7 @@ struct Master::Impl {
   pid_t upgrade_pid = -1;         // USR2: the new master, until it is ready or gone
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
+  std::uint64_t last_sample_ns = 0;
 };
 
 int Master::Impl::run() {
@@ -143,7 +145,7 @@ int Master::Impl::run() {
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
     maintain_pool();             // finish a reload; scale; spawn or retire to the target
-    scoreboard.sample(query_listen_queue(options.listen_fd).depth); // max active, max queue
+    sample_pool();               // max active, max listen queue (every 10 ms at the most)
     notifier.watchdog(monotonic_ns());
   }
 }
@@ -489,6 +491,14 @@ void Master::Impl::nudge_slow_workers() {
     w.nudged_request_ns = start;
     ::kill(w.pid, signals::nudge_signal());
   }
+}
+
+// The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.
+void Master::Impl::sample_pool() {
+  std::uint64_t now = monotonic_ns();
+  if (now - last_sample_ns < 10'000'000) return;
+  last_sample_ns = now;
+  scoreboard.sample(query_listen_queue(options.listen_fd).depth);
 }
 
 // The loop's tick: 1 ms while a nudge may be due (some worker holds several connections),

@@ -1,8 +1,8 @@
 #include "fcgi_host/observe/status_server.hpp"
 
 #include "app/response.hpp"
-#include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/net/socket_write.hpp"
+#include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
