@@ -85,7 +85,7 @@ TEST_SUITE("host signals") {
     // The kill is logged as an error, not an alert: the teardown checks that.
   }
 
-  TEST_CASE("a crashing handler (abort) costs its request only; the master respawns the worker") {
+  TEST_CASE("a crashing handler (abort) costs its request only, the master respawns the worker") {
     HostProcess host({"--app", "echo", "--workers", "1"});
     auto before = host.wait_workers(1);
     REQUIRE(before.size() == 1);

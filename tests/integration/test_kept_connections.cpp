@@ -146,7 +146,7 @@ TEST_SUITE("kept connections") {
     CHECK(it::wait_for([&] { return !it::process_alive(new_master); }, Millis{10000}));
   }
 
-  TEST_CASE("--max-requests 100 holds on kept connections; recycling under POST load loses "
+  TEST_CASE("--max-requests 100 holds on kept connections, recycling under POST load loses "
             "nothing") {
     HostProcess host({"--app", "echo", "--workers", "2", "--max-requests", "100",
                       "--max-requests-jitter", "20"});

@@ -29,7 +29,7 @@ void reload_times(HostProcess& host, int n) {
 
 TEST_SUITE("lifecycle") {
 
-  TEST_CASE("20 reloads under load, 0 failures; a 3 s request in flight at a reload gets 200") {
+  TEST_CASE("20 reloads under load, 0 failures, a 3 s request in flight at a reload gets 200") {
     HostOptions o;
     o.args = {"--app", "echo", "--workers", "2", "--graceful-timeout", "20"};
     o.status_socket = true;

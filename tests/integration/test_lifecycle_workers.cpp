@@ -100,13 +100,16 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("recycling by --max-rss: the worker goes after the request that crossed it") {
     HostProcess host({"--app", "echo", "--workers", "1", "--max-rss", "1"});
     std::set<pid_t> workers;
+    auto first = host.wait_workers(1);
+    REQUIRE(first.size() == 1);
+    pid_t current = first[0];
     for (int i = 0; i < 4; ++i) {
       auto c = host.connect();
       CHECK(c.request("GET", "/echo").status == 200);
-      auto w = host.wait_workers(1);
-      if (!w.empty()) workers.insert(w[0]);
-      it::wait_for([&] { return it::lines_with(host.log(), "spawned").size() >= 1u + i + 1; },
-                   Millis{3000});
+      workers.insert(current);
+      // Every request crosses 1 MiB: its worker goes after it, and a new one takes its place.
+      auto next = host.wait_worker_replaced(current, 1, Millis{3000});
+      if (!next.empty()) current = next[0];
     }
     CHECK(it::lines_with(host.log(), "peak RSS above --max-rss").size() >= 3);
     CHECK(workers.size() >= 3);

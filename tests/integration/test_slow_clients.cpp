@@ -163,7 +163,7 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a client that stops reading an 8 MiB response does not hold the worker; the "
+  TEST_CASE("a client that stops reading an 8 MiB response does not hold the worker, the "
             "response is cut at --write-timeout") {
     HostProcess host(slow_args("1", {"--max-body", "9M"}));
     auto workers = host.wait_workers(1);
