@@ -53,8 +53,7 @@ Probe& probe() {
   return *g_probe;
 }
 
-// ---- worker behaviours
-// ---------------------------------------------------------------------------
+// ---- worker behaviours --------------------------------------------------------------------------
 
 void install_worker_handlers() {
   struct sigaction sa {};
@@ -134,8 +133,7 @@ Generation generation(int workers, std::function<int(const WorkerContext&)> main
   return g;
 }
 
-// ---- MasterUnderTest
-// -----------------------------------------------------------------------------
+// ---- MasterUnderTest ----------------------------------------------------------------------------
 
 MasterUnderTest::MasterUnderTest(Generation first, MasterOptions options) {
   static bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;

@@ -40,8 +40,7 @@ struct Probe {
 // The probe of the running test (valid in the test, the master and the workers).
 Probe& probe();
 
-// ---- worker behaviours
-// ---------------------------------------------------------------------------
+// ---- worker behaviours --------------------------------------------------------------------------
 
 // Installs handlers for TERM, QUIT, INT (a stop) and USR1 (counted in probe().reopens).
 void install_worker_handlers();
@@ -60,8 +59,7 @@ int steerable(const WorkerContext& ctx);
 // A generation of `workers` running `main`, graceful_timeout 3 s.
 Generation generation(int workers, std::function<int(const WorkerContext&)> main);
 
-// ---- the master under test
-// -----------------------------------------------------------------------
+// ---- the master under test ----------------------------------------------------------------------
 
 class MasterUnderTest {
 public:

@@ -109,15 +109,13 @@ inline std::optional<int> wait_child_exit(pid_t pid, Millis timeout) {
   };
   if (auto done = reap()) return done;
   if (!wait_process_exit(pid, timeout)) return reap();
-  // Exited: the status is there to collect (a pidfd says so before waitpid can see it only if
-  // the exit is still being published; a few looks settle that).
+  // It has exited: its status is there to collect, at once or within a few looks.
   std::optional<int> status;
   wait_until([&] { return (status = reap()).has_value(); }, Millis{1000}, Millis{1});
   return status;
 }
 
-// ---- files and logs
-// ------------------------------------------------------------------------------
+// ---- files and logs -----------------------------------------------------------------------------
 
 inline bool file_exists(const std::string& path) {
   struct stat st;
@@ -153,8 +151,7 @@ inline bool wait_log_line(const std::string& path, const std::string& pattern, M
                     timeout);
 }
 
-// ---- sockets
-// -------------------------------------------------------------------------------------
+// ---- sockets ------------------------------------------------------------------------------------
 
 // Waits until `fd` is readable (data, or the peer closed); false at the timeout.
 inline bool wait_readable(int fd, Millis timeout) {
