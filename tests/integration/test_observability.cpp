@@ -165,7 +165,16 @@ TEST_SUITE("observability") {
     for (int i = 0; i < K2; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
 
-    std::string text = get(status_socket(host), "/status?openmetrics").body;
+    // A worker counts a request once its answer is sent: the last one may be counted a moment
+    // after the client has it.
+    std::string text;
+    it::wait_for(
+        [&] {
+          text = get(status_socket(host), "/status?openmetrics").body;
+          return text.find("fcgihost_handler_calls_total{route=\"/a\"} " + std::to_string(K1 + K2) +
+                           "\n") != std::string::npos;
+        },
+        Millis{5000});
     std::string out =
         parse_openmetrics(host.dir(), text, "fcgihost_handler_calls_total{route=\"/a\"}");
     INFO(text);
