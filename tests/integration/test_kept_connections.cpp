@@ -31,8 +31,13 @@ struct TwoKeptOnOneWorker {
   HostProcess host;
   it::NginxProcess nginx;
   explicit TwoKeptOnOneWorker(const std::string& handoff_after)
-      : host({"--app", "echo", "--workers", "1", "--handoff-after", handoff_after, "--status-path",
-              "/fcgi-status"}),
+      : host([&] {
+          it::HostOptions o;
+          o.args = {"--app",           "echo",        "--workers",     "1",
+                    "--handoff-after", handoff_after, "--status-path", "/fcgi-status"};
+          o.status_socket = true;
+          return o;
+        }()),
         nginx([&] {
           it::NginxOptions o{host.address()};
           o.upstream_keepalive = 4;
@@ -148,7 +153,7 @@ TEST_SUITE("kept connections") {
     CHECK(it::wait_for([&] { return !it::process_alive(new_master); }, Millis{10000}));
   }
 
-  TEST_CASE("--max-requests 100 holds on kept connections; recycling under POST load loses "
+  TEST_CASE("--max-requests 100 holds on kept connections, recycling under POST load loses "
             "nothing") {
     HostProcess host({"--app", "echo", "--workers", "2", "--max-requests", "100",
                       "--max-requests-jitter", "20"});
