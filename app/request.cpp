@@ -1,5 +1,10 @@
 #include "app/request.hpp"
 
+#include "app/cookies.hpp"
+#include "app/http_error.hpp"
+
+#include <cctype>
+
 namespace app {
 namespace {
 
@@ -26,6 +31,31 @@ void Request::clear() {
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
+  loaded_body_.clear();
+  body_loaded_ = false;
+  query_parsed_ = form_parsed_ = parts_parsed_ = false;
+  parts_.clear();
+  path_params_.clear();
+  decoded_params_.clear();
+  route_ = "(handler)";
+}
+
+void Request::set_body(std::string_view body) {
+  body_.clear();
+  loaded_body_.clear();
+  body_loaded_ = form_parsed_ = parts_parsed_ = false;
+  expect_body(body.size());
+  append_body(body.data(), body.size());
+  finish_body();
+}
+
+const std::string& Request::body() const {
+  if (!body_.spilled()) return body_.memory();
+  if (!body_loaded_) {
+    loaded_body_ = body_.contents();
+    body_loaded_ = true;
+  }
+  return loaded_body_;
 }
 
 Request::Span Request::store(std::string_view text) {
@@ -94,16 +124,78 @@ void Request::for_each_header(
   }
 }
 
-std::string_view Request::query_arg(std::string_view name) const {
-  std::string_view q = query();
-  while (!q.empty()) {
-    std::size_t amp = q.find('&');
-    std::string_view pair = q.substr(0, amp);
-    std::size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    if (amp == std::string_view::npos) break;
-    q.remove_prefix(amp + 1);
+const Args& Request::query_args() const {
+  if (!query_parsed_) {
+    query_args_.parse(query());
+    query_parsed_ = true;
   }
+  return query_args_;
+}
+
+namespace {
+
+// True when the media type of a Content-Type value is `type` (case-insensitive, parameters
+// ignored).
+bool has_media_type(std::string_view content_type, std::string_view type) {
+  std::string_view t = content_type.substr(0, content_type.find(';'));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
+    t.remove_suffix(1);
+  if (t.size() != type.size()) return false;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(t[i])) != type[i]) return false;
+  return true;
+}
+
+} // namespace
+
+const Args& Request::form_args() const {
+  if (!form_parsed_) {
+    if (has_media_type(header("Content-Type"), "application/x-www-form-urlencoded"))
+      form_args_.parse(body());
+    else
+      form_args_.clear();
+    form_parsed_ = true;
+  }
+  return form_args_;
+}
+
+std::string_view Request::cookie(std::string_view name) const {
+  return find_cookie(header("Cookie"), name).value_or(std::string_view{});
+}
+
+bool Request::has_cookie(std::string_view name) const {
+  return find_cookie(header("Cookie"), name).has_value();
+}
+
+const std::vector<MultipartPart>& Request::multipart() const {
+  if (parts_parsed_) return parts_;
+  parts_.clear();
+  std::string boundary = multipart_boundary(header("Content-Type"));
+  if (!boundary.empty()) {
+    MultipartLimits limits;
+    limits.spill_threshold = body_.threshold();
+    MultipartParser parser(boundary, limits);
+    char chunk[64 * 1024];
+    bool ok = true;
+    for (std::size_t offset = 0, n; ok && (n = body_.read(offset, chunk, sizeof chunk)) > 0;
+         offset += n)
+      ok = parser.feed(chunk, n);
+    if (!parser.finish()) throw HttpError(400, "malformed multipart body: " + parser.error());
+    parts_ = std::move(parser.parts());
+  }
+  parts_parsed_ = true;
+  return parts_;
+}
+
+const MultipartPart* Request::part(std::string_view name) const {
+  for (const MultipartPart& p : multipart())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string_view Request::path_param(std::string_view name) const {
+  for (const PathParam& p : path_params_)
+    if (p.name == name) return p.value;
   return {};
 }
 
