@@ -31,7 +31,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --output-on-failure --timeout 600 "$@"
 
-# Fuzz the FastCGI boundary briefly: 2 targets x 10 s (plus the clang build into build-fuzz/).
+# Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang build into build-fuzz/).
 if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then
   (cd .. && bash scripts/fuzz.sh 10)
 fi

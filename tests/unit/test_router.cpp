@@ -297,6 +297,20 @@ TEST_CASE("router: malformed patterns are refused at registration") {
   CHECK_THROWS_AS(router.get(many, says("")), std::invalid_argument);
 }
 
+TEST_CASE("router: per-route hooks with designated initializers, as the README shows") {
+  app::Router router;
+  auto require_login = [](const app::Request& req, app::Response& res) {
+    if (!req.cookie("sid").empty()) return true;
+    res.redirect("/login", 303);
+    return false;
+  };
+  router.get("/admin", says("admin page"), {.before = {require_login}});
+  Probe get{router};
+  get("GET", "/admin");
+  CHECK(get.res.status == 303);
+  CHECK(get.res.header("Location") == "/login");
+}
+
 TEST_CASE("a handler that is not a Router is one route") {
   app::Request r = make("GET", "/anything");
   CHECK(r.route() == "(handler)");
