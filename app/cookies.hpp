@@ -6,6 +6,8 @@
 // a value in double quotes loses them, and when a name comes twice the first wins (browsers send
 // the most specific path first). Values are returned as sent, not percent-decoded (RFC 6265
 // defines no encoding; use app::percent_decode where your own cookies are encoded).
+#include "app/text.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,19 +20,13 @@ std::optional<std::string_view> find_cookie(std::string_view cookie_header, std:
 
 // Calls fn(name, value) for every cookie in the header, in order (duplicates included).
 template <class Fn> void for_each_cookie(std::string_view header, Fn&& fn) {
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-      s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-      s.remove_suffix(1);
-    return s;
-  };
   while (!header.empty()) {
     std::size_t semi = header.find(';');
     std::string_view pair = header.substr(0, semi);
     std::size_t eq = pair.find('=');
     if (eq != std::string_view::npos) {
-      std::string_view name = trim(pair.substr(0, eq)), value = trim(pair.substr(eq + 1));
+      std::string_view name = trim_blanks(pair.substr(0, eq)),
+                       value = trim_blanks(pair.substr(eq + 1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
         value = value.substr(1, value.size() - 2);
       if (!name.empty()) fn(name, value);

@@ -10,6 +10,7 @@
 #include "app/http_error.hpp"
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "app/text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,19 +19,11 @@ namespace app {
 // The request body as JSON. Throws HttpError 415 when the Content-Type is not application/json
 // (or a +json type), 400 when the body is not valid JSON: a client's mistake, never a 500.
 inline nlohmann::json read_json(const Request& request) {
-  std::string_view type = request.header("Content-Type");
-  type = type.substr(0, type.find(';'));
-  while (!type.empty() && type.back() == ' ')
-    type.remove_suffix(1);
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-  };
-  std::string t = lower(type);
-  if (t != "application/json" && !(t.starts_with("application/") && t.ends_with("+json")))
-    throw HttpError(415, "expected a JSON body (Content-Type: application/json)");
+  std::string_view t = media_type(request.header("Content-Type"));
+  bool json = iequals(t, "application/json") ||
+              (t.size() > 17 && iequals(t.substr(0, 12), "application/") &&
+               iequals(t.substr(t.size() - 5), "+json"));
+  if (!json) throw HttpError(415, "expected a JSON body (Content-Type: application/json)");
   nlohmann::json value = nlohmann::json::parse(request.body(), nullptr, false);
   if (value.is_discarded()) throw HttpError(400, "the body is not valid JSON");
   return value;

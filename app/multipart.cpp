@@ -1,5 +1,6 @@
 #include "app/multipart.hpp"
 
+#include "app/text.hpp"
 #include "app/url_encoding.hpp"
 
 #include <algorithm>
@@ -7,21 +8,6 @@
 
 namespace app {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Calls fn(name, value) for each `; name=value` parameter after the first item of a header
 // value (Content-Type, Content-Disposition). Quoted values lose their quotes and backslashes;
@@ -36,7 +22,7 @@ template <class Fn> void for_each_header_param(std::string_view value, Fn&& fn) 
       i = semi;
       continue;
     }
-    std::string_view name = trim(value.substr(i, eq - i));
+    std::string_view name = trim_blanks(value.substr(i, eq - i));
     std::size_t v = eq + 1;
     while (v < value.size() && (value[v] == ' ' || value[v] == '\t'))
       ++v;
@@ -49,7 +35,8 @@ template <class Fn> void for_each_header_param(std::string_view value, Fn&& fn) 
       i = value.find(';', v);
     } else {
       i = value.find(';', v);
-      text = trim(value.substr(v, i == std::string_view::npos ? std::string_view::npos : i - v));
+      text = trim_blanks(
+          value.substr(v, i == std::string_view::npos ? std::string_view::npos : i - v));
     }
     fn(name, std::move(text));
   }
@@ -64,7 +51,7 @@ std::string_view MultipartPart::header(std::string_view name) const {
 }
 
 std::string multipart_boundary(std::string_view content_type) {
-  std::string_view type = trim(content_type.substr(0, content_type.find(';')));
+  std::string_view type = media_type(content_type);
   if (type.size() < 10 || !iequals(type.substr(0, 10), "multipart/")) return {};
   std::string boundary;
   for_each_header_param(content_type, [&](std::string_view name, std::string value) {
@@ -98,8 +85,8 @@ bool MultipartParser::parse_headers(std::string_view block) {
     if (line.empty()) continue;
     std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return fail("a part header without ':'");
-    part.headers.emplace_back(std::string(trim(line.substr(0, colon))),
-                              std::string(trim(line.substr(colon + 1))));
+    part.headers.emplace_back(std::string(trim_blanks(line.substr(0, colon))),
+                              std::string(trim_blanks(line.substr(colon + 1))));
   }
   std::string_view disposition = part.header("Content-Disposition");
   bool extended_name = false;

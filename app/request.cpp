@@ -2,6 +2,7 @@
 
 #include "app/cookies.hpp"
 #include "app/http_error.hpp"
+#include "app/text.hpp"
 
 #include <cctype>
 
@@ -132,25 +133,9 @@ const Args& Request::query_args() const {
   return query_args_;
 }
 
-namespace {
-
-// True when the media type of a Content-Type value is `type` (case-insensitive, parameters
-// ignored).
-bool has_media_type(std::string_view content_type, std::string_view type) {
-  std::string_view t = content_type.substr(0, content_type.find(';'));
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\t'))
-    t.remove_suffix(1);
-  if (t.size() != type.size()) return false;
-  for (std::size_t i = 0; i < t.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(t[i])) != type[i]) return false;
-  return true;
-}
-
-} // namespace
-
 const Args& Request::form_args() const {
   if (!form_parsed_) {
-    if (has_media_type(header("Content-Type"), "application/x-www-form-urlencoded"))
+    if (iequals(media_type(header("Content-Type")), "application/x-www-form-urlencoded"))
       form_args_.parse(body());
     else
       form_args_.clear();

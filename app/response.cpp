@@ -1,20 +1,12 @@
 #include "app/response.hpp"
 
+#include "app/text.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
 namespace app {
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-} // namespace
 
 void Response::set_header(std::string_view name, std::string_view value) {
   for (auto& [n, v] : headers)
