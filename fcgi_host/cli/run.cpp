@@ -39,6 +39,10 @@ namespace exit_code = process_manager::exit_code;
 // Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
 constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
 constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
+// ... and the handoff channel's two ends, so that the old generation's kept connections move to
+// the new master's workers.
+constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
+constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
 // see a stale one); -1 when absent or not a number.
@@ -118,6 +122,8 @@ AppSource resolve_app(const Config& config, app::Handler* own, bool app_given) {
 
 // The write end of the OutputCapture, for the workers of every generation (-1: none).
 int worker_output_fd = -1;
+// Kept connections move between the workers of every generation through it (handoff.hpp).
+HandoffChannel worker_handoff;
 
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             int listen_fd) {
@@ -133,6 +139,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.observe = observability_settings(config);
   settings.output_fd = worker_output_fd;
+  settings.handoff = worker_handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
   settings.server_values.max_conns =
       static_cast<unsigned>(config.workers * config.limits.max_connections);
@@ -155,6 +162,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     };
     return g;
   }
+  if (worker_handoff.enabled()) g.pool.nudge_after = config.limits.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
@@ -246,6 +254,18 @@ int run_host(int argc, char** argv, app::Handler* own) {
   // process: in exec mode it stays blocking, as libfcgi programs expect.
   int flags = fcntl(listen_fd, F_GETFL);
   fcntl(listen_fd, F_SETFL, exec_mode ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+  if (!exec_mode && config.limits.handoff_after.count() > 0) {
+    worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
+    worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+    if (!worker_handoff.enabled()) {
+      try {
+        worker_handoff = make_handoff_channel();
+      } catch (const StartupError& e) {
+        std::cerr << "fcgi-host: " << e.what() << "\n";
+        return exit_code::kStartupFailure;
+      }
+    }
+  }
   bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
   const std::vector<std::string> args(argv, argv + argc);
   const ListenAddress first_address = config.listen;
@@ -306,9 +326,15 @@ int run_host(int argc, char** argv, app::Handler* own) {
   options.listen_fd = listen_fd;
   options.ready_fd = upgrade_fd;
   options.upgrade_exec = [args, listen_fd, exe = own_executable()](int ready_fd) {
-    ::fcntl(listen_fd, F_SETFD, 0); // the socket crosses exec, nothing else of ours does
+    ::fcntl(listen_fd, F_SETFD, 0); // the socket and the handoff channel cross exec, nothing else
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
+    for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
+                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv}})
+      if (fd >= 0) {
+        ::fcntl(fd, F_SETFD, 0);
+        setenv(env, std::to_string(fd).c_str(), 1);
+      }
     std::vector<char*> argv2;
     for (const auto& a : args)
       argv2.push_back(const_cast<char*>(a.c_str()));
