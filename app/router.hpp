@@ -41,6 +41,13 @@
 
 namespace app {
 
+// A route's own hooks (Router::Hooks), declared here so that a Router method can default it.
+struct RouteHooks {
+  // Returns false to stop the chain: the response as it stands is sent.
+  std::vector<std::function<bool(const Request&, Response&)>> before = {};
+  std::vector<std::function<void(const Request&, Response&)>> after = {};
+};
+
 class Router : public Handler {
 public:
   using Function = std::function<void(const Request&, Response&)>;
@@ -48,10 +55,7 @@ public:
   using Before = std::function<bool(const Request&, Response&)>;
   using After = std::function<void(const Request&, Response&)>;
   using ErrorHandler = std::function<void(const Request&, Response&, std::exception_ptr)>;
-  struct Hooks {
-    std::vector<Before> before;
-    std::vector<After> after;
-  };
+  using Hooks = RouteHooks;
 
   Router();
   ~Router() override;
