@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace app {
 namespace {
@@ -72,16 +73,20 @@ struct Router::Node {
     Constraint constraint;
     std::unique_ptr<Node> node;
   };
-  std::vector<std::pair<std::string, std::unique_ptr<Node>>> statics; // sorted by segment
-  std::vector<ParamChild> params;                                     // most specific first
+  // Looked up by string_view without building a string (transparent hash and equality).
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<Node>, Hash, std::equal_to<>> statics;
+  std::vector<ParamChild> params;       // most specific first
   std::vector<const Route*> here, tail; // routes ending here / with a tail after this node
   std::string here_allow, tail_allow;   // their Allow header
 
   Node* static_child(std::string_view segment) const {
-    auto it =
-        std::lower_bound(statics.begin(), statics.end(), segment,
-                         [](const auto& entry, std::string_view s) { return entry.first < s; });
-    return it != statics.end() && it->first == segment ? it->second.get() : nullptr;
+    if (statics.empty()) return nullptr; // spares the hash below parameters
+    auto it = statics.find(segment);
+    return it != statics.end() ? it->second.get() : nullptr;
   }
 };
 
@@ -146,10 +151,7 @@ Router& Router::route(std::string_view method, std::string_view pattern, Functio
       throw bad("'{' or '}' inside a static segment");
     Node* child = node->static_child(segment);
     if (!child) {
-      auto it = std::lower_bound(node->statics.begin(), node->statics.end(), segment,
-                                 [](const auto& e, std::string_view s) { return e.first < s; });
-      child =
-          node->statics.insert(it, {std::string(segment), std::make_unique<Node>()})->second.get();
+      child = node->statics.emplace(segment, std::make_unique<Node>()).first->second.get();
     }
     node = child;
   }
