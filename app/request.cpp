@@ -1,7 +1,5 @@
 #include "app/request.hpp"
 
-#include <cctype>
-
 namespace app {
 namespace {
 
