@@ -100,6 +100,8 @@ struct Router::Match {
 
 Router::Router() : root_(std::make_unique<Node>()) {}
 Router::~Router() = default;
+Router::Router(Router&&) noexcept = default;
+Router& Router::operator=(Router&&) noexcept = default;
 
 Router& Router::route(std::string_view method, std::string_view pattern, Function fn, Hooks hooks) {
   if (!pattern.starts_with('/'))

@@ -59,6 +59,9 @@ public:
 
   Router();
   ~Router() override;
+  // Movable (routes live on the heap: Request::route() views stay valid), not copyable.
+  Router(Router&&) noexcept;
+  Router& operator=(Router&&) noexcept;
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 

@@ -311,6 +311,18 @@ TEST_CASE("router: per-route hooks with designated initializers, as the README s
   CHECK(get.res.header("Location") == "/login");
 }
 
+TEST_CASE("router: a moved router keeps its routes") {
+  auto make_router = [] {
+    app::Router r;
+    r.get("/x/{id}", says("x"));
+    return r;
+  };
+  app::Router router = make_router();
+  Probe get{router};
+  CHECK(get("GET", "/x/1") == "x");
+  CHECK(get.req.route() == "GET /x/{id}");
+}
+
 TEST_CASE("a handler that is not a Router is one route") {
   app::Request r = make("GET", "/anything");
   CHECK(r.route() == "(handler)");
