@@ -35,6 +35,16 @@ void Request::clear() {
   route_ = "(handler)";
 }
 
+bool Request::release_large_buffers(std::size_t above) {
+  bool released = body_.release(above);
+  for (std::string* s : {&storage_, &loaded_body_}) {
+    if (s->capacity() < above) continue;
+    std::string().swap(*s);
+    released = true;
+  }
+  return released;
+}
+
 Request::Span Request::store(std::string_view text) {
   Span s{storage_.size(), text.size()};
   storage_.append(text);

@@ -113,6 +113,10 @@ public:
 
   // Builder interface, used by the host (and by tests that call a handler directly).
   void clear();
+  // After a request: closes a spilled body's temporary file, and frees the buffers that grew to
+  // `above` bytes or more (a worker would otherwise keep the largest request's memory). Cheap
+  // when nothing is large. True when something was released.
+  bool release_large_buffers(std::size_t above);
   void add_param(std::string_view name, std::string_view value);
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).

@@ -40,6 +40,14 @@ void SpillBuffer::clear() {
   size_ = 0;
 }
 
+bool SpillBuffer::release(std::size_t above) {
+  bool had_file = file_ != nullptr;
+  bool large = memory_.capacity() >= above;
+  clear();
+  if (large) std::string().swap(memory_);
+  return had_file || large;
+}
+
 std::size_t SpillBuffer::read(std::size_t offset, char* out, std::size_t size) const {
   if (offset >= size_) return 0;
   size = std::min(size, size_ - offset);

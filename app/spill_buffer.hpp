@@ -29,6 +29,9 @@ public:
   void expect(std::size_t size);
   // Empties the buffer and closes the file; keeps the memory capacity for the next use.
   void clear();
+  // Empties it and frees its memory when that grew to `above` bytes or more (else keeps it for
+  // the next request). True when it held a file or freed memory.
+  bool release(std::size_t above);
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }

@@ -176,4 +176,20 @@ TEST_SUITE("handler API through nginx") {
     CHECK(contains(invalid.out, " 422"));
     it::check_no_alerts(host);
   }
+
+  TEST_CASE("metrics are keyed by the route that matched, not by the path a client sent") {
+    HostProcess host(
+        {"--app", FCGI_TEST_HANDLER_API_PLUGIN, "--workers", "1", "--status-path", "/status"});
+    fcgi_test::Client c = host.connect();
+    for (int i = 1; i <= 30; ++i)
+      CHECK(c.request("GET", "/users/" + std::to_string(i)).status == 200);
+    for (int i = 0; i < 70; ++i) // a scanner's distinct 404s
+      CHECK(c.request("GET", "/scan/" + std::to_string(i) + ".php").status == 404);
+    std::string page = c.request("GET", "/status?json").body;
+    INFO(page);
+    CHECK(page.find("\"route\":\"GET /users/{id:int}\",\"calls\":30") != std::string::npos);
+    CHECK(page.find("\"route\":\"(no route)\",\"calls\":70") != std::string::npos);
+    CHECK(page.find("/users/1\"") == std::string::npos);
+    CHECK(page.find("/scan/") == std::string::npos);
+  }
 }
