@@ -222,10 +222,8 @@ HostProcess::HostProcess(HostOptions o) {
     }
     break;
   }
-  if (o.listen != Listen::AsGiven) {
-    argv.push_back("--listen");
-    argv.push_back(address_);
-  }
+  // Before the test's words: every word after `--exec PROGRAM` is the program's.
+  if (o.listen != Listen::AsGiven) argv.insert(argv.begin() + 1, {"--listen", address_});
   pid_ = spawn(argv, log_path(), dir_.path());
   if (o.wait_ready && !wait_ready(Millis{10000})) {
     std::string why = exit_status_ ? "exited with status " + std::to_string(*exit_status_)
