@@ -80,6 +80,7 @@ void Scoreboard::retire(std::size_t i) {
   p.retired_accepted += s.accepted.exchange(0);
   p.retired_requests += s.requests.exchange(0);
   p.retired_slow_requests += s.slow_requests.exchange(0);
+  p.retired_aborted_requests += s.aborted_requests.exchange(0);
   fold_routes(tables_[0], tables_[i + 1]);
   p.retire_seq.store(seq + 2, std::memory_order_release);
 }

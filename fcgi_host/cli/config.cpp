@@ -403,9 +403,10 @@ int default_worker_count() {
 
 void print_help(std::ostream& out) {
   out << "Usage: fcgi-host [OPTIONS] [--exec PROGRAM [--] [ARGS...]]\n"
-      << "       fcgi-host status [--connect ADDR] [--path PATH] [--json|--openmetrics|--html]\n"
-      << "                        [--full] [--max-queue N] [--timeout SECONDS]\n"
-      << "       fcgi-host ping [--connect ADDR] [--path PATH] [--timeout SECONDS]\n"
+      << "       fcgi-host status --connect ADDR [--path PATH]\n"
+      << "                        [--json|--openmetrics|--prometheus|--html] [--full]\n"
+      << "                        [--max-queue N] [--timeout SECONDS]\n"
+      << "       fcgi-host ping --connect ADDR [--path PATH] [--timeout SECONDS]\n"
       << "A FastCGI application host: a master process preforks workers that accept on one\n"
       << "listening socket (nginx: fastcgi_pass) and run a C++ handler.\n\n"
       << describe() << "\n"

@@ -7,7 +7,7 @@ inline constexpr const char* kClientCommandsHelp =
     "Health checks (fcgi-host status|ping --help for more):\n"
     "  --connect ADDR     required: the host's --status-listen or --listen address\n"
     "  --path PATH        the status or ping path (default: /status, /ping)\n"
-    "  --json, --openmetrics, --html, --full   status: the format of the page printed\n"
+    "  --json, --openmetrics, --prometheus, --html, --full   status: the page's format\n"
     "  --max-queue N      status: unhealthy when no worker is idle and more than N wait\n"
     "  --timeout SECONDS  give up after this long (default: 5)\n"
     "  Exit 0: healthy; 1: unhealthy (not 200, or the queue above --max-queue); 2: usage;\n"

@@ -81,7 +81,11 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
 }
 
 void RequestMetrics::end(std::string_view route, int status, std::string_view method,
-                         std::string_view uri, bool need_duration) {
+                         std::string_view uri, bool need_duration, bool aborted) {
+  if (aborted) {
+    slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
+    status = kAbortedStatus;
+  }
   if (!settings_.metrics && settings_.slow_threshold_ns == 0 && !need_duration) return;
   std::uint64_t now = process_manager::monotonic_ns();
   duration_ns_ = now > start_ns_ ? now - start_ns_ : 0;
@@ -120,6 +124,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
   snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
+  snap.aborted_requests = p.retired_aborted_requests.load(std::memory_order_relaxed);
   snap.active = snap.idle = snap.total = 0;
   snap.workers.clear();
   std::map<std::string, RouteSnapshot, std::less<>> routes;
@@ -147,6 +152,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.accepted += s.accepted.load(std::memory_order_relaxed);
     snap.requests += s.requests.load(std::memory_order_relaxed);
     snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
+    snap.aborted_requests += s.aborted_requests.load(std::memory_order_relaxed);
     add_table(sb.routes(i));
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free) continue;

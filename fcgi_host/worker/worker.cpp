@@ -174,7 +174,7 @@ private:
   void begin_stop(Stop how);
   bool finished() const { return stop_ != Stop::No && open_ == 0; }
   void count_request();
-  void observe_request(std::uint64_t start, bool counted, bool streamed);
+  void observe_request(std::uint64_t start, bool counted, bool streamed, bool aborted);
 
   process_manager::WorkerSlot& slot_;
   const WorkerSettings& settings_;
@@ -473,7 +473,7 @@ bool Worker::serve_request(Connection& c) {
       bool allowed =
           remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
       fill_response(answer_endpoint(endpoint, settings_.observe, scoreboard_, settings_.listen_fd,
-                                    request_.query(), allowed),
+                                    request_.query(), allowed, request_.param("HTTP_ACCEPT")),
                     response_);
     } else {
       // A handler's exception costs its request a 500 (unless the head already went out) and
@@ -505,7 +505,8 @@ bool Worker::serve_request(Connection& c) {
     FCGX_Finish_r(&fcgx_); // flushes; without FCGI_KEEP_CONN it calls our OS_IpcClose
     libfcgi_io::detach();
     request_.set_abort_probe(nullptr, nullptr);
-    observe_request(start, endpoint == Endpoint::None, streamed);
+    observe_request(start, endpoint == Endpoint::None, streamed,
+                    g.aborted() || source.write_failed);
     if (endpoint == Endpoint::None) {
       slot_.request_start_ns.store(0, std::memory_order_relaxed);
       slot_.requests.fetch_add(1, std::memory_order_relaxed);
@@ -537,17 +538,17 @@ bool Worker::serve_request(Connection& c) {
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
-void Worker::observe_request(std::uint64_t start, bool counted, bool streamed) {
+void Worker::observe_request(std::uint64_t start, bool counted, bool streamed, bool aborted) {
   AccessLog& log = AccessLog::get();
   if (counted)
     metrics_.end(request_.path(), response_.status, request_.method(), request_.uri(),
-                 log.enabled());
+                 log.enabled(), aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
   e.remote_addr = request_.param("REMOTE_ADDR");
   e.method = request_.method();
   e.uri = request_.uri();
-  e.status = response_.status;
+  e.status = aborted ? kAbortedStatus : response_.status;
   e.duration_ns = counted ? metrics_.duration_ns() : process_manager::monotonic_ns() - start;
   e.cpu_ns = counted ? metrics_.cpu_ns() : -1;
   e.body_bytes = streamed ? -1 : static_cast<std::int64_t>(response_.body.size());
