@@ -421,6 +421,8 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(line.host).options(options).style(kStyle).run(), vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw ConfigError("unexpected argument (a program and its arguments go after --exec PROGRAM)");
   } catch (const po::error& e) {
     throw config_error(e, "", line.program.empty() ? "" : " (host options go before --exec)");
   }
