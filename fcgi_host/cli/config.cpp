@@ -420,9 +420,12 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   const CommandLine line = split_at_exec(argc, argv);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(line.host).options(options).style(kStyle).run(), vm);
-  } catch (const po::too_many_positional_options_error&) {
-    throw ConfigError("unexpected argument (a program and its arguments go after --exec PROGRAM)");
+    po::parsed_options parsed =
+        po::command_line_parser(line.host).options(options).style(kStyle).run();
+    for (const std::string& word : po::collect_unrecognized(parsed.options, po::include_positional))
+      throw ConfigError("unexpected argument '" + word +
+                        "' (a program and its arguments go after --exec PROGRAM)");
+    po::store(parsed, vm);
   } catch (const po::error& e) {
     throw config_error(e, "", line.program.empty() ? "" : " (host options go before --exec)");
   }
