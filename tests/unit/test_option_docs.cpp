@@ -82,8 +82,8 @@ TEST_CASE("--help lists every option of the table with its default") {
   CHECK(option_names(help, "--") == table_names(true));
   for (const auto& o : kOptions) {
     if (o.default_text.empty()) continue;
-    std::string shown = "--" + std::string(o.name) + " " + std::string(o.value_name) +
-                        " (=" + std::string(o.default_text) + ")";
+    std::string shown = "--" + std::string(o.name) + (o.short_name ? " ] " : " ") +
+                        std::string(o.value_name) + " (=" + std::string(o.default_text) + ")";
     CHECK_MESSAGE(help.find(shown) != std::string::npos, shown);
   }
 }
