@@ -48,16 +48,6 @@ set_target_properties(fcgi_protocol PROPERTIES OUTPUT_NAME fcgi-host-protocol)
 set_target_properties(fcgi_host PROPERTIES OUTPUT_NAME fcgi-host-core)
 
 install(TARGETS fcgi-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(FCGI_HOST_DEB AND NOT FCGI_HOST_SANITIZE)
-  # The symbols go to fcgi-host.debug beside the binary (gdb finds them by the debug link);
-  # the package ships the stripped binary (CPACK_STRIP_FILES).
-  add_custom_command(TARGET fcgi-host POST_BUILD
-                     COMMAND objcopy --only-keep-debug $<TARGET_FILE:fcgi-host>
-                             ${PROJECT_BINARY_DIR}/fcgi-host.debug
-                     COMMAND objcopy --add-gnu-debuglink=${PROJECT_BINARY_DIR}/fcgi-host.debug
-                             $<TARGET_FILE:fcgi-host>
-                     COMMENT "Debug symbols of fcgi-host into fcgi-host.debug")
-endif()
 install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_headers
         EXPORT fcgi_host_targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -89,7 +89,8 @@ TEST_CASE("--help lists every option of the table with its default") {
 }
 
 TEST_CASE("the man page lists every option of the table with its default") {
-  std::string options = section(source_file("docs/fcgi-host.1"), ".SH OPTIONS", ".SH SIGNALS");
+  std::string options =
+      section(source_file("docs/fcgi-host.1"), ".SH OPTIONS", ".SH HEALTH CHECKS");
   CHECK(option_names(options, "\\-\\-") == table_names(true));
   for (const auto& o : kOptions) {
     // The entry: from its .TP line to the next .TP or .SS.
