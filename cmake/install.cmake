@@ -64,7 +64,8 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp ${PROJECT_SOURCE_DIR}/fcgi_host/cli/option_table.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
 
@@ -150,6 +151,8 @@ else()
   string(CONCAT CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libc6, libstdc++6, libgcc-s1, "
                 "libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
 endif()
+# invoke-rc.d --skip-systemd-native in the maintainer scripts (debhelper's pattern).
+set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
 # Stripped binaries in the package; the symbols are in the build's fcgi-host.debug.
 set(CPACK_STRIP_FILES ON)
 # For building handlers: a compiler and CMake. No -dev package is needed to link an own main

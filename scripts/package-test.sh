@@ -28,6 +28,7 @@ NGINX_SITE=/etc/nginx/sites-enabled/fcgi-host-package-test
 NGINX_DEFAULT_MOVED=0
 NGINX_WAS_RUNNING=0
 NGINX_TOUCHED=0
+MASTER=""
 START=$SECONDS
 
 step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - START)); }
@@ -46,6 +47,7 @@ cleanup() {
         kill -KILL "$pid" 2>/dev/null || true
     done
     restore_nginx
+    stop_service
     if [ "$INSTALLED" = 1 ] && [ "${KEEP_PACKAGE:-0}" != 1 ]; then
         apt-get purge -y -q fcgi-host >/dev/null 2>&1 || dpkg --purge fcgi-host >/dev/null 2>&1 || true
     fi
@@ -70,6 +72,17 @@ restore_nginx() {
     else
         service nginx stop >/dev/null 2>&1 || true
     fi
+}
+# The packaged service, stopped the way it was started (policy-rc.d may keep the maintainer
+# scripts from doing it); TERM to its master as a last resort.
+stop_service() {
+    [ -n "$MASTER" ] || return 0
+    service fcgi-host stop >/dev/null 2>&1 || true
+    for _ in $(seq 100); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
+    kill -TERM "$MASTER" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$MASTER" 2>/dev/null && return 1
+    MASTER=""
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -184,6 +197,9 @@ done
 [ "$out" = OK ] || { tail -5 /var/log/nginx/error.log; fail "curl through nginx got '$out'"; }
 echo "curl http://127.0.0.1:$PORT/ through Debian's nginx: $out"
 restore_nginx
+STOPPED=$MASTER
+stop_service || fail "the packaged service did not stop"
+echo "service fcgi-host stop: master $STOPPED gone"
 
 step "installed headers compile standalone"
 MULTIARCH=$(gcc -print-multiarch)
@@ -343,5 +359,5 @@ if [ "${KEEP_PACKAGE:-0}" != 1 ]; then
     done
     ! getent passwd fcgi-host >/dev/null || fail "user fcgi-host still there after purge"
     ! getent group fcgi-host >/dev/null || fail "group fcgi-host still there after purge"
-    ! kill -0 "$MASTER" 2>/dev/null || fail "the packaged fcgi-host ($MASTER) still runs after purge"
+    ! kill -0 "$STOPPED" 2>/dev/null || fail "the packaged fcgi-host ($STOPPED) still runs after purge"
 fi
