@@ -327,6 +327,12 @@ void read_limits(const Values& v, Limits& l) {
   l.body_timeout = v.seconds("body-timeout", false);
   l.keepalive_timeout = v.seconds("keepalive-timeout", false);
   l.write_timeout = v.seconds("write-timeout", false);
+  l.body_min_rate = v.size("body-min-rate");
+  l.max_buffered = v.size("max-buffered");
+  if (l.max_buffered < l.max_body)
+    throw v.error("max-buffered",
+                  "must be at least --max-body (" + std::to_string(l.max_body) + " bytes)");
+  l.handoff_after = v.seconds("handoff-after", true);
 }
 
 void read_logs(const Values& v, Config& c) {

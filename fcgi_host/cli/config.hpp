@@ -16,7 +16,6 @@
 
 namespace fcgi_host {
 
-// Bounds on what one client may send or make a worker wait for (see conf/fcgi-host.conf).
 // Bounds on what one client may send or make a worker wait for. Defaults: the option table.
 struct Limits {
   std::size_t max_body = default_size("max-body");               // bytes of FCGI_STDIN; more: 413
@@ -28,6 +27,14 @@ struct Limits {
   std::chrono::milliseconds keepalive_timeout = default_duration("keepalive-timeout"); // idle kept
   std::chrono::milliseconds write_timeout = default_duration("write-timeout"); // stopped reading
   std::size_t max_connections = default_size("max-connections"); // connections of one worker
+  // The body's total deadline: --body-timeout, plus one second for every body_min_rate bytes
+  // received (a slow but steady upload goes on; a trickle does not).
+  std::size_t body_min_rate = default_size("body-min-rate");
+  // Bytes of unfinished requests and unsent responses one worker buffers; past it the
+  // connections that made the least progress are closed.
+  std::size_t max_buffered = default_size("max-buffered");
+  // A kept connection moves to a free worker when its own worker's handler has run this long.
+  std::chrono::milliseconds handoff_after = default_duration("handoff-after");
 };
 
 // The parsed options. Defaults (for a Config built without parse_config) come from kOptions too,

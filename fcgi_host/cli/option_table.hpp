@@ -89,9 +89,21 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"max-records", 0, "N", "100000",
      "most FastCGI records in a request; more: the connection is closed"},
     {"max-connections", 0, "N", "256",
-     "most connections one worker holds (kept-alive ones included)"},
+     "most connections one worker holds (kept-alive ones included); when reached, the "
+     "connection that made the least progress is closed to make room"},
     {"header-timeout", 0, "SECONDS", "10", "time from connect to the end of the request's params"},
-    {"body-timeout", 0, "SECONDS", "30", "longest pause while reading a request body"},
+    {"body-timeout", 0, "SECONDS", "30",
+     "longest pause while reading a request body; also its total time, plus one second per "
+     "--body-min-rate bytes received"},
+    {"body-min-rate", 0, "BYTES", "16K",
+     "bytes per second a body must average past --body-timeout (0: the body's total time is "
+     "--body-timeout)"},
+    {"max-buffered", 0, "BYTES", "64M",
+     "bytes of unfinished requests and unsent responses one worker holds (at least --max-body); "
+     "past it, the connections that made the least progress are closed"},
+    {"handoff-after", 0, "SECONDS", "0.002",
+     "move a worker's kept connections to a free worker once its handler has run this long "
+     "(0: only when the worker stops; a stopping worker always passes them on)"},
     {"keepalive-timeout", 0, "SECONDS", "75",
      "close a kept connection idle this long (keep it above nginx's keepalive_timeout)"},
     {"write-timeout", 0, "SECONDS", "30",
@@ -142,9 +154,22 @@ constexpr unsigned default_octal(std::string_view name) {
   return value;
 }
 
-// The default of a SECONDS option (whole seconds in the table).
+// The default of a SECONDS option ("30", "0.002"), to the millisecond.
 constexpr std::chrono::milliseconds default_duration(std::string_view name) {
-  return std::chrono::milliseconds(static_cast<long long>(default_size(name)) * 1000);
+  std::string_view text = find_option(name)->default_text;
+  long long ms = 0, scale = 1000;
+  bool fraction = false;
+  for (char c : text) {
+    if (c == '.') {
+      fraction = true;
+    } else if (!fraction) {
+      ms = ms * 10 + (c - '0') * 1000;
+    } else if (scale > 1) {
+      scale /= 10;
+      ms += (c - '0') * scale;
+    }
+  }
+  return std::chrono::milliseconds(ms);
 }
 
 } // namespace fcgi_host

@@ -40,6 +40,10 @@ namespace exit_code = process_manager::exit_code;
 // Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
 constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
 constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
+// ... and the handoff channel's two ends, so that the old generation's kept connections move to
+// the new master's workers.
+constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
+constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
 // see a stale one); -1 when absent or not a number.
@@ -126,6 +130,8 @@ AppSource resolve_app(const Config& config, app::Handler* own) {
 
 // The write end of the OutputCapture, for the workers of every generation (-1: none).
 int worker_output_fd = -1;
+// Kept connections move between the workers of every generation through it (handoff.hpp).
+HandoffChannel worker_handoff;
 
 process_manager::PoolSettings pool_settings(const Config& config) {
   process_manager::PoolSettings pool;
@@ -153,6 +159,7 @@ WorkerSettings worker_settings(const Config& config, int listen_fd) {
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.observe = observability_settings(config);
   settings.output_fd = worker_output_fd;
+  settings.handoff = worker_handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
   settings.server_values.max_conns =
       static_cast<unsigned>(config.workers * config.limits.max_connections);
@@ -174,6 +181,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     };
     return g;
   }
+  if (worker_handoff.enabled()) g.pool.nudge_after = config.limits.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
@@ -286,6 +294,20 @@ void open_listener(Host& host) {
   host.options.ready_fd = host.upgrade_fd;
 }
 
+// Kept connections move between the workers of every generation through one channel, made here
+// or, after USR2, taken over from the old master.
+void open_handoff_channel(Host& host) {
+  if (host.exec_mode() || host.config.limits.handoff_after.count() <= 0) return;
+  worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
+  worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+  if (worker_handoff.enabled()) return;
+  try {
+    worker_handoff = make_handoff_channel();
+  } catch (const StartupError& e) {
+    throw StartFailure{exit_code::kStartupFailure, e.what()};
+  }
+}
+
 // HUP: parse the same command line again; a bad config keeps the running one.
 void prepare_reload(Host& host) {
   host.options.reload = [args = host.args, listen_fd = host.listen_fd, own = host.own,
@@ -351,9 +373,15 @@ void open_status_server(Host& host) {
 void prepare_upgrade(Host& host) {
   host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd,
                                exe = own_executable()](int ready_fd) {
-    ::fcntl(listen_fd, F_SETFD, 0); // the socket crosses exec, nothing else of ours does
+    ::fcntl(listen_fd, F_SETFD, 0); // the socket and the handoff channel cross exec, nothing else
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
+    for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
+                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv}})
+      if (fd >= 0) {
+        ::fcntl(fd, F_SETFD, 0);
+        setenv(env, std::to_string(fd).c_str(), 1);
+      }
     std::vector<char*> argv;
     for (const auto& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
@@ -442,6 +470,7 @@ int run_host(int argc, char** argv, app::Handler* own) {
     if (!read_config(host)) return exit_code::kOk;
     open_logs(host);
     open_listener(host);
+    open_handoff_channel(host);
     prepare_reload(host);
     capture_worker_output(host);
     open_status_server(host);

@@ -1,8 +1,8 @@
 #include "fcgi_host/observe/status_server.hpp"
 
 #include "app/response.hpp"
+#include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/status_page.hpp"
-#include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
@@ -103,7 +103,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (v == RecordGuard::Verdict::RequestReady) break;
     if (v == RecordGuard::Verdict::Reject) {
       records::append_error_response(out, guard.request_id(), guard.error_status());
-      libfcgi_io::write_all(fd, out.data(), out.size(), 200);
+      write_all(fd, out.data(), out.size(), 200);
       return;
     }
     if (v == RecordGuard::Verdict::Close || size == in.size()) return;
@@ -168,7 +168,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   records::append_end_request(out, id, 0, 0);
   std::uint64_t now = process_manager::monotonic_ns();
   int left_ms = now < deadline ? static_cast<int>((deadline - now) / 1'000'000 + 1) : 1;
-  if (!libfcgi_io::write_all(fd, out.data(), out.size(), left_ms))
+  if (!write_all(fd, out.data(), out.size(), left_ms))
     PM_LOG(LogLevel::Warn, "status-listen: client did not read the answer in time");
 }
 
