@@ -141,16 +141,19 @@ public:
     return ConfigError(config_.where(name) + ": " + why);
   }
 
-  long long integer(const char* name, long long min, long long max) const {
+  // A whole number in `base` (10, or 8 for a mode), between min and max.
+  long long integer(const char* name, long long min, long long max, int base = 10) const {
     const std::string t = text(name);
     std::size_t pos = 0;
     long long v = 0;
     try {
-      v = std::stoll(t, &pos, 10);
+      v = std::stoll(t, &pos, base);
     } catch (const std::exception&) {
       pos = 0;
     }
-    if (t.empty() || pos != t.size()) throw error(name, "'" + t + "' is not a whole number");
+    if (t.empty() || pos != t.size())
+      throw error(name,
+                  "'" + t + (base == 8 ? "' is not an octal number" : "' is not a whole number"));
     if (v < min || v > max)
       throw error(name, "must be from " + std::to_string(min) + " to " + std::to_string(max) +
                             ", got " + t);
@@ -273,17 +276,7 @@ void parse_config_file(const std::string& path, const po::options_description& o
 void read_socket(const Values& v, Config& c) {
   if (v.has("listen")) c.listen = v.address("listen");
   c.backlog = static_cast<int>(v.integer("backlog", 1, 65535));
-  const std::string mode = v.text("socket-mode");
-  std::size_t pos = 0;
-  unsigned long value = 0;
-  try {
-    value = std::stoul(mode, &pos, 8);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != mode.size() || mode.empty() || value > 07777)
-    throw v.error("socket-mode", "'" + mode + "' is not an octal mode");
-  c.socket_mode = static_cast<mode_t>(value);
+  c.socket_mode = static_cast<mode_t>(v.integer("socket-mode", 0, 07777, 8));
   v.text("socket-owner", c.socket_owner);
   v.text("socket-group", c.socket_group);
 }
