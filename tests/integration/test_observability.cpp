@@ -109,7 +109,7 @@ print("VALUE", found)
 
 TEST_SUITE("observability") {
 
-  TEST_CASE("N requests held in handlers show exactly N active, W - N idle; the page never "
+  TEST_CASE("N requests held in handlers show exactly N active, W - N idle, the page never "
             "counts itself") {
     const int W = 3, N = 2;
     HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--status-path", "/status",
@@ -144,7 +144,7 @@ TEST_SUITE("observability") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("per-handler counts are exact across workers, a recycled worker and a reload; "
+  TEST_CASE("per-handler counts are exact across workers, a recycled worker and a reload, "
             "OpenMetrics passes a real parser") {
     const int W = 2, K1 = 40, K2 = 25;
     HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--max-requests", "15",
@@ -306,7 +306,7 @@ TEST_SUITE("observability") {
     CHECK(run_binary("ping --connect " + status_socket(host)).status == 0);
   }
 
-  TEST_CASE("--status-allow refuses a TCP peer not in the list; Unix peers pass") {
+  TEST_CASE("--status-allow refuses a TCP peer not in the list, Unix peers pass") {
     int port = it::free_tcp_port();
     HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status",
                       "--status-listen", "127.0.0.1:" + std::to_string(port), "--status-allow",
@@ -359,7 +359,7 @@ TEST_SUITE("observability") {
     CHECK(help.output.find("--timeout") != std::string::npos);
   }
 
-  TEST_CASE("the access log: one line per request in the given format; USR1 reopens it") {
+  TEST_CASE("the access log: one line per request in the given format, USR1 reopens it") {
     HostProcess host({"--app", "echo", "--workers", "2", "--access-log", "{dir}/access.log",
                       "--access-format", "%m %u %s %b %p %w %g"});
     for (int i = 0; i < 5; ++i)
