@@ -119,8 +119,8 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"slow-request-threshold", 0, "SECONDS", "0", "log requests that take longer (0: off)"},
     {"metrics", 0, "on|off", "on", "keep per-handler metrics and the scoreboard's request details"},
     {"status-path", 0, "PATH", "",
-     "answer this path with the status page: text, or ?json, ?openmetrics, ?html, ?text, "
-     "with &full for every worker; without a query, the Accept header chooses "
+     "answer this path with the status page: text, or ?json, ?openmetrics, ?prometheus, ?html, "
+     "?text, with &full for every worker; without a query word, the Accept header chooses "
      "(OpenMetrics or the Prometheus text format for a Prometheus scrape)"},
     {"ping-path", 0, "PATH", "", "answer this path with --ping-response"},
     {"ping-response", 0, "TEXT", "pong", "the body of a ping answer"},
