@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 using fcgi_test::Client;
 using fcgi_test::IoStatus;
@@ -150,5 +151,29 @@ TEST_SUITE("floods") {
     CHECK(took < 1.0);
     CHECK(it::lines_with(host.log(), "--max-buffered").size() >= 1);
     it::check_no_alerts(host);
+  }
+
+  TEST_CASE("EMFILE on accept: a burst of lines, then counts that grow apart (not 10 a second)") {
+    // The host under a low file limit: a wrapper sets it, then execs the real binary.
+    it::TempDir wrap;
+    std::string script = wrap.write("fcgi-host", "#!/bin/sh\nulimit -n 48\nexec '" +
+                                                     HostProcess::binary() + "' \"$@\"\n");
+    ::chmod(script.c_str(), 0755);
+    std::string real = HostProcess::binary();
+    ScopedEnv binary("FCGI_HOST_BINARY", script);
+    HostProcess host({"--app", "echo", "--workers", "1", "--header-timeout", "30"});
+    std::vector<Client> held;
+    for (int i = 0; i < 80; ++i)
+      held.push_back(host.connect(Millis{5000})); // past the worker's fds: EMFILE on accept
+    auto start = Clock::now();
+    auto emfile_lines = [&] { return it::lines_with(host.log(), "Too many open files").size(); };
+    // The worker retries every 100 ms: 30 attempts in 3 s, a burst of them written.
+    CHECK(it::wait_for([&] { return seconds_since(start) > 3.0; }, Millis{4000}));
+    std::size_t lines = emfile_lines() + it::lines_with(host.log(), "not logged").size();
+    MESSAGE("EMFILE for 3 s: " << lines << " log lines");
+    CHECK(emfile_lines() >= 1);
+    CHECK(lines <= 14);
+    held.clear();
+    CHECK(timed_request(host) < 1.0);
   }
 }
