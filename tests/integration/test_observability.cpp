@@ -168,7 +168,16 @@ TEST_SUITE("observability") {
     for (int i = 0; i < K2; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
 
-    std::string text = get(status_socket(host), "/status?openmetrics").body;
+    // A worker counts a request after its answer went out: the last one may still be on its way
+    // into the scoreboard when the client has its answer.
+    std::string text;
+    it::wait_for(
+        [&] {
+          text = get(status_socket(host), "/status?openmetrics").body;
+          return text.find("fcgihost_handler_calls_total{route=\"/a\"} " + std::to_string(K1 + K2) +
+                           "\n") != std::string::npos;
+        },
+        Millis{3000});
     std::string out =
         parse_openmetrics(host.dir(), text, "fcgihost_handler_calls_total{route=\"/a\"}");
     INFO(text);
@@ -198,6 +207,12 @@ TEST_SUITE("observability") {
     REQUIRE(host.wait_workers(2).size() == 2);
     for (int i = 0; i < 3; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
+    // Counted once the answer went out: wait until the third is in.
+    REQUIRE(it::wait_for(
+        [&] {
+          return get(status_socket(host), "/?json").body.find("\"+Inf\":3}") != std::string::npos;
+        },
+        Millis{3000}));
     auto scrape = [&](const std::string& address, const std::string& uri,
                       const std::string& accept) {
       auto c = fcgi_test::Client::connect(address);
