@@ -4,6 +4,7 @@
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_server.hpp"
@@ -288,8 +289,8 @@ void open_listener(Host& host) {
   // Workers accept without blocking, so that one of them can wait on its kept connections and
   // the listening socket together. O_NONBLOCK belongs to the open socket, shared by every
   // process: in exec mode it stays blocking, as libfcgi programs expect.
-  int flags = fcntl(host.listen_fd, F_GETFL);
-  fcntl(host.listen_fd, F_SETFL, host.exec_mode() ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+  if (!set_nonblocking(host.listen_fd, !host.exec_mode()))
+    throw StartFailure{exit_code::kStartupFailure, sys_error("fcntl(O_NONBLOCK)", "listen socket")};
   host.options.listen_fd = host.listen_fd;
   host.options.ready_fd = host.upgrade_fd;
 }
@@ -373,21 +374,23 @@ void open_status_server(Host& host) {
 void prepare_upgrade(Host& host) {
   host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd,
                                exe = own_executable()](int ready_fd) {
-    ::fcntl(listen_fd, F_SETFD, 0); // the socket and the handoff channel cross exec, nothing else
+    // The socket and the handoff channel cross exec, nothing else of ours does.
+    if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
+      PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
+      return;
+    }
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
     for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
                            std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv}})
-      if (fd >= 0) {
-        ::fcntl(fd, F_SETFD, 0);
+      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
         setenv(env, std::to_string(fd).c_str(), 1);
-      }
     std::vector<char*> argv;
     for (const auto& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(exe.c_str(), argv.data());
-    PM_LOG(LogLevel::Alert, "USR2: execv(\"" + exe + "\") failed: " + std::strerror(errno));
+    PM_LOG(LogLevel::Alert, "USR2: " + sys_error("execv", exe));
   };
   host.options.on_upgrade = [&host](bool taken_over) {
     host.handed_over = taken_over;

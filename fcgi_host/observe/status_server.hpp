@@ -38,8 +38,4 @@ private:
   const process_manager::Scoreboard* scoreboard_ = nullptr;
 };
 
-// The FastCGI name-value pairs of a PARAMS stream; false when malformed.
-bool decode_params(std::string_view data,
-                   std::vector<std::pair<std::string_view, std::string_view>>& out);
-
 } // namespace fcgi_host
