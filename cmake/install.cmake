@@ -1,7 +1,12 @@
 # Install rules, the CMake package config (find_package(fcgi_host)) and the Debian package (CPack).
 #
-#   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DFCGI_HOST_TESTS=OFF
+#   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DFCGI_HOST_TESTS=OFF \
+#         -DFCGI_HOST_DEB=ON
 #   cmake --build build -j2 && (cd build && cpack -G DEB)
+#
+# The package creates the system user and group fcgi-host (the workers' `user`/`group` in the
+# shipped config), enables and starts fcgi-host.service, and on purge removes the user, the
+# config and the logs. Its binary is stripped; the debug symbols stay in build/fcgi-host.debug.
 #
 # What a user of the package gets:
 #   fcgi_host::app       the handler API headers only: enough for a plugin (--app libx.so), whose
@@ -35,6 +40,13 @@ target_link_libraries(fcgi_host PUBLIC fcgi_host_app_headers)
 # The static library behind the API is fcgi_host::app_static (fcgi_host::app is the headers).
 set_target_properties(app PROPERTIES EXPORT_NAME app_static)
 
+# Namespaced file names in the multiarch libdir (libfcgi-host-app.a, not libapp.a); the CMake
+# target names stay.
+set_target_properties(app PROPERTIES OUTPUT_NAME fcgi-host-app)
+set_target_properties(process_manager PROPERTIES OUTPUT_NAME fcgi-host-process-manager)
+set_target_properties(fcgi_protocol PROPERTIES OUTPUT_NAME fcgi-host-protocol)
+set_target_properties(fcgi_host PROPERTIES OUTPUT_NAME fcgi-host-core)
+
 install(TARGETS fcgi-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_headers
         EXPORT fcgi_host_targets
@@ -62,7 +74,8 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp ${PROJECT_SOURCE_DIR}/fcgi_host/cli/option_table.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
 # The record codec the test client speaks (fcgi_host::fcgi_protocol).
@@ -92,7 +105,20 @@ install(FILES ${PROJECT_SOURCE_DIR}/conf/nginx-fcgi-host.conf
               ${PROJECT_SOURCE_DIR}/conf/nginx-upstream-cluster.conf
               ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
         DESTINATION ${FCGI_HOST_DOCDIR}/examples)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md DESTINATION ${FCGI_HOST_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md ${PROJECT_SOURCE_DIR}/cmake/debian/copyright
+        DESTINATION ${FCGI_HOST_DOCDIR})
+# Without systemd (containers, sysvinit): the same service as an init script.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/cmake/debian/fcgi-host.init
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/init.d RENAME fcgi-host)
+# Debian policy: the changelog as changelog.gz (a native package), gzip -9n like the man page.
+set(FCGI_HOST_CHANGELOG_GZ ${PROJECT_BINARY_DIR}/changelog.gz)
+add_custom_command(OUTPUT ${FCGI_HOST_CHANGELOG_GZ}
+                   COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/cmake/debian/changelog >
+                           ${FCGI_HOST_CHANGELOG_GZ}
+                   DEPENDS ${PROJECT_SOURCE_DIR}/cmake/debian/changelog
+                   COMMENT "Compressing the changelog")
+add_custom_target(fcgi_host_changelog ALL DEPENDS ${FCGI_HOST_CHANGELOG_GZ})
+install(FILES ${FCGI_HOST_CHANGELOG_GZ} DESTINATION ${FCGI_HOST_DOCDIR})
 # Debian policy: man pages compressed with gzip -9, without a timestamp (-n: reproducible).
 set(FCGI_HOST_MAN_GZ ${PROJECT_BINARY_DIR}/fcgi-host.1.gz)
 add_custom_command(OUTPUT ${FCGI_HOST_MAN_GZ}
@@ -113,14 +139,16 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME fcgi-host)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "fcgi-host")
-set(CPACK_PACKAGE_CONTACT "fcgi-host maintainers <fcgi-host@localhost>")
+set(CPACK_PACKAGE_CONTACT "fcgi-host maintainers <fcgi-host@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "FastCGI application host: a master preforking C++ handler workers")
+# The extended description: lines of at most 80 characters (Debian policy 5.6.13).
 string(CONCAT CPACK_PACKAGE_DESCRIPTION
-    "fcgi-host runs a C++ FastCGI handler behind nginx (fastcgi_pass): a master process preforks "
-    "workers that accept on one listening socket, supervises and respawns them, reloads by "
-    "generations on HUP and stops gracefully on TERM. It loads a handler plugin (--app libx.so), "
-    "serves a built-in app, or supervises any FastCGI program (--exec). The headers, static "
-    "libraries and CMake package (find_package(fcgi_host)) to build handlers are included.")
+    "fcgi-host runs a C++ FastCGI handler behind nginx (fastcgi_pass): a master\n"
+    "process preforks workers that accept on one listening socket, supervises and\n"
+    "respawns them, reloads by generations on HUP and stops gracefully on TERM.\n"
+    "It loads a handler plugin (--app libx.so), serves a built-in app, or\n"
+    "supervises any FastCGI program (--exec). The headers, static libraries and\n"
+    "CMake package (find_package(fcgi_host)) to build handlers are included.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION httpd)
@@ -128,12 +156,18 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends from the ELF (libc6, libstdc++6, libfcgi0ldbl, libboost-program-options1.74.0), or the
 # explicit list where dpkg-shlibdeps (dpkg-dev) is missing.
 find_program(FCGI_HOST_DPKG_SHLIBDEPS dpkg-shlibdeps)
+# adduser: the maintainer scripts create and remove the system user fcgi-host.
 if(FCGI_HOST_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libc6, libstdc++6, libgcc-s1, libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
+  string(CONCAT CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libc6, libstdc++6, libgcc-s1, "
+                "libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
 endif()
+# invoke-rc.d --skip-systemd-native in the maintainer scripts (debhelper's pattern).
+set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
+# Stripped binaries in the package; the symbols are in the build's fcgi-host.debug.
+set(CPACK_STRIP_FILES ON)
 # For building handlers: a compiler and CMake. No -dev package is needed to link an own main
 # (the config falls back to the runtime libraries), but the -dev packages are preferred.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nginx, cmake, g++, libfcgi-dev, libboost-program-options-dev")

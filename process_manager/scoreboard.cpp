@@ -80,6 +80,7 @@ void Scoreboard::retire(std::size_t i) {
   p.retired_accepted += s.accepted.exchange(0);
   p.retired_requests += s.requests.exchange(0);
   p.retired_slow_requests += s.slow_requests.exchange(0);
+  p.retired_aborted_requests += s.aborted_requests.exchange(0);
   p.retired_handed_off += s.handed_off.exchange(0);
   s.connections.store(0, std::memory_order_relaxed);
   for (std::size_t b = 0; b < kLatencyBuckets; ++b)

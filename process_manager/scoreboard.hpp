@@ -56,6 +56,7 @@ struct alignas(64) WorkerSlot {
   std::atomic<std::uint32_t> connections{0}; // held now (the master nudges a slow worker only
                                              // when it holds others)
   std::atomic<std::uint64_t> slow_requests{0};
+  std::atomic<std::uint64_t> aborted_requests{0}; // the web server aborted or closed
   std::atomic<std::uint64_t> last_duration_ns{0}; // of the last finished request
   std::atomic<std::uint64_t> last_cpu_ns{0};      // of the last request sampled for CPU time
   // Queue time (arrival stamped by the web server -> handler start) of the requests that carried
@@ -75,6 +76,7 @@ struct PoolCounters {
   std::atomic<std::uint64_t> retired_accepted{0};
   std::atomic<std::uint64_t> retired_requests{0};
   std::atomic<std::uint64_t> retired_slow_requests{0};
+  std::atomic<std::uint64_t> retired_aborted_requests{0};
   std::atomic<std::uint64_t> retired_handed_off{0};
   std::atomic<std::uint64_t> retired_queue_buckets[kLatencyBuckets]{};
   std::atomic<std::uint64_t> retired_queue_sum_ns{0};

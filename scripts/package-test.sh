@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Package test: build the .deb from a Release build, install it, build a handler plugin and a
-# program with its own main out of tree against the installed package (find_package(fcgi_host)),
-# serve a request with each through the installed /usr/bin/fcgi-host, then remove the package.
+# Package test: build the .deb from a Release build, check it with lintian (no error, no
+# warning), install it, serve through Debian's own nginx (the packaged `nginx` service, the site
+# snippet from the package enabled on a private loopback port) to the packaged fcgi-host service,
+# build a handler plugin and a program with its own main out of tree against the installed
+# package (find_package(fcgi_host)), serve a request with each, then purge the package and check
+# that nothing is left (user, config, logs, processes).
 #
 #   sudo scripts/package-test.sh            (root: it installs and removes a system package)
 #
@@ -21,6 +24,11 @@ WORK=$(mktemp -d /tmp/fcgi-host-package-test.XXXXXX)
 BUILD=${PACKAGE_BUILD_DIR:-$WORK/build}
 PIDS=()
 INSTALLED=0
+NGINX_SITE=/etc/nginx/sites-enabled/fcgi-host-package-test
+NGINX_DEFAULT_MOVED=0
+NGINX_WAS_RUNNING=0
+NGINX_TOUCHED=0
+MASTER=""
 START=$SECONDS
 
 step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - START)); }
@@ -38,6 +46,8 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true
     done
+    restore_nginx
+    stop_service
     if [ "$INSTALLED" = 1 ] && [ "${KEEP_PACKAGE:-0}" != 1 ]; then
         apt-get purge -y -q fcgi-host >/dev/null 2>&1 || dpkg --purge fcgi-host >/dev/null 2>&1 || true
     fi
@@ -47,6 +57,32 @@ cleanup() {
     else
         printf '\npackage test: FAIL (exit %d, %ds)\n' $rc $((SECONDS - START)) >&2
     fi
+}
+# Debian's nginx service back as it was: our site removed, the default site back, stopped unless
+# it ran before.
+restore_nginx() {
+    [ "$NGINX_TOUCHED" = 1 ] || return 0
+    NGINX_TOUCHED=0
+    rm -f "$NGINX_SITE"
+    if [ "$NGINX_DEFAULT_MOVED" = 1 ]; then
+        mv "$WORK/nginx-default-site" /etc/nginx/sites-enabled/default
+    fi
+    if [ "$NGINX_WAS_RUNNING" = 1 ]; then
+        service nginx reload >/dev/null 2>&1 || true
+    else
+        service nginx stop >/dev/null 2>&1 || true
+    fi
+}
+# The packaged service, stopped the way it was started (policy-rc.d may keep the maintainer
+# scripts from doing it); TERM to its master as a last resort.
+stop_service() {
+    [ -n "$MASTER" ] || return 0
+    service fcgi-host stop >/dev/null 2>&1 || true
+    for _ in $(seq 100); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
+    kill -TERM "$MASTER" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$MASTER" 2>/dev/null && return 1
+    MASTER=""
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -59,7 +95,8 @@ fi
 # ---- What the build and the test need (Debian packages only) ----------------------------------
 step "build dependencies"
 need=()
-for pkg in cmake g++ make pkg-config libfcgi-dev libboost-program-options-dev dpkg-dev libfcgi-bin; do
+for pkg in cmake g++ make pkg-config libfcgi-dev libboost-program-options-dev dpkg-dev libfcgi-bin \
+    lintian nginx curl adduser; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -71,7 +108,7 @@ fi
 # ---- Build the package ------------------------------------------------------------------------
 step "Release build in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-    -DFCGI_HOST_TESTS=OFF >/dev/null
+    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_DEB=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log"; fail "build"; }
 if grep -q 'warning:' "$WORK/build.log"; then
@@ -81,6 +118,12 @@ fi
 rm -f "$BUILD"/fcgi-host_*.deb
 (cd "$BUILD" && cpack -G DEB >"$WORK/cpack.log" 2>&1) || { cat "$WORK/cpack.log"; fail "cpack"; }
 DEB=$(ls "$BUILD"/fcgi-host_*.deb)
+[ -s "$BUILD/fcgi-host.debug" ] || fail "no fcgi-host.debug (debug symbols kept apart)"
+
+step "lintian $(basename "$DEB")"
+lintian --fail-on error,warning --no-tag-display-limit "$DEB" || fail "lintian"
+echo "lintian: no error, no warning"
+
 step "package $(basename "$DEB")"
 dpkg-deb --field "$DEB"
 echo
@@ -88,7 +131,8 @@ dpkg-deb --contents "$DEB" | tee "$WORK/contents.txt"
 for path in ./usr/bin/fcgi-host ./etc/fcgi-host/fcgi-host.conf ./lib/systemd/system/fcgi-host.service \
     ./lib/systemd/system/fcgi-host.socket ./usr/share/man/man1/fcgi-host.1.gz \
     ./usr/include/fcgi-host/app/plugin.hpp ./usr/include/fcgi-host/fcgi_host/run.hpp \
-    ./usr/share/doc/fcgi-host/examples/nginx-upstream-cluster.conf; do
+    ./usr/share/doc/fcgi-host/examples/nginx-upstream-cluster.conf ./usr/share/doc/fcgi-host/copyright \
+    ./usr/share/doc/fcgi-host/changelog.gz ./etc/init.d/fcgi-host; do
     grep -q " $path\$" "$WORK/contents.txt" || fail "$path missing from the package"
 done
 grep -q '/cmake/fcgi_host/fcgi_hostConfig.cmake$' "$WORK/contents.txt" || fail "no CMake config"
@@ -105,6 +149,7 @@ INSTALLED=1
 /usr/bin/fcgi-host --version
 /usr/bin/fcgi-host --config /etc/fcgi-host/fcgi-host.conf --test-config ||
     fail "the shipped config does not pass --test-config"
+getent passwd fcgi-host >/dev/null || fail "no system user fcgi-host after install"
 man -w fcgi-host >/dev/null 2>&1 || [ -f /usr/share/man/man1/fcgi-host.1.gz ] || fail "man page"
 if command -v systemd-analyze >/dev/null; then
     # Man pages may be absent (docker images exclude them): only unit errors count.
@@ -114,6 +159,48 @@ if command -v systemd-analyze >/dev/null; then
     echo "systemd-analyze verify: units OK"
 fi
 
+# ---- The packaged service behind Debian's nginx ------------------------------------------------
+step "the packaged service behind Debian's nginx service"
+# postinst starts the service where policy-rc.d allows it (not in most containers).
+if ! service fcgi-host status >/dev/null 2>&1; then
+    service fcgi-host start || { cat /var/log/fcgi-host/error.log 2>/dev/null; fail "service start"; }
+fi
+for _ in $(seq 100); do [ -S /run/fcgi-host/fcgi-host.sock ] && break; sleep 0.1; done
+[ -S /run/fcgi-host/fcgi-host.sock ] || { cat /var/log/fcgi-host/error.log; fail "no socket"; }
+perms=$(stat -c '%U:%G %a' /run/fcgi-host/fcgi-host.sock)
+[ "$perms" = "root:www-data 660" ] || fail "socket is $perms, expected root:www-data 660"
+MASTER=$(cat /run/fcgi-host/fcgi-host.pid)
+for _ in $(seq 100); do pgrep -P "$MASTER" >/dev/null && break; sleep 0.1; done
+workers=$(ps -o user= --ppid "$MASTER" | sort -u | tr -d ' ')
+[ "$workers" = fcgi-host ] || fail "workers run as '$workers', expected fcgi-host"
+echo "socket $perms, workers run as $workers"
+
+# Debian's nginx as packaged, with the package's site snippet enabled on a free loopback port
+# (the stock default site moved aside so that nothing binds port 80).
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+service nginx status >/dev/null 2>&1 && NGINX_WAS_RUNNING=1
+NGINX_TOUCHED=1
+if [ -e /etc/nginx/sites-enabled/default ]; then
+    mv /etc/nginx/sites-enabled/default "$WORK/nginx-default-site"
+    NGINX_DEFAULT_MOVED=1
+fi
+sed -e "s/listen 80;/listen 127.0.0.1:$PORT;/" \
+    /usr/share/doc/fcgi-host/examples/nginx-fcgi-host.conf >"$NGINX_SITE"
+nginx -t -q || fail "nginx -t with the package's site snippet"
+if [ "$NGINX_WAS_RUNNING" = 1 ]; then service nginx reload; else service nginx start; fi
+out=""
+for _ in $(seq 50); do
+    out=$(curl -sf "http://127.0.0.1:$PORT/" || true)
+    [ "$out" = OK ] && break
+    sleep 0.1
+done
+[ "$out" = OK ] || { tail -5 /var/log/nginx/error.log; fail "curl through nginx got '$out'"; }
+echo "curl http://127.0.0.1:$PORT/ through Debian's nginx: $out"
+restore_nginx
+STOPPED=$MASTER
+stop_service || fail "the packaged service did not stop"
+echo "service fcgi-host stop: master $STOPPED gone"
+
 step "installed headers compile standalone"
 MULTIARCH=$(gcc -print-multiarch)
 for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp; do
@@ -122,7 +209,8 @@ for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp
         fail "$h does not compile on its own"
 done
 echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp | wc -l) headers"
-for lib in libapp.a libfcgi_host.a libprocess_manager.a; do
+for lib in libfcgi-host-app.a libfcgi-host-core.a libfcgi-host-process-manager.a \
+    libfcgi-host-protocol.a libfcgi-host-test-client.a; do
     [ -f "/usr/lib/$MULTIARCH/$lib" ] || fail "/usr/lib/$MULTIARCH/$lib missing"
 done
 
@@ -266,4 +354,10 @@ if [ "${KEEP_PACKAGE:-0}" != 1 ]; then
     [ ! -e /usr/bin/fcgi-host ] || fail "/usr/bin/fcgi-host still there after purge"
     [ ! -e /etc/fcgi-host/fcgi-host.conf ] || fail "/etc/fcgi-host/fcgi-host.conf still there after purge"
     [ ! -d /usr/include/fcgi-host ] || fail "/usr/include/fcgi-host still there after purge"
+    for path in /etc/fcgi-host /var/log/fcgi-host /run/fcgi-host /etc/init.d/fcgi-host; do
+        [ ! -e "$path" ] || fail "$path still there after purge"
+    done
+    ! getent passwd fcgi-host >/dev/null || fail "user fcgi-host still there after purge"
+    ! getent group fcgi-host >/dev/null || fail "group fcgi-host still there after purge"
+    ! kill -0 "$STOPPED" 2>/dev/null || fail "the packaged fcgi-host ($STOPPED) still runs after purge"
 fi

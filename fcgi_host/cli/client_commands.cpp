@@ -1,5 +1,8 @@
 #include "fcgi_host/cli/client_commands.hpp"
 
+#include "fcgi_host/cli/help_text.hpp"
+#include "fcgi_host/observe/status_page.hpp"
+
 #include "fcgi_host/net/listen_address.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/records.hpp"
@@ -32,6 +35,7 @@ struct Options {
   std::string query;
   long max_queue = -1;
   double timeout_s = 5;
+  bool help = false;
 };
 
 struct Failure {
@@ -147,6 +151,7 @@ std::string exchange(int fd, const std::string& peer, const std::string& request
 }
 
 struct Reply {
+  bool from_host = false; // the X-Fcgi-Host header was there
   int status = 200;
   std::string idle, queue; // X-Idle-Workers, X-Listen-Queue
   std::string body;
@@ -161,6 +166,8 @@ Reply parse_reply(const std::string& cgi) {
       r.idle = value;
     else if (cgi::same_header_name(name, "X-Listen-Queue"))
       r.queue = value;
+    else if (cgi::same_header_name(name, kHostHeader))
+      r.from_host = true;
   }
   r.body = head.body;
   return r;
@@ -190,7 +197,10 @@ Options parse_options(int argc, char** argv) {
       auto r = std::from_chars(v.data(), v.data() + v.size(), o.max_queue);
       if (r.ec != std::errc() || r.ptr != v.data() + v.size() || o.max_queue < 0)
         throw Failure{kClientUsage, "--max-queue: a count >= 0"};
-    } else if ((a == "--json" || a == "--openmetrics" || a == "--html") && !o.ping) {
+    } else if (a == "--help" || a == "-h") {
+      o.help = true;
+    } else if ((a == "--json" || a == "--openmetrics" || a == "--prometheus" || a == "--html") &&
+               !o.ping) {
       o.query = std::string(a.substr(2)) + (o.query == "full" ? "&full" : "");
     } else if (a == "--full" && !o.ping) {
       o.query = o.query.empty() ? "full" : o.query + "&full";
@@ -198,7 +208,7 @@ Options parse_options(int argc, char** argv) {
       throw Failure{kClientUsage, "unknown option '" + std::string(a) + "'"};
     }
   }
-  if (o.connect.empty()) throw Failure{kClientUsage, "--connect ADDR is required"};
+  if (o.connect.empty() && !o.help) throw Failure{kClientUsage, "--connect ADDR is required"};
   return o;
 }
 
@@ -213,6 +223,16 @@ int run_client_command(int argc, char** argv) {
   std::string what = argv[1];
   try {
     Options o = parse_options(argc, argv);
+    if (o.help) {
+      std::cout << (o.ping ? "Usage: fcgi-host ping --connect ADDR [--path PATH] [--timeout "
+                             "SECONDS]\n"
+                           : "Usage: fcgi-host status --connect ADDR [--path PATH] "
+                             "[--json|--openmetrics|--prometheus|--html] [--full]\n"
+                             "                        [--max-queue N] [--timeout SECONDS]\n")
+                << "Asks a running fcgi-host over FastCGI (a health check) and prints the page.\n\n"
+                << kClientCommandsHelp;
+      return kClientHealthy;
+    }
     auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
     int fd = connect_to(o.connect, deadline);
     std::string out;
@@ -224,6 +244,11 @@ int run_client_command(int argc, char** argv) {
     }
     close(fd);
     Reply r = parse_reply(out);
+    if (!r.from_host)
+      throw Failure{kClientNoAnswer, o.connect + " answered, but not as fcgi-host (no " +
+                                         std::string(kHostHeader) +
+                                         " header): is it the "
+                                         "host's --status-listen or --listen address?"};
     std::cout << r.body << std::flush;
     if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
     if (o.max_queue >= 0 && r.idle == "0") {

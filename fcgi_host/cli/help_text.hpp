@@ -3,6 +3,16 @@
 // process_manager/signals.hpp and process_manager/exit_codes.hpp.
 namespace fcgi_host {
 
+inline constexpr const char* kClientCommandsHelp =
+    "Health checks (fcgi-host status|ping --help for more):\n"
+    "  --connect ADDR     required: the host's --status-listen or --listen address\n"
+    "  --path PATH        the status or ping path (default: /status, /ping)\n"
+    "  --json, --openmetrics, --prometheus, --html, --full   status: the page's format\n"
+    "  --max-queue N      status: unhealthy when no worker is idle and more than N wait\n"
+    "  --timeout SECONDS  give up after this long (default: 5)\n"
+    "  Exit 0: healthy; 1: unhealthy (not 200, or the queue above --max-queue); 2: usage;\n"
+    "  3: no answer, or an answer that is not fcgi-host's (no X-Fcgi-Host header)\n";
+
 inline constexpr const char* kSignalsHelp =
     "Signals (send them to the master):\n"
     "  TERM, QUIT  graceful stop: stop accepting, finish in-flight and queued requests\n"
@@ -18,7 +28,8 @@ inline constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  stopped on request (TERM, QUIT, INT), or --help, --version, a good --test-config\n"
     "  1  runtime failure: workers could not boot, or a fatal error in the master\n"
-    "  2  bad option or config file\n"
-    "  3  start-up failure: listening socket, plugin, pidfile or privileges\n";
+    "  2  bad option or config file, or what --test-config finds (unknown user or group, missing\n"
+    "     directory, program or plugin, unknown app, unresolvable address, bad log format)\n"
+    "  3  start-up failure: listening socket, log file, pidfile or dropping privileges\n";
 
 } // namespace fcgi_host

@@ -3,6 +3,7 @@
 #include "app/builtin_apps.hpp"
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
@@ -104,19 +105,26 @@ bool looks_like_path(const std::string& app) {
   return app.find('/') != std::string::npos || app.ends_with(".so");
 }
 
-// Throws StartupError for an app that cannot be served.
-AppSource resolve_app(const Config& config, app::Handler* own, bool app_given) {
+// Throws ConfigError (naming --app, and FILE:LINE) for an app that cannot be served.
+AppSource resolve_app(const Config& config, app::Handler* own) {
   AppSource source;
   if (own) {
-    if (app_given) throw StartupError("--app: this program serves its own handler");
+    if (config.app_given)
+      throw ConfigError(config.where("app") + ": this program serves its own handler");
     source.own = own;
+  } else if (!config.exec.empty()) {
+    // --exec: the program is the handler.
   } else if (looks_like_path(config.app)) {
-    source.plugin = std::make_shared<Plugin>(config.app);
+    try {
+      source.plugin = std::make_shared<Plugin>(config.app);
+    } catch (const StartupError& e) {
+      throw ConfigError(config.where("app") + ": " + e.what());
+    }
   } else if (app::is_builtin_app(config.app)) {
     source.builtin = config.app;
   } else {
-    throw StartupError("--app: unknown app \"" + config.app +
-                       "\" (built-ins: hello, echo; or the path of a plugin .so)");
+    throw ConfigError(config.where("app") + ": unknown app \"" + config.app +
+                      "\" (built-ins: hello, echo; or the path of a plugin .so)");
   }
   return source;
 }
@@ -126,8 +134,20 @@ int worker_output_fd = -1;
 // Kept connections move between the workers of every generation through it (handoff.hpp).
 HandoffChannel worker_handoff;
 
-process_manager::Generation make_generation(const Config& config, const AppSource& app,
-                                            int listen_fd) {
+process_manager::PoolSettings pool_settings(const Config& config) {
+  process_manager::PoolSettings pool;
+  pool.workers = config.workers;
+  pool.graceful_timeout = config.graceful_timeout;
+  pool.request_timeout = config.request_timeout;
+  pool.mode = pool_mode(config.pm);
+  pool.min_spare = config.min_spare;
+  pool.max_spare = config.max_spare;
+  pool.max_workers = config.max_workers;
+  pool.idle_timeout = config.idle_timeout;
+  return pool;
+}
+
+WorkerSettings worker_settings(const Config& config, int listen_fd) {
   WorkerSettings settings;
   settings.listen_fd = listen_fd;
   settings.allow_clients = ClientFilter(config.allow_clients);
@@ -144,15 +164,14 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
   settings.server_values.max_conns =
       static_cast<unsigned>(config.workers * config.limits.max_connections);
+  return settings;
+}
+
+process_manager::Generation make_generation(const Config& config, const AppSource& app,
+                                            int listen_fd) {
+  WorkerSettings settings = worker_settings(config, listen_fd);
   process_manager::Generation g;
-  g.pool.workers = config.workers;
-  g.pool.graceful_timeout = config.graceful_timeout;
-  g.pool.request_timeout = config.request_timeout;
-  g.pool.mode = pool_mode(config.pm);
-  g.pool.min_spare = config.min_spare;
-  g.pool.max_spare = config.max_spare;
-  g.pool.max_workers = config.max_workers;
-  g.pool.idle_timeout = config.idle_timeout;
+  g.pool = pool_settings(config);
   if (!config.exec.empty()) {
     ExecSettings exec{listen_fd, config.exec, settings.credentials, config.clear_env, config.env};
     g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
@@ -189,14 +208,6 @@ void configure_log(const Config& config) {
   }
 }
 
-bool app_given_on(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--app" || a == "-a" || a.starts_with("--app=")) return true;
-  }
-  return false;
-}
-
 // Until the master routes them to its loop, the control signals would kill the process with
 // their default action: a HUP or USR1 sent as soon as the socket accepts must not.
 void hold_control_signals() {
@@ -207,88 +218,118 @@ void hold_control_signals() {
   sigprocmask(SIG_BLOCK, &held, nullptr);
 }
 
-int run_host(int argc, char** argv, app::Handler* own) {
-  if (is_client_command(argc, argv)) return run_client_command(argc, argv); // status, ping
-  hold_control_signals();
-  Config config;
-  try {
-    if (parse_config(argc, argv, config, std::cout) == ParseOutcome::Exit) return exit_code::kOk;
-  } catch (const ConfigError& e) {
-    std::cerr << "fcgi-host: " << e.what() << "\n";
-    return exit_code::kUsage;
-  }
-  try {
-    configure_log(config);
-  } catch (const std::exception& e) {
-    std::cerr << "fcgi-host: " << e.what() << "\n";
-    return exit_code::kStartupFailure;
-  }
-  AppSource app;
-  try {
-    app = resolve_app(config, own, own && app_given_on(argc, argv));
-    resolve_credentials(config);
-  } catch (const StartupError& e) {
-    std::cerr << "fcgi-host: " << e.what() << "\n";
-    return exit_code::kStartupFailure;
-  }
-  if (config.test_config) {
-    std::cout << "fcgi-host: configuration"
-              << (config.config_file.empty() ? "" : " in " + config.config_file) << " is valid\n";
-    return exit_code::kOk;
-  }
+// Start-up stops here with this exit code and message (also logged when `log`).
+struct StartFailure {
+  int code;
+  std::string message;
+  bool log = false;
+};
 
-  // Started by USR2 of an old master: its socket, already bound and listening.
-  const int upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
-  const int adopted_fd = take_fd_from_env(kListenFdEnv);
-  std::unique_ptr<ListenSocket> listener;
+// What the master holds while it runs, built step by step by run_host.
+struct Host {
+  std::vector<std::string> args; // for reload and USR2
+  app::Handler* own = nullptr;
+  Config config;
+  AppSource app;
+  int upgrade_fd = -1;                    // USR2: tell the old master we are ready
+  std::unique_ptr<ListenSocket> listener; // null when the socket came from the old master
+  int listen_fd = -1;
+  bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
+  std::unique_ptr<OutputCapture> output;
+  std::unique_ptr<StatusServer> status_server;
+  std::unique_ptr<process_manager::Pidfile> pidfile;
+  process_manager::MasterOptions options;
+
+  bool exec_mode() const { return !config.exec.empty(); }
+};
+
+// Options, config file and every check short of binding and forking. False: done (--help,
+// --version, --test-config).
+bool read_config(Host& host) {
+  std::vector<const char*> argv;
+  for (const auto& a : host.args)
+    argv.push_back(a.c_str());
   try {
-    if (adopted_fd < 0) listener = std::make_unique<ListenSocket>(config);
+    if (parse_config(static_cast<int>(argv.size()), argv.data(), host.config, std::cout) ==
+        ParseOutcome::Exit)
+      return false;
+    host.app = resolve_app(host.config, host.own);
+    check_before_start(host.config);
+    resolve_credentials(host.config);
+  } catch (const ConfigError& e) {
+    throw StartFailure{exit_code::kUsage, e.what()};
   } catch (const StartupError& e) {
-    std::cerr << "fcgi-host: " << e.what() << "\n";
-    if (!config.error_log.empty()) PM_LOG(LogLevel::Alert, e.what());
-    return exit_code::kStartupFailure;
+    throw StartFailure{exit_code::kUsage, e.what()};
   }
-  const int listen_fd = listener ? listener->fd() : adopted_fd;
-  const bool exec_mode = !config.exec.empty();
+  if (!host.config.test_config) return true;
+  std::cout << "fcgi-host: configuration"
+            << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
+            << " is valid\n";
+  return false;
+}
+
+void open_logs(const Host& host) {
+  try {
+    configure_log(host.config);
+  } catch (const std::exception& e) {
+    throw StartFailure{exit_code::kStartupFailure, e.what()};
+  }
+}
+
+// Binds the socket, or takes the one of the old master after USR2.
+void open_listener(Host& host) {
+  host.upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
+  const int adopted_fd = take_fd_from_env(kListenFdEnv);
+  try {
+    if (adopted_fd < 0) host.listener = std::make_unique<ListenSocket>(host.config);
+  } catch (const StartupError& e) {
+    throw StartFailure{exit_code::kStartupFailure, e.what(), !host.config.error_log.empty()};
+  }
+  host.listen_fd = host.listener ? host.listener->fd() : adopted_fd;
   // Workers accept without blocking, so that one of them can wait on its kept connections and
   // the listening socket together. O_NONBLOCK belongs to the open socket, shared by every
   // process: in exec mode it stays blocking, as libfcgi programs expect.
-  if (!set_nonblocking(listen_fd, !exec_mode)) {
-    std::cerr << "fcgi-host: " << sys_error("fcntl(O_NONBLOCK)", "listen socket") << "\n";
-    return exit_code::kStartupFailure;
+  if (!set_nonblocking(host.listen_fd, !host.exec_mode()))
+    throw StartFailure{exit_code::kStartupFailure, sys_error("fcntl(O_NONBLOCK)", "listen socket")};
+  host.options.listen_fd = host.listen_fd;
+  host.options.ready_fd = host.upgrade_fd;
+}
+
+// Kept connections move between the workers of every generation through one channel, made here
+// or, after USR2, taken over from the old master.
+void open_handoff_channel(Host& host) {
+  if (host.exec_mode() || host.config.limits.handoff_after.count() <= 0) return;
+  worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
+  worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+  if (worker_handoff.enabled()) return;
+  try {
+    worker_handoff = make_handoff_channel();
+  } catch (const StartupError& e) {
+    throw StartFailure{exit_code::kStartupFailure, e.what()};
   }
-  if (!exec_mode && config.limits.handoff_after.count() > 0) {
-    worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
-    worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
-    if (!worker_handoff.enabled()) {
-      try {
-        worker_handoff = make_handoff_channel();
-      } catch (const StartupError& e) {
-        std::cerr << "fcgi-host: " << e.what() << "\n";
-        return exit_code::kStartupFailure;
-      }
-    }
-  }
-  bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
-  const std::vector<std::string> args(argv, argv + argc);
-  const ListenAddress first_address = config.listen;
-  process_manager::MasterOptions options;
-  options.reload = [args, listen_fd, own, first_address,
-                    exec_mode]() -> std::optional<process_manager::Generation> {
-    std::vector<const char*> argv2;
+}
+
+// HUP: parse the same command line again; a bad config keeps the running one.
+void prepare_reload(Host& host) {
+  host.options.reload = [args = host.args, listen_fd = host.listen_fd, own = host.own,
+                         first_address = host.config.listen,
+                         exec_mode =
+                             host.exec_mode()]() -> std::optional<process_manager::Generation> {
+    std::vector<const char*> argv;
     for (const auto& a : args)
-      argv2.push_back(a.c_str());
+      argv.push_back(a.c_str());
     Config next;
     try {
       std::ostringstream ignored;
-      parse_config(static_cast<int>(argv2.size()), argv2.data(), next, ignored);
+      parse_config(static_cast<int>(argv.size()), argv.data(), next, ignored);
       if (next.listen.to_string() != first_address.to_string())
         PM_LOG(LogLevel::Warn, "reload: listen cannot change without a restart; keeping " +
                                    first_address.to_string());
       if (next.exec.empty() == exec_mode)
         throw StartupError("--exec cannot be added or removed without a restart (the socket "
                            "is blocking for exec'd programs, non-blocking for built-in workers)");
-      AppSource app = resolve_app(next, own, false);
+      AppSource app = resolve_app(next, own);
+      check_before_start(next);
       configure_log(next);
       return make_generation(next, app, listen_fd);
     } catch (const std::exception& e) {
@@ -297,38 +338,42 @@ int run_host(int argc, char** argv, app::Handler* own) {
       return std::nullopt;
     }
   };
-  options.reopen_logs = [] {
+  host.options.reopen_logs = [] {
     process_manager::Log::get().reopen();
     AccessLog::get().reopen();
   };
-  // Workers' stdout and stderr go to the log, prefixed with their pid.
-  std::unique_ptr<OutputCapture> output;
+}
+
+// Workers' stdout and stderr go to the log, prefixed with their pid.
+void capture_worker_output(Host& host) {
   try {
-    output = std::make_unique<OutputCapture>();
-    worker_output_fd = output->write_fd();
-    options.watch_fds.push_back(output->read_fd());
+    host.output = std::make_unique<OutputCapture>();
+    worker_output_fd = host.output->write_fd();
+    host.options.watch_fds.push_back(host.output->read_fd());
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error, std::string(e.what()) + "; worker output is not captured");
   }
-  // --status-listen: the master answers status and ping itself. After USR2 the old master
-  // still holds the address until it exits: the new one then goes without (logged).
-  std::unique_ptr<StatusServer> status_server;
-  if (!config.status_listen.empty()) {
-    try {
-      status_server =
-          std::make_unique<StatusServer>(config, observability_settings(config), listen_fd);
-      options.watch_fds.push_back(status_server->fd());
-    } catch (const StartupError& e) {
-      if (upgrade_fd < 0) {
-        std::cerr << "fcgi-host: status-listen: " << e.what() << "\n";
-        return exit_code::kStartupFailure;
-      }
-      PM_LOG(LogLevel::Error, std::string("status-listen: ") + e.what() + "; serving without it");
-    }
+}
+
+// --status-listen: the master answers status and ping itself. After USR2 the old master
+// still holds the address until it exits: the new one then goes without (logged).
+void open_status_server(Host& host) {
+  if (host.config.status_listen.empty()) return;
+  try {
+    host.status_server = std::make_unique<StatusServer>(
+        host.config, observability_settings(host.config), host.listen_fd);
+    host.options.watch_fds.push_back(host.status_server->fd());
+  } catch (const StartupError& e) {
+    if (host.upgrade_fd < 0)
+      throw StartFailure{exit_code::kStartupFailure, std::string("status-listen: ") + e.what()};
+    PM_LOG(LogLevel::Error, std::string("status-listen: ") + e.what() + "; serving without it");
   }
-  options.listen_fd = listen_fd;
-  options.ready_fd = upgrade_fd;
-  options.upgrade_exec = [args, listen_fd, exe = own_executable()](int ready_fd) {
+}
+
+// USR2: exec the binary on disk with the socket; it takes the pidfile over once ready.
+void prepare_upgrade(Host& host) {
+  host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd,
+                               exe = own_executable()](int ready_fd) {
     // The socket and the handoff channel cross exec, nothing else of ours does.
     if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
       PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
@@ -340,65 +385,107 @@ int run_host(int argc, char** argv, app::Handler* own) {
                            std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv}})
       if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
         setenv(env, std::to_string(fd).c_str(), 1);
-    std::vector<char*> argv2;
+    std::vector<char*> argv;
     for (const auto& a : args)
-      argv2.push_back(const_cast<char*>(a.c_str()));
-    argv2.push_back(nullptr);
-    ::execv(exe.c_str(), argv2.data());
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(exe.c_str(), argv.data());
     PM_LOG(LogLevel::Alert, "USR2: " + sys_error("execv", exe));
   };
-  std::unique_ptr<process_manager::Pidfile> pidfile;
-  try {
-    // An upgrade takes the pidfile over from the old master (our parent) at once; the old one
-    // leaves it alone on exit, since it no longer holds its pid.
-    if (upgrade_fd >= 0 && !config.pidfile.empty() &&
-        process_manager::Pidfile::read(config.pidfile) == getppid())
-      ::unlink(config.pidfile.c_str());
-    if (!config.pidfile.empty())
-      pidfile = std::make_unique<process_manager::Pidfile>(config.pidfile);
-  } catch (const std::exception& e) {
-    std::cerr << "fcgi-host: pidfile: " << e.what() << "\n";
-    return exit_code::kStartupFailure;
-  }
-  if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0) {
-    std::cerr << "fcgi-host: " << sys_error("chdir", config.chdir) << "\n";
-    return exit_code::kStartupFailure;
-  }
-
-  options.on_upgrade = [&](bool taken_over) {
-    handed_over = taken_over;
+  host.options.on_upgrade = [&host](bool taken_over) {
+    host.handed_over = taken_over;
     if (taken_over) {
-      if (listener) listener->forget_path(); // the new master serves on it and removes it
+      if (host.listener) host.listener->forget_path(); // the new master serves on it, removes it
       return;
     }
     try { // the failed new master removed the pidfile it had taken over
-      if (!config.pidfile.empty()) {
-        pidfile.reset();
-        pidfile = std::make_unique<process_manager::Pidfile>(config.pidfile);
+      if (!host.config.pidfile.empty()) {
+        host.pidfile.reset();
+        host.pidfile = std::make_unique<process_manager::Pidfile>(host.config.pidfile);
       }
     } catch (const std::exception& e) {
       PM_LOG(LogLevel::Error, std::string("pidfile: ") + e.what());
     }
   };
+}
 
+void take_pidfile(Host& host) {
+  const std::string& path = host.config.pidfile;
+  if (path.empty()) return;
+  try {
+    // An upgrade takes the pidfile over from the old master (our parent) at once; the old one
+    // leaves it alone on exit, since it no longer holds its pid.
+    if (host.upgrade_fd >= 0 && process_manager::Pidfile::read(path) == getppid())
+      ::unlink(path.c_str());
+    host.pidfile = std::make_unique<process_manager::Pidfile>(path);
+  } catch (const std::exception& e) {
+    throw StartFailure{exit_code::kStartupFailure, std::string("pidfile: ") + e.what()};
+  }
+}
+
+void change_directory(const Config& config) {
+  if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
+    throw StartFailure{exit_code::kStartupFailure, sys_error("chdir", config.chdir)};
+}
+
+// "app hello", "app /path/libx.so", "exec /usr/bin/php-cgi", "its own handler".
+std::string what_is_served(const Host& host) {
+  if (host.own) return "its own handler";
+  if (host.exec_mode()) {
+    std::string line = "exec";
+    for (const std::string& word : host.config.exec)
+      line += " " + word;
+    return line;
+  }
+  return "app " + host.config.app;
+}
+
+// The master's loop, until it stops; then the adopted socket file is removed when ours.
+int serve(Host& host) {
   PM_LOG(LogLevel::Notice,
          "fcgi-host listening on " +
-             (listener ? listener->description()
-                       : "fd " + std::to_string(listen_fd) + " from the previous master") +
-             " with " + std::to_string(config.workers) + " workers, app " +
-             (own ? std::string("(own handler)") : config.app));
-  options.on_readable = [&status_server, &output](int fd) {
-    if (status_server && fd == status_server->fd()) status_server->serve();
-    if (output && fd == output->read_fd()) output->drain();
+             (host.listener
+                  ? host.listener->description()
+                  : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
+             " with " + std::to_string(host.config.workers) + " workers, " + what_is_served(host));
+  host.options.on_readable = [&host](int fd) {
+    if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
+    if (host.output && fd == host.output->read_fd()) host.output->drain();
   };
-  process_manager::Master master(make_generation(config, app, listen_fd), options);
-  if (status_server) status_server->set_scoreboard(&master.scoreboard());
+  process_manager::Master master(make_generation(host.config, host.app, host.listen_fd),
+                                 host.options);
+  if (host.status_server) host.status_server->set_scoreboard(&master.scoreboard());
   int code = master.run();
   // An adopted Unix socket's file is ours to remove now, unless handed over once more.
-  if (!listener && !handed_over && config.listen.kind == ListenAddress::Kind::Unix)
-    ::unlink(config.listen.path.c_str());
+  if (!host.listener && !host.handed_over && host.config.listen.kind == ListenAddress::Kind::Unix)
+    ::unlink(host.config.listen.path.c_str());
   PM_LOG(LogLevel::Notice, "fcgi-host stopped");
   return code;
+}
+
+int run_host(int argc, char** argv, app::Handler* own) {
+  if (is_client_command(argc, argv)) return run_client_command(argc, argv); // status, ping
+  hold_control_signals();
+  Host host;
+  host.args.assign(argv, argv + argc);
+  host.own = own;
+  try {
+    if (!read_config(host)) return exit_code::kOk;
+    open_logs(host);
+    open_listener(host);
+    open_handoff_channel(host);
+    prepare_reload(host);
+    capture_worker_output(host);
+    open_status_server(host);
+    prepare_upgrade(host);
+    take_pidfile(host);
+    change_directory(host.config);
+  } catch (const StartFailure& f) {
+    std::cerr << "fcgi-host: " << f.message << "\n";
+    if (f.log) PM_LOG(LogLevel::Alert, f.message);
+    return f.code;
+  }
+  return serve(host);
 }
 
 } // namespace

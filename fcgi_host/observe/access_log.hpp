@@ -4,6 +4,8 @@
 // format is parsed once; a line is built in a buffer the worker reuses (no allocation once it has
 // grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
 // in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
+#include "fcgi_host/cli/option_table.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,7 +14,7 @@
 
 namespace fcgi_host {
 
-inline constexpr std::string_view kDefaultAccessFormat = "%a %m %u %s %d %b";
+inline constexpr std::string_view kDefaultAccessFormat = find_option("access-format")->default_text;
 
 // Checks a format: every '%' starts a known token. False and `why` otherwise.
 bool valid_access_format(std::string_view format, std::string& why);

@@ -83,7 +83,11 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
 }
 
 void RequestMetrics::end(std::string_view route, int status, std::string_view method,
-                         std::string_view uri, bool need_duration) {
+                         std::string_view uri, bool need_duration, bool aborted) {
+  if (aborted) {
+    slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
+    status = kAbortedStatus;
+  }
   if (!settings_.metrics && settings_.slow_threshold_ns == 0 && !need_duration) return;
   std::uint64_t now = process_manager::monotonic_ns();
   duration_ns_ = now > start_ns_ ? now - start_ns_ : 0;
@@ -122,6 +126,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
   snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
+  snap.aborted_requests = p.retired_aborted_requests.load(std::memory_order_relaxed);
   snap.handed_off = p.retired_handed_off.load(std::memory_order_relaxed);
   for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
     snap.queue_buckets[b] = p.retired_queue_buckets[b].load(std::memory_order_relaxed);
@@ -155,6 +160,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.accepted += s.accepted.load(std::memory_order_relaxed);
     snap.requests += s.requests.load(std::memory_order_relaxed);
     snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
+    snap.aborted_requests += s.aborted_requests.load(std::memory_order_relaxed);
     snap.handed_off += s.handed_off.load(std::memory_order_relaxed);
     for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
       snap.queue_buckets[b] += s.queue_buckets[b].load(std::memory_order_relaxed);

@@ -24,6 +24,10 @@ namespace fcgi_host {
 
 inline constexpr unsigned kCpuSampleEvery = 64;
 
+// The status an aborted request is logged with (access and slow log): nginx's "client closed
+// request", whatever the handler answered.
+inline constexpr int kAbortedStatus = 499;
+
 // The observability part of a worker's settings (from Config).
 struct ObservabilitySettings {
   bool metrics = true;
@@ -54,10 +58,11 @@ public:
     if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
       cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
   }
-  // The response is written. Records the call under `route`; logs it when slow. Reads the clock
+  // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
+  // with kAbortedStatus). Records the call under `route`; logs it when slow. Reads the clock
   // only when something needs the duration (metrics, slow log, or `need_duration`).
   void end(std::string_view route, int status, std::string_view method, std::string_view uri,
-           bool need_duration);
+           bool need_duration, bool aborted = false);
 
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
@@ -121,6 +126,7 @@ struct Snapshot {
   std::uint64_t handed_off = 0; // kept connections a worker passed to another
   std::uint64_t requests = 0;
   std::uint64_t slow_requests = 0;
+  std::uint64_t aborted_requests = 0;
   std::uint32_t active = 0, idle = 0, total = 0;
   std::uint32_t max_active = 0;
   std::uint64_t all_busy = 0;

@@ -1,7 +1,10 @@
 #include "fcgi_host/observe/status_page.hpp"
 
+#include "fcgi_host/cli/version.hpp"
+
 #include <arpa/inet.h>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <netinet/in.h>
 
@@ -10,25 +13,69 @@ namespace fcgi_host {
 using process_manager::kLatencyBoundsNs;
 using process_manager::kLatencyBuckets;
 
-StatusQuery parse_status_query(std::string_view query) {
+StatusFormat format_from_accept(std::string_view accept) {
+  StatusFormat best = StatusFormat::Text;
+  double best_q = 0;
+  while (!accept.empty()) {
+    std::size_t comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
+    // "type/subtype;param=value;q=0.5", spaces allowed around the separators.
+    auto trim = [](std::string_view v) {
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+        v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
+        v.remove_suffix(1);
+      return v;
+    };
+    std::string_view type = trim(range.substr(0, range.find(';')));
+    double q = 1;
+    bool prometheus_version = false;
+    for (std::size_t semi = range.find(';'); semi != std::string_view::npos;) {
+      std::size_t next = range.find(';', semi + 1);
+      std::string_view param = trim(range.substr(semi + 1, next - semi - 1));
+      if (param.starts_with("q=")) q = std::atof(std::string(param.substr(2)).c_str());
+      if (param == "version=0.0.4") prometheus_version = true;
+      semi = next;
+    }
+    StatusFormat format;
+    if (type == "application/openmetrics-text")
+      format = StatusFormat::OpenMetrics;
+    else if (type == "text/plain" && prometheus_version)
+      format = StatusFormat::Prometheus;
+    else if (type == "application/json")
+      format = StatusFormat::Json;
+    else
+      continue;
+    if (q > best_q) best = format, best_q = q;
+  }
+  return best;
+}
+
+StatusQuery parse_status_query(std::string_view query, std::string_view accept) {
   StatusQuery q;
+  bool format_given = false;
+  auto set = [&](StatusFormat f) { q.format = f, format_given = true; };
   while (!query.empty()) {
     std::size_t amp = query.find('&');
     std::string_view word = query.substr(0, amp);
     word = word.substr(0, word.find('=')); // "json=1" counts as "json"
     if (word == "json")
-      q.format = StatusFormat::Json;
+      set(StatusFormat::Json);
     else if (word == "openmetrics")
-      q.format = StatusFormat::OpenMetrics;
+      set(StatusFormat::OpenMetrics);
+    else if (word == "prometheus")
+      set(StatusFormat::Prometheus);
     else if (word == "html")
-      q.format = StatusFormat::Html;
+      set(StatusFormat::Html);
     else if (word == "text")
-      q.format = StatusFormat::Text;
+      set(StatusFormat::Text);
     else if (word == "full")
       q.full = true;
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
+  if (!format_given) q.format = format_from_accept(accept);
   return q;
 }
 
@@ -147,6 +194,7 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"max active processes", num(s.max_active)},
       {"max children reached", num(s.all_busy)},
       {"slow requests", num(s.slow_requests)},
+      {"aborted requests", num(s.aborted_requests)},
       {"request timeout kills", num(s.kills_by_timeout)},
       {"worker restarts", num(restarts(s))},
       // Queue time: only requests the web server stamped (X-Request-Start) are measured.
@@ -196,6 +244,18 @@ std::string text_page(const Snapshot& s, bool full) {
   return out;
 }
 
+// {"0.005":n,...,"+Inf":calls}: each bucket counts the requests at or below its bound, as in
+// OpenMetrics.
+std::string cumulative_buckets_json(const std::array<std::uint64_t, kLatencyBuckets>& buckets) {
+  std::string out;
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+    cumulative += buckets[b];
+    out.append(b ? ",\"" : "\"").append(bound(b)).append("\":").append(num(cumulative));
+  }
+  return out + "}";
+}
+
 std::string json_page(const Snapshot& s, bool full) {
   std::string out = "{";
   bool first = true;
@@ -226,13 +286,15 @@ std::string json_page(const Snapshot& s, bool full) {
   field("max active processes", num(s.max_active));
   field("max children reached", num(s.all_busy));
   field("slow requests", num(s.slow_requests));
+  field("aborted requests", num(s.aborted_requests));
   field("request timeout kills", num(s.kills_by_timeout));
+  field("worker restarts", num(restarts(s)));
   std::string r = "{";
   for (auto& [code, n] : s.exits_by_code)
     r += (r.size() > 1 ? "," : "") + str("exit " + num(code)) + ":" + num(n);
   for (auto& [sig, n] : s.exits_by_signal)
     r += (r.size() > 1 ? "," : "") + str("signal " + num(sig)) + ":" + num(n);
-  field("worker restarts", r + "}");
+  field("worker restarts by cause", r + "}");
   std::string h = "[";
   for (const RouteSnapshot& rt : s.routes) {
     if (h.size() > 1) h += ",";
@@ -240,16 +302,12 @@ std::string json_page(const Snapshot& s, bool full) {
          ",\"5xx\":" + num(rt.errors) + ",\"wall seconds\":" + secs(rt.wall_ns) +
          ",\"cpu seconds\":" + secs(rt.cpu_estimate_ns()) +
          ",\"cpu samples\":" + num(rt.cpu_samples) + ",\"latency buckets\":{";
-    for (std::size_t b = 0; b < kLatencyBuckets; ++b)
-      h.append(b ? "," : "").append(str(bound(b))).append(":").append(num(rt.buckets[b]));
-    h += "}}";
+    h += cumulative_buckets_json(rt.buckets) + "}";
   }
   field("handlers", h + "]");
-  std::string q = "{\"measured\":" + num(s.queued()) + ",\"sum seconds\":" + secs(s.queue_sum_ns) +
-                  ",\"buckets\":{";
-  for (std::size_t b = 0; b < kLatencyBuckets; ++b)
-    q.append(b ? "," : "").append(str(bound(b))).append(":").append(num(s.queue_buckets[b]));
-  field("queue time", q + "}}");
+  field("queue time", "{\"measured\":" + num(s.queued()) +
+                          ",\"sum seconds\":" + secs(s.queue_sum_ns) + ",\"buckets\":{" +
+                          cumulative_buckets_json(s.queue_buckets) + "}");
   field("shed",
         "{\"waited too long\":" + num(s.shed_late) + ",\"client gone\":" + num(s.shed_gone) + "}");
   if (full) {
@@ -270,15 +328,21 @@ std::string json_page(const Snapshot& s, bool full) {
   return out + "}\n";
 }
 
-class OpenMetricsWriter {
+// OpenMetrics 1.0 and the Prometheus text format 0.0.4 differ only in how a counter's family is
+// named (OpenMetrics: without _total), and in the closing "# EOF" of OpenMetrics.
+class MetricsWriter {
 public:
+  explicit MetricsWriter(bool openmetrics) : openmetrics_(openmetrics) {}
+
   void family(const std::string& name, const char* type, const std::string& help) {
-    out += "# TYPE " + name + " " + type + "\n# HELP " + name + " " + help + "\n";
+    bool counter = std::string_view(type) == "counter";
+    std::string shown = counter && !openmetrics_ ? name + "_total" : name;
+    out_ += "# HELP " + shown + " " + help + "\n# TYPE " + shown + " " + type + "\n";
   }
   void sample(const std::string& name, const std::string& labels, const std::string& value) {
-    out += name;
-    if (!labels.empty()) out += "{" + labels + "}";
-    out += " " + value + "\n";
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += " " + value + "\n";
   }
   void gauge(const std::string& name, const std::string& help, const std::string& value) {
     family(name, "gauge", help);
@@ -288,11 +352,41 @@ public:
     family(name, "counter", help);
     sample(name + "_total", "", num(value));
   }
-  std::string out;
+
+  // One series of a latency histogram: per-bucket counts (not cumulative), written cumulative.
+  struct Series {
+    std::string labels; // "route=\"/x\"" (may be empty)
+    const std::array<std::uint64_t, kLatencyBuckets>* buckets;
+    std::uint64_t count;
+    std::uint64_t sum_ns;
+  };
+  void histogram(const std::string& name, const std::string& help,
+                 const std::vector<Series>& series) {
+    family(name, "histogram", help);
+    for (const Series& h : series) {
+      std::string sep = h.labels.empty() ? "" : ",";
+      std::uint64_t cumulative = 0;
+      for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+        cumulative += (*h.buckets)[b];
+        sample(name + "_bucket", h.labels + sep + "le=\"" + bound(b) + "\"", num(cumulative));
+      }
+      sample(name + "_count", h.labels, num(h.count));
+      sample(name + "_sum", h.labels, secs(h.sum_ns));
+    }
+  }
+
+  std::string finish() {
+    if (openmetrics_) out_ += "# EOF\n";
+    return std::move(out_);
+  }
+
+private:
+  bool openmetrics_;
+  std::string out_;
 };
 
-std::string openmetrics_page(const Snapshot& s) {
-  OpenMetricsWriter w;
+std::string metrics_page(const Snapshot& s, bool openmetrics) {
+  MetricsWriter w(openmetrics);
   const std::string p = "fcgihost_";
   w.gauge(p + "up", "Whether the host answers.", "1");
   w.gauge(p + "start_time_seconds", "When the master started, seconds since the epoch.",
@@ -316,14 +410,18 @@ std::string openmetrics_page(const Snapshot& s) {
   w.gauge(p + "max_active_processes", "Most workers seen serving at once.", num(s.max_active));
   w.counter(p + "max_children_reached", "Times every worker was seen busy.", s.all_busy);
   w.counter(p + "slow_requests", "Requests slower than --slow-request-threshold.", s.slow_requests);
+  w.counter(p + "aborted_requests",
+            "Requests the web server aborted or closed before the answer (logged as 499).",
+            s.aborted_requests);
   w.counter(p + "request_timeout_kills", "Workers killed by --request-timeout.",
             s.kills_by_timeout);
-  w.family(p + "worker_restarts", "counter",
+  w.counter(p + "worker_restarts", "Worker exits the master did not ask for.", restarts(s));
+  w.family(p + "worker_exits", "counter",
            "Worker exits the master did not ask for, by exit code or signal.");
   for (auto& [code, n] : s.exits_by_code)
-    w.sample(p + "worker_restarts_total", "reason=\"exit\",code=\"" + num(code) + "\"", num(n));
+    w.sample(p + "worker_exits_total", "reason=\"exit\",code=\"" + num(code) + "\"", num(n));
   for (auto& [sig, n] : s.exits_by_signal)
-    w.sample(p + "worker_restarts_total", "reason=\"signal\",code=\"" + num(sig) + "\"", num(n));
+    w.sample(p + "worker_exits_total", "reason=\"signal\",code=\"" + num(sig) + "\"", num(n));
 
   auto route = [](const RouteSnapshot& r) { return "route=\"" + label_escape(r.name) + "\""; };
   w.family(p + "handler_calls", "counter", "Calls per handler route.");
@@ -336,36 +434,28 @@ std::string openmetrics_page(const Snapshot& s) {
            "CPU time per handler route, estimated from 1 request in " + num(kCpuSampleEvery) + ".");
   for (const RouteSnapshot& r : s.routes)
     w.sample(p + "handler_cpu_seconds_total", route(r), secs(r.cpu_estimate_ns()));
-  w.family(p + "handler_duration_seconds", "histogram", "Wall time per handler route.");
-  for (const RouteSnapshot& r : s.routes) {
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
-      cumulative += r.buckets[b];
-      w.sample(p + "handler_duration_seconds_bucket", route(r) + ",le=\"" + bound(b) + "\"",
-               num(cumulative));
-    }
-    w.sample(p + "handler_duration_seconds_count", route(r), num(r.calls));
-    w.sample(p + "handler_duration_seconds_sum", route(r), secs(r.wall_ns));
-  }
+  std::vector<MetricsWriter::Series> durations;
+  for (const RouteSnapshot& r : s.routes)
+    durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns});
+  w.histogram(p + "handler_duration_seconds", "Wall time per handler route.", durations);
 
-  w.family(p + "queue_time_seconds", "histogram",
-           "Arrival at the web server (X-Request-Start) to handler start, stamped requests only.");
-  std::uint64_t queued = 0;
-  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
-    queued += s.queue_buckets[b];
-    w.sample(p + "queue_time_seconds_bucket", "le=\"" + bound(b) + "\"", num(queued));
-  }
-  w.sample(p + "queue_time_seconds_count", "", num(queued));
-  w.sample(p + "queue_time_seconds_sum", "", secs(s.queue_sum_ns));
+  w.histogram(
+      p + "queue_time_seconds",
+      "Arrival at the web server (X-Request-Start) to handler start, stamped requests only.",
+      {{"", &s.queue_buckets, s.queued(), s.queue_sum_ns}});
   w.family(p + "shed_requests", "counter",
            "Requests answered 503 without running the handler (--max-queue-time), by reason.");
   w.sample(p + "shed_requests_total", "reason=\"queue_time\"", num(s.shed_late));
   w.sample(p + "shed_requests_total", "reason=\"client_gone\"", num(s.shed_gone));
 
-  auto worker = [](const WorkerSnapshot& x) {
-    return "slot=\"" + num(x.slot) + "\",pid=\"" + num(static_cast<std::uint64_t>(x.pid)) + "\"";
-  };
-  w.family(p + "worker_requests", "counter", "Requests served per worker.");
+  // Labelled by the slot, which outlives the worker in it: a recycled worker continues the
+  // series of its slot instead of starting new ones. The pid is a value of its own.
+  auto worker = [](const WorkerSnapshot& x) { return "slot=\"" + num(x.slot) + "\""; };
+  w.family(p + "worker_pid", "gauge", "Process id of the worker in the slot.");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_pid", worker(x), num(static_cast<std::uint64_t>(x.pid)));
+  w.family(p + "worker_requests", "counter",
+           "Requests served by the worker in the slot (a new worker starts again from 0).");
   for (const WorkerSnapshot& x : s.workers)
     w.sample(p + "worker_requests_total", worker(x), num(x.requests));
   w.family(p + "worker_active", "gauge", "1 while the worker serves a request.");
@@ -378,8 +468,7 @@ std::string openmetrics_page(const Snapshot& s) {
            "Wall time of the worker's last request.");
   for (const WorkerSnapshot& x : s.workers)
     w.sample(p + "worker_last_request_duration_seconds", worker(x), secs(x.last_duration_ns));
-  w.out += "# EOF\n";
-  return w.out;
+  return w.finish();
 }
 
 std::string html_page(const Snapshot& s) {
@@ -418,7 +507,10 @@ std::string render_status(const Snapshot& snap, StatusQuery query, std::string& 
     return json_page(snap, query.full);
   case StatusFormat::OpenMetrics:
     content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-    return openmetrics_page(snap);
+    return metrics_page(snap, true);
+  case StatusFormat::Prometheus:
+    content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return metrics_page(snap, false);
   case StatusFormat::Html:
     content_type = "text/html; charset=utf-8";
     return html_page(snap);
@@ -431,9 +523,10 @@ std::string render_status(const Snapshot& snap, StatusQuery query, std::string& 
 
 EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
                               const process_manager::Scoreboard& scoreboard, int listen_fd,
-                              std::string_view query, bool allowed) {
+                              std::string_view query, bool allowed, std::string_view accept) {
   EndpointReply reply;
   reply.headers.emplace_back("Cache-Control", "no-store");
+  reply.headers.emplace_back(std::string(kHostHeader), kVersion);
   if (!allowed) {
     reply.status = 403;
     reply.body = "Forbidden\n";
@@ -444,7 +537,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     return reply;
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
-  reply.body = render_status(snap, parse_status_query(query), reply.content_type);
+  reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);
   reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
   reply.headers.emplace_back("X-Listen-Queue",
                              snap.listen_queue.known ? num(snap.listen_queue.depth) : "-");

@@ -1,6 +1,9 @@
 #pragma once
-// The status and ping pages: text (default), ?json, ?openmetrics, ?html, each with &full for one
-// entry per worker (OpenMetrics always has per-worker series). Served by the workers on
+// The status and ping pages: text (default), ?json, ?openmetrics, ?prometheus (the Prometheus
+// text format 0.0.4), ?html, each with &full for one entry per worker (the metrics formats always
+// have per-worker series, labelled by the worker's slot). Without a format word in the query,
+// the Accept header chooses: OpenMetrics, the Prometheus text format or JSON when asked for
+// (with q-values, as a Prometheus scrape sends them), else the text page. Served by the workers on
 // --status-path / --ping-path, before the handler, and by the master on --status-listen.
 #include "app/response.hpp"
 #include "fcgi_host/observe/metrics.hpp"
@@ -12,15 +15,25 @@
 
 namespace fcgi_host {
 
-enum class StatusFormat { Text, Json, OpenMetrics, Html };
+enum class StatusFormat { Text, Json, OpenMetrics, Prometheus, Html };
 
 struct StatusQuery {
   StatusFormat format = StatusFormat::Text;
   bool full = false;
 };
 
-// "json", "openmetrics", "html", "full", "text", joined by '&' (php-fpm's spelling).
-StatusQuery parse_status_query(std::string_view query);
+// "json", "openmetrics", "prometheus", "html", "full", "text", joined by '&' (php-fpm's
+// spelling); a query without a format word takes the one `accept` (an HTTP Accept header) asks
+// for.
+StatusQuery parse_status_query(std::string_view query, std::string_view accept = {});
+
+// The format an Accept header asks for: the metrics formats and JSON by their media types and
+// q-values; anything else (browsers, curl's */*) the text page.
+StatusFormat format_from_accept(std::string_view accept);
+
+// Every status and ping answer carries this header, so that `fcgi-host status|ping` can tell the
+// host's answer from a page of whatever else listens on the address.
+inline constexpr std::string_view kHostHeader = "X-Fcgi-Host";
 
 // The page, and its Content-Type.
 std::string render_status(const Snapshot& snap, StatusQuery query, std::string& content_type);
@@ -42,10 +55,11 @@ inline Endpoint worker_endpoint(const ObservabilitySettings& s, std::string_view
 }
 
 // The reply for a status or ping request; 403 when `allowed` is false. Status replies carry
-// X-Idle-Workers and X-Listen-Queue headers, whatever the format, for `fcgi-host status`.
+// X-Idle-Workers and X-Listen-Queue headers, whatever the format, for `fcgi-host status`; every
+// reply carries kHostHeader. `accept`: the request's HTTP_ACCEPT param.
 EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
                               const process_manager::Scoreboard& scoreboard, int listen_fd,
-                              std::string_view query, bool allowed);
+                              std::string_view query, bool allowed, std::string_view accept = {});
 
 // Copies a reply into a handler-style response.
 void fill_response(const EndpointReply& reply, app::Response& response);

@@ -95,7 +95,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (r.header.is(records::Type::Params)) params.append(r.content);
   std::vector<records::NameValue> pairs;
   records::decode_name_values(params, pairs); // the guard checked the pair lengths already
-  std::string_view uri, document_uri, query;
+  std::string_view uri, document_uri, query, accept;
   bool has_query = false;
   for (auto& [name, value] : pairs) {
     if (name == "REQUEST_URI")
@@ -104,6 +104,8 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
       document_uri = value;
     else if (name == "QUERY_STRING")
       query = value, has_query = true;
+    else if (name == "HTTP_ACCEPT")
+      accept = value;
   }
   std::string_view path = document_uri.empty() ? uri.substr(0, uri.find('?')) : document_uri;
   if (!has_query && uri.find('?') != std::string_view::npos) query = uri.substr(uri.find('?') + 1);
@@ -114,7 +116,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   EndpointReply reply;
   if (scoreboard_)
     reply = answer_endpoint(path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
-                            *scoreboard_, pool_listen_fd_, query, allowed);
+                            *scoreboard_, pool_listen_fd_, query, allowed, accept);
   std::string text;
   cgi::append_status_line(text, reply.status);
   cgi::append_header_line(text, "Content-Type", reply.content_type);

@@ -11,6 +11,7 @@
 //   - a pipelined second request can be lost inside libfcgi's read buffer: libfcgi is handed the
 //     records of one request at a time, and what follows stays in the host's buffer.
 // Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
+#include "fcgi_host/cli/option_table.hpp"
 #include "fcgi_host/protocol/records.hpp" // the encoders of what the host answers itself
 
 #include <cstddef>
@@ -21,11 +22,12 @@
 
 namespace fcgi_host {
 
+// Defaults: the option table (--max-body and the others); the host sets them from Limits.
 struct GuardLimits {
-  std::size_t max_body = 8u << 20;
-  std::size_t max_params_size = 64u << 10;
-  std::size_t max_params = 1000;
-  std::size_t max_records = 100'000;
+  std::size_t max_body = default_size("max-body");
+  std::size_t max_params_size = default_size("max-params-size");
+  std::size_t max_params = default_size("max-params");
+  std::size_t max_records = default_size("max-records");
   std::size_t max_management_records = 1000; // per connection between two requests
 };
 

@@ -1,5 +1,6 @@
 # The raw FastCGI test client (no libfcgi): for these tests, and for handler authors' own tests.
 add_library(fcgi_test_client STATIC ${PROJECT_SOURCE_DIR}/fcgi_host/testing/fcgi_test_client.cpp)
+set_target_properties(fcgi_test_client PROPERTIES OUTPUT_NAME fcgi-host-test-client)
 target_include_directories(fcgi_test_client PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/fcgi_host/testing>
                                                    $<INSTALL_INTERFACE:${FCGI_HOST_INCLUDEDIR}>)
 target_compile_features(fcgi_test_client PUBLIC cxx_std_20)

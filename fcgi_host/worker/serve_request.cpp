@@ -42,6 +42,7 @@ struct Worker::Outcome {
   bool whole = true;                  // the body arrived whole
   std::uint64_t start_ns = 0;
   bool failed_after_head = false; // the handler threw after its head went out
+  bool aborted = false;           // the web server aborted the request or closed: logged as 499
   RequestCodec::Ending ending = RequestCodec::Ending::Kept;
   bool counted() const { return endpoint == Endpoint::None; }
 };
@@ -79,6 +80,7 @@ bool Worker::serve_request(Connection& c) {
   }
   send(c, out);
   request_.set_abort_probe(nullptr, nullptr);
+  out.aborted = out.aborted || c.guard.aborted();
   observe(out);
   release_large_buffers(request_, response_);
   if (out.counted()) {
@@ -112,7 +114,8 @@ bool Worker::decode(Connection& c, Outcome& out) {
 void Worker::answer_endpoint(Outcome& out) {
   bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
   fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_,
-                                           settings_.listen_fd, request_.query(), allowed),
+                                           settings_.listen_fd, request_.query(), allowed,
+                                           request_.param("HTTP_ACCEPT")),
                 response_);
 }
 
@@ -157,6 +160,7 @@ void Worker::send(Connection& c, Outcome& out) {
   }
   if (!response_.head_sent()) codec_.send(response_, &c.backlog);
   out.ending = codec_.finish();
+  if (out.ending == RequestCodec::Ending::WriteFailed && errno != ETIMEDOUT) out.aborted = true;
   if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)
     client_errors_.write(Kind::Connection,
                          "response to " + std::string(request_.method()) + " " +
@@ -172,13 +176,13 @@ void Worker::observe(const Outcome& out) {
   bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
   if (ran)
     metrics_.end(request_.route(), response_.status, request_.method(), request_.uri(),
-                 log.enabled());
+                 log.enabled(), out.aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
   e.remote_addr = request_.param("REMOTE_ADDR");
   e.method = request_.method();
   e.uri = request_.uri();
-  e.status = response_.status;
+  e.status = out.aborted ? kAbortedStatus : response_.status;
   e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
   e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
   e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;

@@ -229,15 +229,12 @@ HostProcess::HostProcess(HostOptions o) : expected_(o.expect_log), allowed_(o.al
     address_ = option_value(argv, "--listen");
     break;
   }
-  if (o.listen != Listen::AsGiven) {
-    argv.push_back("--listen");
-    argv.push_back(address_);
-  }
+  // Before the test's words: every word after `--exec PROGRAM` is the program's.
+  if (o.listen != Listen::AsGiven) argv.insert(argv.begin() + 1, {"--listen", address_});
   status_address_ = option_value(argv, "--status-listen");
   if (o.status_socket && status_address_.empty()) {
     status_address_ = "unix:" + dir_.file("status.sock");
-    argv.push_back("--status-listen");
-    argv.push_back(status_address_);
+    argv.insert(argv.begin() + 1, {"--status-listen", status_address_});
   }
   error_log_ = option_value(argv, "--error-log");
   pid_ = spawn(argv, log_path(), dir_.path());

@@ -82,11 +82,15 @@ Command run_binary(const std::string& args) {
 
 // Parses OpenMetrics text with Debian's python3-prometheus-client and prints
 // "family type samples" per family, then the value of `sample` (or "missing").
+// `prometheus_text`: the Prometheus text format 0.0.4 parser instead of the OpenMetrics one.
 std::string parse_openmetrics(const it::TempDir& dir, const std::string& text,
-                              const std::string& sample) {
+                              const std::string& sample, bool prometheus_text = false) {
   std::string input = dir.write("metrics.txt", text);
-  std::string script = dir.write("parse.py", R"(import sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+  std::string script = dir.write("parse.py", std::string(prometheus_text ? R"(import sys
+from prometheus_client.parser import text_string_to_metric_families)"
+                                                                         : R"(import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families)") +
+                                                 R"(
 want = sys.argv[2]
 found = "missing"
 for f in text_string_to_metric_families(open(sys.argv[1]).read()):
@@ -165,8 +169,8 @@ TEST_SUITE("observability") {
     for (int i = 0; i < K2; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
 
-    // A worker counts a request once its answer is sent: the last one may be counted a moment
-    // after the client has it.
+    // A worker counts a request after its answer went out: the last one may still be on its way
+    // into the scoreboard when the client has its answer.
     std::string text;
     it::wait_for(
         [&] {
@@ -187,11 +191,79 @@ TEST_SUITE("observability") {
               .find("VALUE 1\n") != std::string::npos);
     CHECK(parse_openmetrics(host.dir(), text, "fcgihost_requests_total")
               .find("VALUE " + std::to_string(K1 + K2 + 1) + "\n") != std::string::npos);
-    // Recycled workers (--max-requests) exit 0: counted as restarts with their reason.
-    CHECK(text.find("fcgihost_worker_restarts_total{reason=\"exit\",code=\"0\"}") !=
+    // Recycled workers (--max-requests) exit 0: counted as restarts, and by their reason.
+    CHECK(text.find("fcgihost_worker_exits_total{reason=\"exit\",code=\"0\"}") !=
           std::string::npos);
+    CHECK(text.find("\nfcgihost_worker_restarts_total ") != std::string::npos);
     CHECK(text.find("fcgihost_worker_requests_total{slot=\"") != std::string::npos);
     CHECK(it::ends_with(text, "# EOF\n"));
+  }
+
+  TEST_CASE("a Prometheus scrape: the Accept header chooses the format, the query still wins") {
+    // What Prometheus 2.x sends on every scrape.
+    const std::string prometheus_accept =
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+        "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    HostProcess host({"--app", "echo", "--workers", "2", "--status-path", "/metrics",
+                      "--status-listen", "unix:{dir}/status.sock"});
+    REQUIRE(host.wait_workers(2).size() == 2);
+    for (int i = 0; i < 3; ++i)
+      REQUIRE(get(host.address(), "/a").status == 200);
+    // Counted once the answer went out: wait until the third is in.
+    REQUIRE(it::wait_for(
+        [&] {
+          return get(status_socket(host), "/?json").body.find("\"+Inf\":3}") != std::string::npos;
+        },
+        Millis{3000}));
+    auto scrape = [&](const std::string& address, const std::string& uri,
+                      const std::string& accept) {
+      auto c = fcgi_test::Client::connect(address);
+      c.set_keep_conn(false);
+      fcgi_test::Request r;
+      r.uri = uri;
+      r.extra_params = {{"HTTP_ACCEPT", accept}};
+      return c.request(r);
+    };
+    for (const std::string& address : {host.address(), status_socket(host)}) {
+      CAPTURE(address);
+      fcgi_test::Response om = scrape(address, "/metrics", prometheus_accept);
+      INFO(om.body);
+      CHECK(om.header("Content-Type")
+                .value_or("")
+                .starts_with("application/openmetrics-text; version=1.0.0"));
+      CHECK(om.header("X-Fcgi-Host").has_value());
+      std::string parsed =
+          parse_openmetrics(host.dir(), om.body, "fcgihost_aborted_requests_total");
+      INFO(parsed);
+      CHECK(parsed.find("VALUE 0\n") != std::string::npos);
+      CHECK(parsed.find("EXIT") == std::string::npos);
+      // Worker series by slot, never by pid (a recycled worker would start new series).
+      CHECK(om.body.find("fcgihost_worker_requests_total{slot=\"") != std::string::npos);
+      CHECK(om.body.find("pid=\"") == std::string::npos);
+      CHECK(om.body.find("\nfcgihost_worker_restarts_total 0\n") != std::string::npos);
+
+      fcgi_test::Response text = scrape(address, "/metrics", "text/plain;version=0.0.4");
+      CHECK(text.header("Content-Type").value_or("").starts_with("text/plain; version=0.0.4"));
+      std::string parsed_text = parse_openmetrics(
+          host.dir(), text.body, "fcgihost_handler_calls_total{route=\"ANY /*\"}", true);
+      INFO(text.body);
+      INFO(parsed_text);
+      CHECK(parsed_text.find("VALUE 3\n") != std::string::npos);
+      CHECK(parsed_text.find("EXIT") == std::string::npos);
+      CHECK(text.body.find("# EOF") == std::string::npos);
+
+      fcgi_test::Response json = scrape(address, "/metrics?json", prometheus_accept);
+      CHECK(json.header("Content-Type").value_or("") == "application/json");
+      CHECK(json_number(json.body, "worker restarts") == 0);
+      CHECK(json_number(json.body, "aborted requests") == 0);
+      // Cumulative buckets: the +Inf bucket holds every call.
+      CHECK(json.body.find("\"+Inf\":3}") != std::string::npos);
+
+      fcgi_test::Response plain = scrape(address, "/metrics", "*/*");
+      CHECK(plain.header("Content-Type").value_or("") == "text/plain");
+      CHECK(plain.body.find("aborted requests:") != std::string::npos);
+    }
+    it::check_no_alerts(host);
   }
 
   TEST_CASE("the listen queue of a Unix socket: K unaccepted connections show as K") {
@@ -291,10 +363,17 @@ TEST_SUITE("observability") {
     CHECK(run_binary("status --connect " + host.address() + " --bogus").status == 2);
   }
 
-  TEST_CASE("ping on a host without --ping-path goes to the handler, non-200 is unhealthy") {
-    HostProcess host({"--app", "echo", "--workers", "1"});
-    CHECK(run_binary("ping --connect " + host.address() + " --path /not-found").status == 1);
-    CHECK(run_binary("ping --connect " + host.address() + " --path /fine").status == 0);
+  TEST_CASE("status and ping: an answer that is not the host's own page fails the check") {
+    // Without --ping-path the handler answers /ping: not fcgi-host's answer, so no health.
+    HostProcess host({"--app", "echo", "--workers", "1", "--ping-path", "/ping"});
+    Command handler = run_binary("ping --connect " + host.address() + " --path /fine");
+    CHECK(handler.status == 3);
+    CHECK(handler.output.find("not as fcgi-host") != std::string::npos);
+    CHECK(run_binary("status --connect " + host.address()).status == 3);
+    CHECK(run_binary("ping --connect " + host.address()).status == 0);
+    Command help = run_binary("ping --help");
+    CHECK(help.status == 0);
+    CHECK(help.output.find("--timeout") != std::string::npos);
   }
 
   TEST_CASE("the access log: one line per request in the given format, USR1 reopens it") {

@@ -150,29 +150,23 @@ TEST_CASE("--help lists every option with its default and the signal table") {
     CHECK_MESSAGE(help.find(word) != std::string::npos, word);
 }
 
-TEST_CASE("conf/fcgi-host.conf documents every option and passes --test-config's parser") {
-  const char* help_argv[] = {"fcgi-host", "--help"};
-  Config ignored;
-  std::ostringstream help;
-  parse_config(2, help_argv, ignored, help);
-  std::ifstream in(std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf");
-  REQUIRE(in);
-  std::string conf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string text = help.str();
-  int options = 0;
-  for (std::size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
-    std::size_t end = text.find_first_not_of("abcdefghijklmnopqrstuvwxyz-", at + 2);
-    std::string name = text.substr(at + 2, end - at - 2);
-    if (name.empty() || name == "help" || name == "version" || name == "config" ||
-        name == "test-config" || name == "connect" || name == "json" || name == "openmetrics" ||
-        name == "exec-args")
-      continue;
-    ++options;
-    bool documented = conf.find("\n" + name + " = ") != std::string::npos ||
-                      conf.find("\n;" + name + " = ") != std::string::npos;
-    CHECK_MESSAGE(documented, "conf/fcgi-host.conf lacks " << name);
-  }
-  CHECK(options > 40);
-  CHECK(parse({"--config", std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf"}).workers >=
-        1);
+TEST_CASE("env repeats in the file as on the command line") {
+  TempConfig file("env = A=1\nenv = B=2\n");
+  Config c = parse({"--config", file.path});
+  CHECK(c.env == std::vector<std::string>{"A=1", "B=2"});
+  TempConfig twice("workers = 2\nworkers = 3\n");
+  CHECK(error_of({"--config", twice.path}).find(":2: workers is given twice") != std::string::npos);
+}
+
+TEST_CASE("--exec: every word after the program is the program's") {
+  Config c = parse({"--workers", "2", "--exec", "/usr/bin/php-cgi", "-d", "display_errors=1"});
+  CHECK(c.exec == std::vector<std::string>{"/usr/bin/php-cgi", "-d", "display_errors=1"});
+  CHECK(c.workers == 2);
+  Config dashed = parse({"--exec", "/bin/sh", "--", "-c", "true"});
+  CHECK(dashed.exec == std::vector<std::string>{"/bin/sh", "-c", "true"});
+  Config file_words = parse({"--exec=/bin/sh"});
+  CHECK(file_words.exec == std::vector<std::string>{"/bin/sh"});
+  CHECK(error_of({"--status-path", "/s", "--exec", "/bin/true"}).starts_with("--status-path: "));
+  CHECK(error_of({"--app", "echo", "--exec", "/bin/true"}).starts_with("--app: "));
+  CHECK(error_of({"stray"}).find("--exec PROGRAM") != std::string::npos);
 }

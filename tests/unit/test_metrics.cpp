@@ -177,6 +177,48 @@ TEST_CASE("status page: query words") {
   CHECK(q.format == StatusFormat::OpenMetrics);
   CHECK(q.full);
   CHECK(parse_status_query("html&x=1").format == StatusFormat::Html);
+  CHECK(parse_status_query("prometheus").format == StatusFormat::Prometheus);
+}
+
+TEST_CASE("status page: the Accept header chooses the format unless the query names one") {
+  const char* prometheus = "application/openmetrics-text;version=1.0.0,application/"
+                           "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;"
+                           "q=0.5,*/*;q=0.1";
+  CHECK(parse_status_query("", prometheus).format == StatusFormat::OpenMetrics);
+  CHECK(parse_status_query("full", prometheus).full);
+  CHECK(parse_status_query("json", prometheus).format == StatusFormat::Json);
+  CHECK(format_from_accept("text/plain;version=0.0.4;q=0.9, application/openmetrics-text;"
+                           "q=0.5") == StatusFormat::Prometheus);
+  CHECK(format_from_accept("application/json") == StatusFormat::Json);
+  CHECK(format_from_accept("text/html,application/xhtml+xml,*/*;q=0.8") == StatusFormat::Text);
+  CHECK(format_from_accept("*/*") == StatusFormat::Text);
+  CHECK(format_from_accept("") == StatusFormat::Text);
+  CHECK(format_from_accept("application/openmetrics-text;q=0") == StatusFormat::Text);
+}
+
+TEST_CASE("metrics: an aborted request is counted apart, in every status format") {
+  Scoreboard sb(1);
+  ObservabilitySettings settings;
+  sb.slot(0).generation = 1;
+  sb.slot(0).state = WorkerState::Idle;
+  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  m.begin(1);
+  m.end("/a", 200, "GET", "/a", false, true);
+  m.begin(1);
+  m.end("/a", 200, "GET", "/a", false, false);
+  Snapshot s = take_snapshot(sb, -1, "static");
+  CHECK(s.aborted_requests == 1);
+  std::string type;
+  CHECK(render_status(s, {StatusFormat::Text, false}, type).find("aborted requests:     1\n") !=
+        std::string::npos);
+  CHECK(render_status(s, {StatusFormat::Json, false}, type).find("\"aborted requests\":1,") !=
+        std::string::npos);
+  CHECK(render_status(s, {StatusFormat::OpenMetrics, false}, type)
+            .find("\nfcgihost_aborted_requests_total 1\n") != std::string::npos);
+  CHECK(render_status(s, {StatusFormat::Prometheus, false}, type)
+            .find("# TYPE fcgihost_aborted_requests_total counter\n") != std::string::npos);
+  sb.retire(0);
+  CHECK(take_snapshot(sb, -1, "static").aborted_requests == 1);
 }
 
 TEST_CASE("status page: OpenMetrics counters end in _total, buckets are cumulative, # EOF last") {
@@ -197,6 +239,11 @@ TEST_CASE("status page: OpenMetrics counters end in _total, buckets are cumulati
         std::string::npos);
   CHECK(text.find("le=\"+Inf\"} 3") != std::string::npos);
   CHECK(text.ends_with("# EOF\n"));
+  CHECK(text.find("\nfcgihost_worker_restarts_total 0\n") != std::string::npos);
+  std::string json = render_status(s, {StatusFormat::Json, false}, type);
+  CHECK(json.find("\"worker restarts\":0,") != std::string::npos);
+  CHECK(json.find("\"0.005\":3,") != std::string::npos); // cumulative, as in OpenMetrics
+  CHECK(json.find("\"+Inf\":3}") != std::string::npos);
 }
 
 TEST_CASE("access log: tokens, '-' for what is unknown, control characters replaced") {

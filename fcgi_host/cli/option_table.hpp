@@ -1,0 +1,184 @@
+#pragma once
+// Every option of fcgi-host, once: its name, default, value name and description. The parser,
+// --help, the defaults of Limits (and of the record guard's limits) are built from this table;
+// docs/fcgi-host.1, conf/fcgi-host.conf and the README are checked against it by a unit test.
+//
+// Plain constexpr data without dependencies, so that any room may read a default from it.
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+namespace fcgi_host {
+
+enum class OptionKind {
+  Value,  // --name VALUE, once
+  List,   // --name VALUE, repeatable (each one adds; in the file as well)
+  Switch, // --name alone; `name = true` in the file
+  Command // --help, --version, --config, --test-config: the command line only
+};
+
+struct OptionSpec {
+  std::string_view name;
+  char short_name;               // 0: none
+  std::string_view value_name;   // empty for a switch
+  std::string_view default_text; // empty: no default value (the description says what happens)
+  std::string_view description;
+  OptionKind kind = OptionKind::Value;
+};
+
+// The order is the order of --help, the man page and conf/fcgi-host.conf.
+inline constexpr std::array kOptions = std::to_array<OptionSpec>({
+    {"help", 'h', "", "", "print this help, the signal table and the exit codes, then exit",
+     OptionKind::Command},
+    {"version", 0, "", "", "print the version and exit", OptionKind::Command},
+    {"config", 'c', "FILE", "", "read options from this INI file (the command line wins)",
+     OptionKind::Command},
+    {"test-config", 't', "", "",
+     "check the options, the config file and everything start needs short of binding and "
+     "forking, then exit",
+     OptionKind::Command},
+
+    {"listen", 'l', "ADDR", "",
+     "unix:/path, /path, HOST:PORT, [IPv6]:PORT or :PORT (default: the listening socket "
+     "inherited on fd 0 as spawn-fcgi passes it, or from systemd's LISTEN_FDS)"},
+    {"backlog", 0, "N", "1024", "listen queue length"},
+    {"socket-mode", 0, "MODE", "0660", "permissions of a Unix socket, in octal"},
+    {"socket-owner", 0, "USER", "", "owner of a Unix socket (default: the user running fcgi-host)"},
+    {"socket-group", 0, "GROUP", "", "group of a Unix socket (default: that user's group)"},
+    {"allow-clients", 0, "LIST", "",
+     "only these addresses or CIDRs may connect over TCP, comma-separated, IPv4 and IPv6 "
+     "(default: everyone who can reach the socket)"},
+
+    {"workers", 'w', "N", "", "worker processes (default: the number of CPUs)"},
+    {"app", 'a', "NAME|PATH.so", "hello",
+     "built-in app (hello, echo) or the path of a plugin library"},
+    {"exec", 0, "PROGRAM", "",
+     "spawn mode: run PROGRAM as each worker, with the listening socket on its fd 0, as "
+     "spawn-fcgi does, but supervised; on the command line every word after PROGRAM is the "
+     "program's (its own options after --), in the file the value is split at spaces"},
+    {"pm", 0, "MODE", "static",
+     "static (always --workers), dynamic (between spares), ondemand (spawn on demand)"},
+    {"min-spare", 0, "N", "1", "dynamic: fewest idle workers"},
+    {"max-spare", 0, "N", "3", "dynamic: most idle workers"},
+    {"max-workers", 0, "N", "0", "dynamic, ondemand: most workers (0: --workers)"},
+    {"idle-timeout", 0, "SECONDS", "10", "ondemand: stop a worker idle this long"},
+    {"user", 0, "USER", "", "run workers as this user (the socket is bound first)"},
+    {"group", 0, "GROUP", "", "run workers with this group (default: the user's)"},
+    {"env", 0, "NAME=VALUE", "",
+     "set an environment variable for the workers (repeatable, in the file as well)",
+     OptionKind::List},
+    {"clear-env", 0, "", "", "start workers with only the --env variables", OptionKind::Switch},
+    {"chdir", 0, "DIR", "", "the master and its workers change to this directory"},
+    {"pidfile", 0, "FILE", "", "write the master's pid here"},
+
+    {"graceful-timeout", 0, "SECONDS", "30",
+     "how long in-flight requests may run on stop and reload before workers are killed"},
+    {"request-timeout", 0, "SECONDS", "0",
+     "kill and replace a worker whose request runs longer (0: never)"},
+    {"max-requests", 0, "N", "0", "recycle a worker after this many requests (0: never)"},
+    {"max-requests-jitter", 0, "N", "0",
+     "add a random 0..N to each worker's --max-requests, so they never restart in step"},
+    {"max-rss", 0, "MIB", "0",
+     "recycle a worker after the request that took its memory (RSS) past this (0: never)"},
+
+    {"max-body", 0, "BYTES", "8M", "largest request body (K, M, G suffixes); larger: 413"},
+    {"max-params-size", 0, "BYTES", "64K",
+     "largest total size of a request's FastCGI params; larger: 400"},
+    {"max-params", 0, "N", "1000", "most FastCGI params in a request; more: 400"},
+    {"max-records", 0, "N", "100000",
+     "most FastCGI records in a request; more: the connection is closed"},
+    {"max-connections", 0, "N", "256",
+     "most connections one worker holds (kept-alive ones included); when reached, the "
+     "connection that made the least progress is closed to make room"},
+    {"header-timeout", 0, "SECONDS", "10", "time from connect to the end of the request's params"},
+    {"body-timeout", 0, "SECONDS", "30",
+     "longest pause while reading a request body; also its total time, plus one second per "
+     "--body-min-rate bytes received"},
+    {"body-min-rate", 0, "BYTES", "16K",
+     "bytes per second a body must average past --body-timeout (0: the body's total time is "
+     "--body-timeout)"},
+    {"max-buffered", 0, "BYTES", "64M",
+     "bytes of unfinished requests and unsent responses one worker holds (at least --max-body); "
+     "past it, the connections that made the least progress are closed"},
+    {"spill-threshold", 0, "BYTES", "1M",
+     "a request body larger than this is kept in an unlinked temporary file, not in memory "
+     "(--max-body still caps it)"},
+    {"handoff-after", 0, "SECONDS", "0.002",
+     "move a worker's kept connections to a free worker once its handler has run this long "
+     "(0: only when the worker stops; a stopping worker always passes them on)"},
+    {"keepalive-timeout", 0, "SECONDS", "75",
+     "close a kept connection idle this long (keep it above nginx's keepalive_timeout)"},
+    {"write-timeout", 0, "SECONDS", "30",
+     "the total time a response may take to reach a client that reads it slowly (a response "
+     "complete in memory goes out from the worker's event loop, so a slow reader never holds "
+     "the worker)"},
+
+    {"error-log", 0, "FILE", "", "write the log to this file (default: stderr)"},
+    {"log-level", 0, "LEVEL", "notice", "debug, info, notice, warn, error or alert"},
+    {"access-log", 0, "FILE", "", "write one line per request to this file (default: none)"},
+    {"access-format", 0, "FORMAT", "%a %m %u %s %d %b",
+     "access log line: %a remote address, %m method, %u URI, %s status (499: aborted by the "
+     "web server), %d duration ms, %c CPU ms, %b body bytes, %p pid, %w worker slot, "
+     "%g generation, %t time, %q queue time ms (- when not stamped), %% a percent sign"},
+    {"slow-request-threshold", 0, "SECONDS", "0", "log requests that take longer (0: off)"},
+    {"max-queue-time", 0, "MS", "0",
+     "answer 503 at once, without running the handler, to a request that waited longer for a "
+     "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "
+     "gone (0: off)"},
+    {"metrics", 0, "on|off", "on", "keep per-handler metrics and the scoreboard's request details"},
+    {"status-path", 0, "PATH", "",
+     "answer this path with the status page: text, or ?json, ?openmetrics, ?prometheus, ?html, "
+     "?text, with &full for every worker; without a query word, the Accept header chooses "
+     "(OpenMetrics or the Prometheus text format for a Prometheus scrape)"},
+    {"ping-path", 0, "PATH", "", "answer this path with --ping-response"},
+    {"ping-response", 0, "TEXT", "pong", "the body of a ping answer"},
+    {"status-listen", 0, "ADDR", "",
+     "the master itself serves status and ping here, also when every worker is busy"},
+    {"status-allow", 0, "LIST", "",
+     "addresses or CIDRs allowed to read status and ping (default: everyone)"},
+});
+
+constexpr const OptionSpec* find_option(std::string_view name) {
+  for (const OptionSpec& o : kOptions)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+// The default of an option as a number, parsed at compile time ("8M", "64K", "1000").
+constexpr std::size_t default_size(std::string_view name) {
+  std::string_view text = find_option(name)->default_text;
+  std::size_t value = 0, i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+    value = value * 10 + static_cast<std::size_t>(text[i] - '0');
+  if (i < text.size()) value <<= text[i] == 'K' ? 10 : text[i] == 'M' ? 20 : 30;
+  return value;
+}
+
+// The default of an octal option ("0660").
+constexpr unsigned default_octal(std::string_view name) {
+  unsigned value = 0;
+  for (char c : find_option(name)->default_text)
+    value = value * 8 + static_cast<unsigned>(c - '0');
+  return value;
+}
+
+// The default of a SECONDS option ("30", "0.002"), to the millisecond.
+constexpr std::chrono::milliseconds default_duration(std::string_view name) {
+  std::string_view text = find_option(name)->default_text;
+  long long ms = 0, scale = 1000;
+  bool fraction = false;
+  for (char c : text) {
+    if (c == '.') {
+      fraction = true;
+    } else if (!fraction) {
+      ms = ms * 10 + (c - '0') * 1000;
+    } else if (scale > 1) {
+      scale /= 10;
+      ms += (c - '0') * scale;
+    }
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,117 @@
+#include "fcgi_host/cli/start_checks.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <grp.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+void check_user(const Config& c, const char* option, const std::string& name) {
+  if (!name.empty() && !getpwnam(name.c_str()))
+    throw ConfigError(c.where(option) + ": unknown user \"" + name + "\"");
+}
+
+void check_group(const Config& c, const char* option, const std::string& name) {
+  if (!name.empty() && !getgrnam(name.c_str()))
+    throw ConfigError(c.where(option) + ": unknown group \"" + name + "\"");
+}
+
+void check_privileges(const Config& c) {
+  check_user(c, "user", c.user);
+  check_group(c, "group", c.group);
+  check_user(c, "socket-owner", c.socket_owner);
+  check_group(c, "socket-group", c.socket_group);
+  if ((!c.user.empty() || !c.group.empty()) && geteuid() != 0)
+    throw ConfigError(c.where(c.user.empty() ? "group" : "user") +
+                      ": fcgi-host must be started as root to change user");
+}
+
+void check_directory(const Config& c, const char* option, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw ConfigError(c.where(option) + ": \"" + path + "\": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw ConfigError(c.where(option) + ": \"" + path + "\" is not a directory");
+}
+
+// The program as execvp would find it: a path, or a name on $PATH.
+bool executable(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    struct stat st {};
+    return ::stat(program.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(program.c_str(), X_OK) == 0;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (executable((dir.empty() ? "." : dir) + "/" + program)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+void check_program(const Config& c) {
+  if (c.exec.empty()) return;
+  // A relative path is looked up from --chdir, where the master runs the workers.
+  std::string program = c.exec.front();
+  if (!c.chdir.empty() && program.find('/') != std::string::npos && program.front() != '/')
+    program = c.chdir + "/" + program;
+  if (!executable(program))
+    throw ConfigError(c.where("exec") + ": \"" + c.exec.front() + "\" is not an executable file" +
+                      (program.find('/') == std::string::npos ? " on $PATH" : ""));
+}
+
+void check_address(const Config& c, const char* option, const std::string& text) {
+  ListenAddress a;
+  std::string why;
+  if (!parse_listen_address(text, a, why)) return; // the parser has refused it already
+  if (a.kind != ListenAddress::Kind::Tcp || a.host.empty()) return;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &found);
+  if (rc != 0)
+    throw ConfigError(c.where(option) + ": cannot resolve \"" + a.host + "\": " + gai_strerror(rc));
+  freeaddrinfo(found);
+}
+
+// A log file that exists must be writable; one that does not needs a writable directory.
+void check_writable_file(const Config& c, const char* option, const std::string& path) {
+  if (path.empty()) return;
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (::access(path.c_str(), W_OK) != 0)
+      throw ConfigError(c.where(option) + ": \"" + path + "\": " + std::strerror(errno));
+    return;
+  }
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw ConfigError(c.where(option) + ": cannot create \"" + path + "\": " + dir + ": " +
+                      std::strerror(errno));
+}
+
+} // namespace
+
+void check_before_start(const Config& config) {
+  check_privileges(config);
+  if (!config.chdir.empty()) check_directory(config, "chdir", config.chdir);
+  check_program(config);
+  if (config.listen.kind != ListenAddress::Kind::Inherited)
+    check_address(config, "listen", config.listen.to_string());
+  if (!config.status_listen.empty()) check_address(config, "status-listen", config.status_listen);
+  check_writable_file(config, "error-log", config.error_log);
+  check_writable_file(config, "access-log", config.access_log);
+  check_writable_file(config, "pidfile", config.pidfile);
+}
+
+} // namespace fcgi_host
