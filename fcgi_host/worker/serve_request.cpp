@@ -21,6 +21,7 @@ using process_manager::WorkerState;
 using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
+constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000; // see serve_request()
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
 bool probe_aborted(void* context) {
@@ -77,6 +78,12 @@ bool Worker::serve_request(Connection& c) {
     serving_fd_ = c.fd;
     run_handler(out);
     serving_fd_ = -1;
+    // nginx closes the connection when its client leaves; a small answer written to it would
+    // still "succeed". After a long handler (when that is likely, and one system call is cheap
+    // beside it) the worker looks, so that the request is logged and counted as aborted (499).
+    if (process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs &&
+        probe_aborted(&c))
+      out.aborted = true;
   }
   send(c, out);
   request_.set_abort_probe(nullptr, nullptr);

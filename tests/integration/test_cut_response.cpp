@@ -53,4 +53,24 @@ TEST_SUITE("cut response") {
     CHECK(curl_exit(nginx.port(), "/whole") == 0);
     it::check_no_alerts(host);
   }
+
+  TEST_CASE("a request whose client left during a long handler is logged and counted as 499") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--access-log", "{dir}/access.log",
+                      "--status-path", "/status"});
+    it::NginxProcess nginx({host.address()});
+    // curl gives up after 0.3 s; nginx then closes its connection to the host, while the
+    // handler still sleeps.
+    std::string cmd =
+        "curl -s -o /dev/null -m 0.3 'http://127.0.0.1:" + std::to_string(nginx.port()) +
+        "/echo?delay_ms=800'";
+    CHECK(std::system(cmd.c_str()) != 0);
+    CHECK(it::wait_for(
+        [&] {
+          return it::read_file(host.dir().file("access.log")).find(" 499 ") != std::string::npos;
+        },
+        Millis{5000}));
+    std::string status = host.connect().request("GET", "/status?json").body;
+    INFO(status);
+    CHECK(status.find("\"aborted requests\":1") != std::string::npos);
+  }
 }
