@@ -323,8 +323,13 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
   PM_LOG(LogLevel::Notice,
          std::string(to_string(reason)) + " of " + std::to_string(table.size()) + " worker(s)");
   if (!handed_over) notifier.notify("STOPPING=1"); // after an upgrade the service goes on
+  bool first_stop = state != State::Stopping && state != State::FastStopping;
   state = to;
   reload_queued = false;
+  if (first_stop && options.on_stop) { // refuse new connections before the workers drain
+    options.on_stop();
+    options.listen_fd = -1;
+  }
   for (Worker& w : table.all())
     stop(w, reason);
 }
@@ -592,6 +597,7 @@ bool Master::Impl::spawn_worker() {
     return false;
   }
   std::vector<int> master_fds = options.watch_fds;
+  master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
   if (upgrade_fd >= 0) master_fds.push_back(upgrade_fd);
   pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main, master_fds);
   if (pid == -1) {

@@ -84,6 +84,13 @@ struct MasterOptions {
   // After USR2: true once the new master wrote its ready byte (this master then retires its
   // workers and exits 0), false when it exited or failed before that.
   std::function<void(bool taken_over)> on_upgrade;
+  // Called once when a stop (TERM, QUIT, INT, a boot failure, or retiring after an upgrade)
+  // begins, before any worker is signalled: the place to refuse new connections (remove the
+  // socket path, close the master's copy of the listen socket). listen_fd is not used after it.
+  std::function<void()> on_stop;
+  // Fds of the master that no worker may keep (a locked pidfile: a worker holding it would keep
+  // the lock after the master is gone). Closed in every worker right after fork.
+  std::vector<int> private_fds;
   // The new master's side of an upgrade: one byte is written here (then closed) once the first
   // generation is ready. -1: not started by an upgrade.
   int ready_fd = -1;

@@ -167,20 +167,6 @@ po::options_description describe(const Config& d) {
   return all;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : text + ",") {
-    if (c == ',' || c == ' ' || c == '\t') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -408,17 +394,12 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
       throw ConfigError(origins.of("status-listen") + ": '" + config.status_listen +
                         "' is not an address: " + why);
   }
-  if (vm.count("status-allow"))
-    config.status_allow = split_list(vm["status-allow"].as<std::string>());
-  if (vm.count("allow-clients"))
-    config.allow_clients = split_list(vm["allow-clients"].as<std::string>());
-  for (const char* list : {"allow-clients", "status-allow"})
-    if (vm.count(list))
-      for (const std::string& item : split_list(vm[list].as<std::string>())) {
-        std::string why;
-        if (!valid_client_pattern(item, why))
-          throw ConfigError(origins.of(list) + ": '" + item + "' " + why);
-      }
+  for (auto [list, patterns] : {std::pair{"allow-clients", &config.allow_clients},
+                                 std::pair{"status-allow", &config.status_allow}}) {
+    std::string why;
+    if (vm.count(list) && !parse_client_list(vm[list].as<std::string>(), *patterns, why))
+      throw ConfigError(origins.of(list) + ": " + why);
+  }
   text("user", config.user);
   text("group", config.group);
 

@@ -39,6 +39,8 @@ namespace exit_code = process_manager::exit_code;
 // Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
 constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
 constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
+constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";  // the locked pidfile, taken over
+constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE"; // DEV:INODE of the socket file
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
 // see a stale one); -1 when absent or not a number.
@@ -231,6 +233,26 @@ int run_host(int argc, char** argv, app::Handler* own) {
   // Started by USR2 of an old master: its socket, already bound and listening.
   const int upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
   const int adopted_fd = take_fd_from_env(kListenFdEnv);
+  const int adopted_pidfile_fd = take_fd_from_env(kPidfileFdEnv);
+  // The pidfile's lock first: a start that is refused must touch nothing of the running host,
+  // and only the lock (not a pid that may name a zombie) says whether one runs.
+  std::unique_ptr<process_manager::Pidfile> pidfile;
+  try {
+    // An upgrade takes the locked pidfile over from the old master (our parent); the old one
+    // leaves it alone on exit, since it no longer holds its pid.
+    if (!config.pidfile.empty())
+      pidfile = adopted_pidfile_fd >= 0 ? std::make_unique<process_manager::Pidfile>(
+                                              config.pidfile, adopted_pidfile_fd)
+                                        : std::make_unique<process_manager::Pidfile>(config.pidfile);
+  } catch (const std::exception& e) {
+    std::cerr << "fcgi-host: pidfile: " << e.what() << "; not starting\n";
+    return exit_code::kStartupFailure;
+  }
+  // The socket file an upgrade hands over: removed on stop only while it is still that file.
+  SocketFile adopted_file;
+  if (const char* text = std::getenv(kSocketFileEnv); text && adopted_fd >= 0)
+    adopted_file = SocketFile::from_text(config.listen.path, text);
+  unsetenv(kSocketFileEnv);
   std::unique_ptr<ListenSocket> listener;
   try {
     if (adopted_fd < 0) listener = std::make_unique<ListenSocket>(config);
@@ -305,10 +327,19 @@ int run_host(int argc, char** argv, app::Handler* own) {
   }
   options.listen_fd = listen_fd;
   options.ready_fd = upgrade_fd;
-  options.upgrade_exec = [args, listen_fd, exe = own_executable()](int ready_fd) {
-    ::fcntl(listen_fd, F_SETFD, 0); // the socket crosses exec, nothing else of ours does
+  if (pidfile) options.private_fds.push_back(pidfile->fd());
+  const SocketFile socket_file = listener ? listener->file() : adopted_file;
+  options.upgrade_exec = [args, listen_fd, exe = own_executable(), socket_file,
+                          pidfile_fd = pidfile ? pidfile->fd() : -1](int ready_fd) {
+    // The socket and the pidfile's lock cross exec, nothing else of ours does.
+    ::fcntl(listen_fd, F_SETFD, 0);
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
+    if (!socket_file.empty()) setenv(kSocketFileEnv, socket_file.to_text().c_str(), 1);
+    if (pidfile_fd >= 0) {
+      ::fcntl(pidfile_fd, F_SETFD, 0);
+      setenv(kPidfileFdEnv, std::to_string(pidfile_fd).c_str(), 1);
+    }
     std::vector<char*> argv2;
     for (const auto& a : args)
       argv2.push_back(const_cast<char*>(a.c_str()));
@@ -316,19 +347,6 @@ int run_host(int argc, char** argv, app::Handler* own) {
     ::execv(exe.c_str(), argv2.data());
     PM_LOG(LogLevel::Alert, "USR2: execv(\"" + exe + "\") failed: " + std::strerror(errno));
   };
-  std::unique_ptr<process_manager::Pidfile> pidfile;
-  try {
-    // An upgrade takes the pidfile over from the old master (our parent) at once; the old one
-    // leaves it alone on exit, since it no longer holds its pid.
-    if (upgrade_fd >= 0 && !config.pidfile.empty() &&
-        process_manager::Pidfile::read(config.pidfile) == getppid())
-      ::unlink(config.pidfile.c_str());
-    if (!config.pidfile.empty())
-      pidfile = std::make_unique<process_manager::Pidfile>(config.pidfile);
-  } catch (const std::exception& e) {
-    std::cerr << "fcgi-host: pidfile: " << e.what() << "\n";
-    return exit_code::kStartupFailure;
-  }
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0) {
     std::cerr << "fcgi-host: " << sys_error("chdir", config.chdir) << "\n";
     return exit_code::kStartupFailure;
@@ -338,16 +356,27 @@ int run_host(int argc, char** argv, app::Handler* own) {
     handed_over = taken_over;
     if (taken_over) {
       if (listener) listener->forget_path(); // the new master serves on it and removes it
+      adopted_file.forget();
       return;
     }
-    try { // the failed new master removed the pidfile it had taken over
-      if (!config.pidfile.empty()) {
-        pidfile.reset();
-        pidfile = std::make_unique<process_manager::Pidfile>(config.pidfile);
-      }
+    try { // the failed new master wrote its pid there, or removed the file
+      if (pidfile) pidfile->reclaim();
     } catch (const std::exception& e) {
       PM_LOG(LogLevel::Error, std::string("pidfile: ") + e.what());
     }
+  };
+  // TERM, QUIT, INT: the path goes first, so that nginx gets "no such file" and tries its next
+  // upstream rather than a reset later; then the master's copy of the socket closes, so that
+  // it closes for good with the last worker's copy (TCP: connections that arrive meanwhile wait
+  // in the queue for a draining worker, or are reset when the last one closes it).
+  options.on_stop = [&] {
+    if (listener) {
+      listener->stop_listening();
+    } else {
+      adopted_file.remove_if_ours();
+      ::close(listen_fd);
+    }
+    if (status_server) status_server->forget_pool_socket();
   };
 
   PM_LOG(LogLevel::Notice,
@@ -363,9 +392,8 @@ int run_host(int argc, char** argv, app::Handler* own) {
   process_manager::Master master(make_generation(config, app, listen_fd), options);
   if (status_server) status_server->set_scoreboard(&master.scoreboard());
   int code = master.run();
-  // An adopted Unix socket's file is ours to remove now, unless handed over once more.
-  if (!listener && !handed_over && config.listen.kind == ListenAddress::Kind::Unix)
-    ::unlink(config.listen.path.c_str());
+  // A stop that never began (the loop failed): the socket file is still ours to remove.
+  if (!handed_over) adopted_file.remove_if_ours();
   PM_LOG(LogLevel::Notice, "fcgi-host stopped");
   return code;
 }

@@ -25,6 +25,8 @@ public:
   int fd() const { return socket_->fd(); }
   const std::string& description() const { return socket_->description(); }
   void set_scoreboard(const process_manager::Scoreboard* s) { scoreboard_ = s; }
+  // The pool's socket is closed in the master (a stop began): no listen queue to report.
+  void forget_pool_socket() { pool_listen_fd_ = -1; }
 
   // The socket is readable: answer the queued connections.
   void serve();
