@@ -88,8 +88,13 @@ struct Master::Impl {
   void send(Worker& w, int sig);
   void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests);
   void on_boot_failure(const Worker& w, const std::string& line);
-  void count_crash(LogLevel level, const std::string& line);
-  bool spawn_worker();
+  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
+  void spawn_failed(const std::string& line);
+  void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
+  void release_held_slots();
+  void respawn_held_slots();
+  std::chrono::milliseconds wait_time() const;
+  bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
   void abandon_reload(const std::string& why);
   void end_reload();
@@ -106,6 +111,13 @@ struct Master::Impl {
   Reaper reaper;
   WorkerTable table;
   CrashPolicy crashes;
+  // Slots of crashed workers, kept for their replacement until the slot's backoff has passed:
+  // each slot backs off on its own (backoff.hpp), and a held slot counts toward the pool.
+  struct HeldSlot {
+    std::size_t slot;
+    std::uint64_t respawn_at_ns;
+  };
+  std::vector<HeldSlot> held;
 
   State state = State::Running;
   int exit_code = exit_code::kOk;
@@ -131,8 +143,8 @@ int Master::Impl::run() {
   start();
   std::vector<int> ready;
   for (;;) {
-    for (int sig : signals.wait(kTick, watched_fds(), &ready)) // a signal, a tick, or
-      dispatch(sig);                                           // -> on_term(), on_hup(), ...
+    for (int sig : signals.wait(wait_time(), watched_fds(), &ready)) // a signal, a tick, or
+      dispatch(sig);                                                 // -> on_term(), on_hup(), ...
     for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
       on_readable(fd);
     reap();                      // collect exits, then account for them
@@ -398,8 +410,48 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
   } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
     on_boot_failure(w, line);
   } else {
-    count_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line);
+    std::uint64_t now = monotonic_ns();
+    CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
+    hold_for_respawn(w, d.respawn_at_ns);
+    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
   }
+}
+
+// The replacement of a crashed worker of the current generation goes in the same slot, so
+// that the slot's backoff follows it.
+void Master::Impl::hold_for_respawn(const Worker& w, std::uint64_t at_ns) {
+  if (w.generation != current_gen || !can_spawn(state) || !table.reserve_slot(w.slot)) return;
+  held.push_back(HeldSlot{w.slot, at_ns});
+}
+
+void Master::Impl::release_held_slots() {
+  for (const HeldSlot& h : held)
+    table.release_slot(h.slot);
+  held.clear();
+}
+
+void Master::Impl::respawn_held_slots() {
+  std::uint64_t now = monotonic_ns();
+  for (std::size_t i = 0; i < held.size();) {
+    if (held[i].respawn_at_ns > now) {
+      ++i;
+      continue;
+    }
+    std::size_t slot = held[i].slot;
+    held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!spawn_worker(slot)) return; // spawn_worker released the slot and delays the pool
+  }
+}
+
+// A tick, or sooner when a held slot's backoff ends: a replacement is not late by a tick.
+std::chrono::milliseconds Master::Impl::wait_time() const {
+  std::uint64_t now = monotonic_ns();
+  std::uint64_t wait = ns(kTick);
+  for (const HeldSlot& h : held) {
+    std::uint64_t at = std::max(h.respawn_at_ns, crashes.pool_respawn_at_ns());
+    wait = std::min(wait, at > now ? at - now : 0);
+  }
+  return std::chrono::milliseconds(wait / 1'000'000 + (wait % 1'000'000 != 0));
 }
 
 void Master::Impl::on_boot_failure(const Worker& w, const std::string& line) {
@@ -416,9 +468,13 @@ void Master::Impl::on_boot_failure(const Worker& w, const std::string& line) {
   }
 }
 
-// Crashes and failed spawns: backoff, one breaker line, at most one line per second.
-void Master::Impl::count_crash(LogLevel level, const std::string& line) {
-  CrashPolicy::Decision d = crashes.on_crash(monotonic_ns());
+void Master::Impl::spawn_failed(const std::string& line) {
+  log_crash(LogLevel::Error, line, crashes.on_spawn_failure(monotonic_ns()));
+}
+
+// Crashes and failed spawns: one breaker line, at most one line per second.
+void Master::Impl::log_crash(LogLevel level, const std::string& line,
+                             const CrashPolicy::Decision& d) {
   if (d.log)
     PM_LOG(level,
            line + (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
@@ -477,10 +533,18 @@ void Master::Impl::enforce_timeouts() {
 
 void Master::Impl::maintain_pool() {
   if (state == State::Reloading) advance_reload();
-  if (!can_spawn(state)) return;
+  if (!can_spawn(state)) {
+    release_held_slots();
+    return;
+  }
   scale();
-  std::size_t active = table.count_active(current_gen);
-  // TTOU: retire the newest worker; the older ones hold the warmer caches.
+  std::size_t active = table.count_active(current_gen) + held.size();
+  // TTOU: give up a held slot first, then retire the newest worker; the older ones hold the
+  // warmer caches.
+  for (; active > static_cast<std::size_t>(current.pool.workers) && !held.empty(); --active) {
+    table.release_slot(held.back().slot);
+    held.pop_back();
+  }
   for (; active > static_cast<std::size_t>(current.pool.workers); --active) {
     Worker* newest = nullptr;
     for (Worker& w : table.all())
@@ -489,7 +553,8 @@ void Master::Impl::maintain_pool() {
         newest = &w;
     stop(*newest, StopReason::Retire);
   }
-  if (monotonic_ns() < crashes.respawn_at_ns()) return; // backoff or breaker pause
+  if (monotonic_ns() < crashes.pool_respawn_at_ns()) return; // breaker pause, failed spawns
+  respawn_held_slots();
   for (; active < static_cast<std::size_t>(current.pool.workers); ++active)
     if (!spawn_worker()) break;
   announce_ready();
@@ -589,11 +654,11 @@ void Master::Impl::announce_ready() {
   PM_LOG(LogLevel::Info, "generation " + std::to_string(current_gen) + " ready");
 }
 
-bool Master::Impl::spawn_worker() {
-  std::optional<std::size_t> slot = table.allocate_slot();
+bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
+  std::optional<std::size_t> slot = held_slot ? held_slot : table.allocate_slot();
   if (!slot) {
-    count_crash(LogLevel::Error, "no free scoreboard slot for a worker (capacity " +
-                                     std::to_string(scoreboard.capacity()) + ")");
+    spawn_failed("no free scoreboard slot for a worker (capacity " +
+                 std::to_string(scoreboard.capacity()) + ")");
     return false;
   }
   std::vector<int> master_fds = options.watch_fds;
@@ -602,7 +667,7 @@ bool Master::Impl::spawn_worker() {
   pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main, master_fds);
   if (pid == -1) {
     table.release_slot(*slot);
-    count_crash(LogLevel::Error, std::string("fork() failed: ") + std::strerror(errno));
+    spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
     return false;
   }
   Worker w;

@@ -18,7 +18,8 @@ namespace {
 // The open file is still the one the path names (its previous owner may have removed the path
 // between our open and our lock).
 bool same_file(int fd, const std::string& path) {
-  struct stat by_fd {}, by_path {};
+  struct stat by_fd {
+  }, by_path{};
   return fstat(fd, &by_fd) == 0 && stat(path.c_str(), &by_path) == 0 &&
          by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
 }

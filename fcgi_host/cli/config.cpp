@@ -395,7 +395,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
                         "' is not an address: " + why);
   }
   for (auto [list, patterns] : {std::pair{"allow-clients", &config.allow_clients},
-                                 std::pair{"status-allow", &config.status_allow}}) {
+                                std::pair{"status-allow", &config.status_allow}}) {
     std::string why;
     if (vm.count(list) && !parse_client_list(vm[list].as<std::string>(), *patterns, why))
       throw ConfigError(origins.of(list) + ": " + why);

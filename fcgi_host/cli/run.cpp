@@ -37,9 +37,9 @@ using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
 // Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
-constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
-constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
-constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";  // the locked pidfile, taken over
+constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";     // take this socket, do not bind
+constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD";   // write one byte here when ready
+constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";   // the locked pidfile, taken over
 constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE"; // DEV:INODE of the socket file
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
@@ -241,9 +241,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
     // An upgrade takes the locked pidfile over from the old master (our parent); the old one
     // leaves it alone on exit, since it no longer holds its pid.
     if (!config.pidfile.empty())
-      pidfile = adopted_pidfile_fd >= 0 ? std::make_unique<process_manager::Pidfile>(
-                                              config.pidfile, adopted_pidfile_fd)
-                                        : std::make_unique<process_manager::Pidfile>(config.pidfile);
+      pidfile = adopted_pidfile_fd >= 0
+                    ? std::make_unique<process_manager::Pidfile>(config.pidfile, adopted_pidfile_fd)
+                    : std::make_unique<process_manager::Pidfile>(config.pidfile);
   } catch (const std::exception& e) {
     std::cerr << "fcgi-host: pidfile: " << e.what() << "; not starting\n";
     return exit_code::kStartupFailure;

@@ -164,8 +164,8 @@ TEST_SUITE("access control") {
 
   TEST_CASE("--status-allow fails closed on a REMOTE_ADDR it cannot parse; `unix` lets Unix "
             "clients in") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status",
-                      "--ping-path", "/ping", "--status-allow", "127.0.0.1"});
+    HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status", "--ping-path",
+                      "/ping", "--status-allow", "127.0.0.1"});
     auto c = host.connect();
     for (const char* addr : {"", "unix:", "010.0.0.1", "127.000.0.1", "fe80::1%eth0", "::1"}) {
       CAPTURE(addr);

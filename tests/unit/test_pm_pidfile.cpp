@@ -2,11 +2,11 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <fcntl.h>
-#include <iterator>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
@@ -85,8 +85,7 @@ TEST_CASE("pidfile: the lock goes with the process, even while it is an unreaped
       Pidfile pf(p.string());
       [[maybe_unused]] ssize_t n = ::write(ready[1], "R", 1);
       pause(); // killed below
-    } catch (...) {
-    }
+    } catch (...) {}
     _exit(1);
   }
   ::close(ready[1]);
