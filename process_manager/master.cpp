@@ -86,8 +86,9 @@ struct Master::Impl {
   void begin_stop(State to, StopReason reason);
   void stop(Worker& w, StopReason reason);
   void send(Worker& w, int sig);
-  void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests);
-  void on_boot_failure(const Worker& w, const std::string& line);
+  void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
+               const std::string& boot_error);
+  void on_boot_failure(const Worker& w, const std::string& line, const std::string& why);
   void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
   void spawn_failed(const std::string& line);
   void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
@@ -137,6 +138,10 @@ struct Master::Impl {
   pid_t upgrade_pid = -1;         // USR2: the new master, until it is ready or gone
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
+  // A worker could not boot: the one line about it is written; the stop that follows is
+  // logged at debug level only.
+  bool boot_failed = false;
+  LogLevel stop_level() const { return boot_failed ? LogLevel::Debug : LogLevel::Notice; }
 };
 
 int Master::Impl::run() {
@@ -332,7 +337,7 @@ void Master::Impl::on_chld() {}
 
 void Master::Impl::begin_stop(State to, StopReason reason) {
   if (!can_override(state, to)) return; // a second TERM adds nothing
-  PM_LOG(LogLevel::Notice,
+  PM_LOG(stop_level(),
          std::string(to_string(reason)) + " of " + std::to_string(table.size()) + " worker(s)");
   if (!handed_over) notifier.notify("STOPPING=1"); // after an upgrade the service goes on
   bool first_stop = state != State::Stopping && state != State::FastStopping;
@@ -377,6 +382,8 @@ void Master::Impl::reap() {
     }
     WorkerSlot& s = scoreboard.slot(w->slot);
     std::uint64_t requests = s.requests;
+    Scoreboard::RequestInfo last = Scoreboard::read_request(s);
+    std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
@@ -388,27 +395,27 @@ void Master::Impl::reap() {
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
     }
-    on_exit(*w, c, requests);
+    on_exit(*w, c, requests, boot_error);
   }
   if ((state == State::Stopping || state == State::FastStopping) && table.empty()) {
     state = State::Stopped;
-    PM_LOG(LogLevel::Notice,
-           "all workers gone; master exits with code " + std::to_string(exit_code));
+    PM_LOG(stop_level(), "all workers gone; master exits with code " + std::to_string(exit_code));
   }
 }
 
-void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests) {
+void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
+                           const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
-    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? LogLevel::Notice : LogLevel::Warn,
+    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
            line + " (" + to_string(*w.stop_reason) + ")");
   } else if (clean) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
-    on_boot_failure(w, line);
+    on_boot_failure(w, line, boot_error);
   } else {
     std::uint64_t now = monotonic_ns();
     CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
@@ -454,15 +461,23 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
   return std::chrono::milliseconds(wait / 1'000'000 + (wait % 1'000'000 != 0));
 }
 
-void Master::Impl::on_boot_failure(const Worker& w, const std::string& line) {
-  std::string what = "worker " + std::to_string(w.pid) + " failed to boot (exit code " +
+// One line, whatever the number of workers: the first failure says what and why; the others
+// (the same cause, as a rule) and the stop that follows are at debug level.
+void Master::Impl::on_boot_failure(const Worker& w, const std::string& line,
+                                   const std::string& why) {
+  std::string what = "worker " + std::to_string(w.pid) + " failed to boot" +
+                     (why.empty() ? "" : ": " + why) + " (exit code " +
                      std::to_string(exit_code::kWorkerBootFailure) + ")";
-  if (w.generation != current_gen) { // an abandoned or retired generation: nothing depends on it
-    PM_LOG(LogLevel::Error, line);
+  if (boot_failed) {
+    PM_LOG(LogLevel::Debug, what);
+  } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
+    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why));
   } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
     abandon_reload(what);
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error, what + "; stopping");
+    PM_LOG(LogLevel::Error,
+           what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
+    boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
   }

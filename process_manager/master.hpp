@@ -53,6 +53,12 @@ struct WorkerContext {
   Scoreboard& scoreboard;
 };
 
+// A worker's entry point returns this when it cannot boot (a handler's start hook threw, the
+// privileges could not be dropped, exec failed): `why` goes to the master through the slot, and
+// the master writes the one line that says what failed and that it stops. Returns
+// exit_code::kWorkerBootFailure.
+int boot_failure(const WorkerContext& context, const std::string& why);
+
 // What one generation runs. On HUP the master asks for a new one; the old one drains.
 struct Generation {
   PoolSettings pool;

@@ -394,7 +394,8 @@ int run_host(int argc, char** argv, app::Handler* own) {
   int code = master.run();
   // A stop that never began (the loop failed): the socket file is still ours to remove.
   if (!handed_over) adopted_file.remove_if_ours();
-  PM_LOG(LogLevel::Notice, "fcgi-host stopped");
+  // After a failure the master's last line already said why and that it exits.
+  PM_LOG(code == exit_code::kOk ? LogLevel::Notice : LogLevel::Debug, "fcgi-host stopped");
   return code;
 }
 
