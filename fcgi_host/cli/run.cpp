@@ -13,6 +13,7 @@
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/pidfile.hpp"
@@ -56,6 +57,21 @@ int take_fd_from_env(const char* name) {
   unsetenv(name);
   if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   return fd;
+}
+
+// What the master was handed on purpose, beside 0, 1 and 2: systemd's sockets, and an old
+// master's socket, ready pipe and pidfile at a binary upgrade. Everything else it inherited is
+// a stray and is closed (process_manager/inherited_fds.hpp).
+std::vector<int> inherited_fds_to_keep() {
+  std::vector<int> keep;
+  for (const char* name : {kListenFdEnv, kUpgradeFdEnv, kPidfileFdEnv})
+    if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* n = std::getenv("LISTEN_FDS");
+  if (pid && n && std::atoi(pid) == getpid())
+    for (int i = 0; i < std::atoi(n) && i < 1024; ++i)
+      keep.push_back(3 + i); // SD_LISTEN_FDS_START
+  return keep;
 }
 
 // The path to exec on USR2: the file at the path we were started from, which a package upgrade
@@ -210,6 +226,8 @@ int run_host(int argc, char** argv, app::Handler* own) {
     std::cerr << "fcgi-host: " << e.what() << "\n";
     return exit_code::kUsage;
   }
+  // Before the log or anything else of ours is open: whatever is open now was inherited.
+  const std::vector<int> strays = process_manager::close_inherited_fds(inherited_fds_to_keep());
   try {
     configure_log(config);
   } catch (const std::exception& e) {
@@ -379,6 +397,15 @@ int run_host(int argc, char** argv, app::Handler* own) {
     if (status_server) status_server->forget_pool_socket();
   };
 
+  if (!strays.empty()) {
+    std::string fds;
+    for (int fd : strays)
+      fds += " " + std::to_string(fd);
+    PM_LOG(LogLevel::Notice, "closed " + std::to_string(strays.size()) +
+                                 " descriptor(s) inherited from the starting process, which "
+                                 "workers must not see:" +
+                                 fds);
+  }
   PM_LOG(LogLevel::Notice,
          "fcgi-host listening on " +
              (listener ? listener->description()

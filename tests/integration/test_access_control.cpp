@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <pwd.h>
@@ -207,5 +208,33 @@ TEST_SUITE("access control") {
       CHECK(r.output.find(c.option) != std::string::npos);
       CHECK(r.output.find("empty") != std::string::npos);
     }
+  }
+
+  TEST_CASE("stray descriptors inherited from the starting process are closed at start") {
+    // This test process plays the careless shell: an open file without close-on-exec.
+    it::TempDir dir;
+    std::string secret = dir.write("secret.txt", "not for handlers\n");
+    int stray = ::open(secret.c_str(), O_RDONLY); // deliberately not O_CLOEXEC
+    REQUIRE(stray >= 3);
+    auto points_at_secret = [&](pid_t pid) {
+      char target[512];
+      for (int fd : open_fds(pid)) {
+        std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+        if (n > 0 && std::string(target, static_cast<std::size_t>(n)) == secret) return true;
+      }
+      return false;
+    };
+    HostProcess host({"--app", "hello", "--workers", "2"});
+    ::close(stray);
+    auto workers = host.wait_workers(2);
+    REQUIRE(workers.size() == 2);
+    CHECK_FALSE(points_at_secret(host.pid()));
+    for (pid_t w : workers)
+      CHECK_FALSE(points_at_secret(w));
+    auto closed = it::lines_with(host.log(), "inherited from the starting process");
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0].find(" " + std::to_string(stray)) != std::string::npos);
+    CHECK(host.connect().request("GET", "/").body == "OK");
   }
 }
