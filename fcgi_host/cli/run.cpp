@@ -406,12 +406,18 @@ int run_host(int argc, char** argv, app::Handler* own) {
                                  "workers must not see:" +
                                  fds);
   }
+  const Credentials credentials = resolve_credentials(config); // checked above: does not throw
+  std::string run_as;
+  if (credentials.default_user)
+    run_as = "; workers run as " + credentials.run_as + " (started as root without --user)";
+  else if (!credentials.run_as.empty())
+    run_as = "; workers run as " + credentials.run_as;
   PM_LOG(LogLevel::Notice,
          "fcgi-host listening on " +
              (listener ? listener->description()
                        : "fd " + std::to_string(listen_fd) + " from the previous master") +
              " with " + std::to_string(config.workers) + " workers, app " +
-             (own ? std::string("(own handler)") : config.app));
+             (own ? std::string("(own handler)") : config.app) + run_as);
   options.on_readable = [&status_server, &output](int fd) {
     if (status_server && fd == status_server->fd()) status_server->serve();
     if (output && fd == output->read_fd()) output->drain();

@@ -11,24 +11,28 @@ namespace fcgi_host {
 
 Credentials resolve_credentials(const Config& config) {
   Credentials c;
-  if (config.user.empty() && config.group.empty()) return c;
-  if (geteuid() != 0)
+  bool root = geteuid() == 0;
+  if (config.user.empty() && config.group.empty() && !root) return c;
+  if (!root)
     throw StartupError("--user/--group: fcgi-host must be started as root to change user");
   c.change = true;
-  c.uid = geteuid();
-  c.gid = getegid();
-  if (!config.user.empty()) {
-    passwd* pw = getpwnam(config.user.c_str());
-    if (!pw) throw StartupError("--user: unknown user \"" + config.user + "\"");
-    c.uid = pw->pw_uid;
-    c.gid = pw->pw_gid;
-    c.user = config.user;
-  }
+  c.default_user = config.user.empty();
+  const std::string& user = c.default_user ? std::string(kDefaultWorkerUser) : config.user;
+  passwd* pw = getpwnam(user.c_str());
+  if (!pw)
+    throw StartupError(c.default_user ? "started as root without --user, and there is no user \"" +
+                                            user + "\" to run workers as; name one with --user"
+                                      : "--user: unknown user \"" + user + "\"");
+  c.uid = pw->pw_uid;
+  c.gid = pw->pw_gid;
+  c.user = user;
   if (!config.group.empty()) {
     group* gr = getgrnam(config.group.c_str());
     if (!gr) throw StartupError("--group: unknown group \"" + config.group + "\"");
     c.gid = gr->gr_gid;
   }
+  group* gr = getgrgid(c.gid);
+  c.run_as = user + ":" + (gr ? std::string(gr->gr_name) : std::to_string(c.gid));
   return c;
 }
 
