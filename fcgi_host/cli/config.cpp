@@ -130,13 +130,15 @@ po::options_description describe(const Config& d) {
       ("status-listen", po::value<std::string>()->value_name("ADDR"),
        "the master itself serves status and ping here, also when every worker is busy") //
       ("status-allow", po::value<std::string>()->value_name("LIST"),
-       "addresses or CIDRs allowed to read status and ping (default: everyone)")
+       "addresses or CIDRs allowed to read status and ping, and `unix` for clients of a Unix "
+       "socket server; what does not parse is refused (default: everyone)")
 
           ("allow-clients", po::value<std::string>()->value_name("LIST"),
            "only these addresses or CIDRs may connect, comma-separated, IPv4 and IPv6 (default: "
            "everyone who can reach the socket)") //
       ("user", po::value<std::string>()->value_name("USER"),
-       "run workers as this user (the socket is bound first)") //
+       "run workers as this user (the socket is bound first; started as root: nobody, unless "
+       "this says otherwise, root included)") //
       ("group", po::value<std::string>()->value_name("GROUP"),
        "run workers with this group (default: the user's)")
 

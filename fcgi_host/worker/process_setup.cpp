@@ -13,8 +13,7 @@ Credentials resolve_credentials(const Config& config) {
   Credentials c;
   bool root = geteuid() == 0;
   if (config.user.empty() && config.group.empty() && !root) return c;
-  if (!root)
-    throw StartupError("--user/--group: fcgi-host must be started as root to change user");
+  if (!root) throw StartupError("--user/--group: fcgi-host must be started as root to change user");
   c.change = true;
   c.default_user = config.user.empty();
   const std::string& user = c.default_user ? std::string(kDefaultWorkerUser) : config.user;
