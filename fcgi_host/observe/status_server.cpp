@@ -109,7 +109,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (v == RecordGuard::Verdict::Close || size == in.size()) return;
     std::uint64_t now = process_manager::monotonic_ns();
     if (now >= deadline) {
-      PM_LOG(LogLevel::Warn, "status-listen: request not received in time; connection closed");
+      client_errors_.write("status-listen: request not received in time; connection closed");
       return;
     }
     pollfd p{fd, POLLIN, 0};
@@ -167,7 +167,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   std::uint64_t now = process_manager::monotonic_ns();
   int left_ms = now < deadline ? static_cast<int>((deadline - now) / 1'000'000 + 1) : 1;
   if (!libfcgi_io::write_all(fd, out.data(), out.size(), left_ms))
-    PM_LOG(LogLevel::Warn, "status-listen: client did not read the answer in time");
+    client_errors_.write("status-listen: client did not read the answer in time");
 }
 
 } // namespace fcgi_host

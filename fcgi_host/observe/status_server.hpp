@@ -7,6 +7,7 @@
 // can delay the master loop by that much, never hold it.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 
 #include <chrono>
@@ -38,6 +39,7 @@ private:
   ObservabilitySettings settings_;
   int pool_listen_fd_;
   const process_manager::Scoreboard* scoreboard_ = nullptr;
+  ClientErrorLog client_errors_; // slow or silent clients: rate-limited lines
 };
 
 // The FastCGI name-value pairs of a PARAMS stream; false when malformed.

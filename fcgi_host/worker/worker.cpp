@@ -21,6 +21,7 @@
 #include "fcgi_host/worker/worker.hpp"
 
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/libfcgi_io.hpp"
@@ -95,36 +96,6 @@ struct Connection {
 
   Connection(int fd, const GuardLimits& limits, const ServerValues& values)
       : fd(fd), guard(limits, values) {}
-};
-
-// At most a few lines a second about misbehaving clients: a flood must not fill the disk.
-class ClientErrorLog {
-public:
-  void write(const std::string& line) {
-    std::uint64_t now = process_manager::monotonic_ns();
-    if (now - window_start_ > kWindowNs) {
-      flush();
-      window_start_ = now;
-      lines_ = 0;
-    }
-    if (++lines_ <= 10)
-      PM_LOG(LogLevel::Warn, line);
-    else
-      ++suppressed_;
-  }
-  // When the count of lines held back is due (0: none held): the worker wakes up for it, so the
-  // count is written even if no further error comes.
-  std::uint64_t due_ns() const { return suppressed_ ? window_start_ + kWindowNs : 0; }
-  void flush() {
-    if (suppressed_)
-      PM_LOG(LogLevel::Warn, std::to_string(suppressed_) + " more client errors not logged");
-    suppressed_ = 0;
-  }
-
-private:
-  static constexpr std::uint64_t kWindowNs = 1'000'000'000;
-  std::uint64_t window_start_ = 0;
-  unsigned lines_ = 0, suppressed_ = 0;
 };
 
 class Worker {
