@@ -2,9 +2,11 @@
 
 #include "fcgi_host/net/listen_socket.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace fcgi_host {
@@ -39,7 +41,11 @@ bool drop_privileges(const Credentials& c) {
   if (!c.change) return true;
   bool groups_ok =
       c.user.empty() ? setgroups(0, nullptr) == 0 : initgroups(c.user.c_str(), c.gid) == 0;
+  pid_t master = getppid();
   if (!groups_ok || setgid(c.gid) != 0 || setuid(c.uid) != 0) return false;
+  // A change of user clears the parent-death signal (prctl(2)): armed again, or this worker
+  // would outlive a master killed with SIGKILL. If the master died in between, give up.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != master) return false;
   // A root that could get its privileges back has not dropped them.
   return c.uid == 0 || (setuid(0) != 0 && geteuid() == c.uid);
 }

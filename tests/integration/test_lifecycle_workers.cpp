@@ -8,6 +8,7 @@
 #include <csignal>
 #include <future>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -239,6 +240,8 @@ TEST_SUITE("lifecycle") {
       return;
     }
     HostProcess host({"--workers", "2", "--exec", "/usr/bin/php-cgi"});
+    // php-cgi reads the script: started as root, it runs as nobody, which must be able to.
+    REQUIRE(::chmod(host.dir().path().c_str(), 0755) == 0);
     std::string script = host.dir().write("hello.php", "<?php echo 'php ok ', getmypid();");
     fcgi_test::Params p{{"SCRIPT_FILENAME", script}};
     auto r = host.connect().request("GET", "/hello.php", {}, p);
