@@ -69,6 +69,9 @@ struct Master::Impl {
   void dispatch(int sig);
   void reap();
   void enforce_timeouts();
+  void nudge_slow_workers();
+  void sample_pool();
+  std::chrono::milliseconds tick() const;
   void maintain_pool();
   std::vector<int> watched_fds() const;
   void on_readable(int fd);
@@ -138,6 +141,7 @@ struct Master::Impl {
   pid_t upgrade_pid = -1;         // USR2: the new master, until it is ready or gone
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
+  std::uint64_t last_sample_ns = 0;
   // A worker could not boot: the one line about it is written; the stop that follows is
   // logged at debug level only.
   bool boot_failed = false;
@@ -154,10 +158,11 @@ int Master::Impl::run() {
       on_readable(fd);
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
+    nudge_slow_workers();        // a long request beside kept connections: pass them on
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
     maintain_pool();             // finish a reload; scale; spawn or retire to the target
-    scoreboard.sample(query_listen_queue(options.listen_fd).depth); // max active, max queue
+    sample_pool();               // max active, max listen queue (every 10 ms at the most)
     notifier.watchdog(monotonic_ns());
   }
 }
@@ -453,7 +458,7 @@ void Master::Impl::respawn_held_slots() {
 // A tick, or sooner when a held slot's backoff ends: a replacement is not late by a tick.
 std::chrono::milliseconds Master::Impl::wait_time() const {
   std::uint64_t now = monotonic_ns();
-  std::uint64_t wait = ns(kTick);
+  std::uint64_t wait = ns(tick());
   for (const HeldSlot& h : held) {
     std::uint64_t at = std::max(h.respawn_at_ns, crashes.pool_respawn_at_ns());
     wait = std::min(wait, at > now ? at - now : 0);
@@ -544,6 +549,43 @@ void Master::Impl::enforce_timeouts() {
   if (state == State::Reloading && now >= reload_deadline_ns)
     abandon_reload("generation " + std::to_string(current_gen) + " not ready after " +
                    seconds(ns(current.pool.graceful_timeout)));
+}
+
+// Workers that run a request longer than nudge_after while holding other connections (kept
+// connections, on which the web server may send a request that would wait for this one) are
+// nudged once per request; the worker decides whether another worker is free to take them.
+void Master::Impl::nudge_slow_workers() {
+  if (table.all().size() < 2) return;
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    if (w.nudge_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
+    const WorkerSlot& s = scoreboard.slot(w.slot);
+    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+    if (start == 0 || start == w.nudged_request_ns || now < start ||
+        now - start <= ns(w.nudge_after) || s.connections.load(std::memory_order_relaxed) < 2)
+      continue;
+    w.nudged_request_ns = start;
+    ::kill(w.pid, signals::nudge_signal());
+  }
+}
+
+// The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.
+void Master::Impl::sample_pool() {
+  std::uint64_t now = monotonic_ns();
+  if (now - last_sample_ns < 10'000'000) return;
+  last_sample_ns = now;
+  scoreboard.sample(query_listen_queue(options.listen_fd).depth);
+}
+
+// The loop's tick: 1 ms while a nudge may be due (some worker holds several connections),
+// kTick otherwise, so that an idle host stays idle.
+std::chrono::milliseconds Master::Impl::tick() const {
+  if (table.all().size() < 2) return kTick;
+  for (const Worker& w : table.all())
+    if (w.nudge_after.count() != 0 &&
+        scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed) >= 2)
+      return std::min(kTick, std::max(std::chrono::milliseconds{1}, w.nudge_after / 2));
+  return kTick;
 }
 
 void Master::Impl::maintain_pool() {
@@ -696,6 +738,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.reopen_logs_signal = current.pool.reopen_logs_signal;
   w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
   w.resend_stop_every = current.pool.resend_stop_every;
+  w.nudge_after = current.pool.nudge_after;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;

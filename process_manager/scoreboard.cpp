@@ -80,6 +80,8 @@ void Scoreboard::retire(std::size_t i) {
   p.retired_accepted += s.accepted.exchange(0);
   p.retired_requests += s.requests.exchange(0);
   p.retired_slow_requests += s.slow_requests.exchange(0);
+  p.retired_handed_off += s.handed_off.exchange(0);
+  s.connections.store(0, std::memory_order_relaxed);
   fold_routes(tables_[0], tables_[i + 1]);
   p.retire_seq.store(seq + 2, std::memory_order_release);
 }

@@ -54,7 +54,10 @@ struct alignas(64) WorkerSlot {
   char method[kSlotMethodSize]{};
   char uri[kSlotUriSize]{};
   // This worker's counters; the master folds them into PoolCounters when it exits.
-  std::atomic<std::uint64_t> accepted{0}; // connections
+  std::atomic<std::uint64_t> accepted{0};    // connections
+  std::atomic<std::uint64_t> handed_off{0};  // kept connections passed to another worker
+  std::atomic<std::uint32_t> connections{0}; // held now (the master nudges a slow worker only
+                                             // when it holds others)
   std::atomic<std::uint64_t> slow_requests{0};
   std::atomic<std::uint64_t> last_duration_ns{0}; // of the last finished request
   std::atomic<std::uint64_t> last_cpu_ns{0};      // of the last request sampled for CPU time
@@ -68,6 +71,7 @@ struct PoolCounters {
   std::atomic<std::uint64_t> retired_accepted{0};
   std::atomic<std::uint64_t> retired_requests{0};
   std::atomic<std::uint64_t> retired_slow_requests{0};
+  std::atomic<std::uint64_t> retired_handed_off{0};
   std::atomic<std::uint64_t> start_time_s{0}; // wall clock (seconds since the epoch)
   std::atomic<std::uint64_t> start_ns{0};     // CLOCK_MONOTONIC
   // Sampled on every turn of the master loop (at least every 100 ms).

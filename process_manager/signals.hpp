@@ -18,6 +18,8 @@
 //  TTIN   | one worker more in the current generation       | -
 //  TTOU   | one worker less (never below 1)                 | -
 //  CHLD   | reap                                            | -
+//  RTMIN+1| -                                              | (sent by the master) move kept
+//         |                                                 | connections to a free worker
 //
 // TERM is graceful, as in gunicorn and unlike nginx, because systemd and container runtimes send
 // TERM to stop a service and nothing may be lost then.
@@ -34,5 +36,11 @@ inline constexpr int kWorkerGracefulStop = SIGTERM; // finish in-flight, drain t
 inline constexpr int kWorkerRetire = SIGQUIT;       // stop accepting now, finish in-flight, exit 0
 inline constexpr int kWorkerFastStop = SIGINT;      // exit now
 inline constexpr int kWorkerReopenLogs = SIGUSR1;
+// A worker whose request has run longer than PoolSettings::nudge_after while it holds other
+// connections: it may pass them to a free worker. Never interrupts a handler: the worker
+// keeps it blocked and waits for it in a thread of its own. (Not a constant: SIGRTMIN is not.)
+inline int nudge_signal() {
+  return SIGRTMIN + 1;
+}
 
 } // namespace process_manager::signals

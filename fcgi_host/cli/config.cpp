@@ -97,7 +97,23 @@ po::options_description describe(const Config& d) {
        "time from connect to the end of the request's params") //
       ("body-timeout",
        po::value<double>()->value_name("SECONDS")->default_value(30, secs(l.body_timeout)),
-       "longest pause while reading a request body") //
+       "longest pause while reading a request body; also its total time, plus one second per "
+       "--body-min-rate bytes received") //
+      ("body-min-rate",
+       po::value<std::string>()->value_name("BYTES")->default_value(
+           std::to_string(l.body_min_rate >> 10) + "K"),
+       "bytes per second a body must average past --body-timeout (0: the body's total time is "
+       "--body-timeout)") //
+      ("max-buffered",
+       po::value<std::string>()->value_name("BYTES")->default_value(
+           std::to_string(l.max_buffered >> 20) + "M"),
+       "bytes of unfinished requests and unsent responses one worker holds; past it, the "
+       "connections that made the least progress are closed") //
+      ("handoff-after",
+       po::value<double>()->value_name("SECONDS")->default_value(
+           0.002, std::to_string(l.handoff_after.count()) + " ms"),
+       "move a worker's kept connections to a free worker once its handler has run this long "
+       "(0: never; a stopping worker still passes them on)") //
       ("keepalive-timeout",
        po::value<double>()->value_name("SECONDS")->default_value(75, secs(l.keepalive_timeout)),
        "close a kept connection idle this long (keep it above nginx's keepalive_timeout)") //
@@ -363,6 +379,13 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
       parse_seconds(vm["keepalive-timeout"].as<double>(), origins.of("keepalive-timeout"), false);
   l.write_timeout =
       parse_seconds(vm["write-timeout"].as<double>(), origins.of("write-timeout"), false);
+  l.body_min_rate = parse_size(vm["body-min-rate"].as<std::string>(), origins.of("body-min-rate"));
+  l.max_buffered = parse_size(vm["max-buffered"].as<std::string>(), origins.of("max-buffered"));
+  if (l.max_buffered < l.max_body)
+    throw ConfigError(origins.of("max-buffered") + ": must be at least --max-body (" +
+                      std::to_string(l.max_body) + " bytes)");
+  l.handoff_after =
+      parse_seconds(vm["handoff-after"].as<double>(), origins.of("handoff-after"), true);
 
   auto text = [&vm](const char* name, std::string& out) {
     if (vm.count(name)) out = vm[name].as<std::string>();

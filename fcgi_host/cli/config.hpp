@@ -25,6 +25,14 @@ struct Limits {
   std::chrono::milliseconds keepalive_timeout{75'000}; // a kept connection idle between requests
   std::chrono::milliseconds write_timeout{30'000};     // a client that stopped reading
   std::size_t max_connections = 256;                   // connections one worker holds at once
+  // The body's total deadline: --body-timeout, plus one second for every body_min_rate bytes
+  // received (a slow but steady upload goes on; a trickle does not).
+  std::size_t body_min_rate = 16u << 10;
+  // Bytes of unfinished requests and unsent responses one worker buffers; past it the
+  // connections that made the least progress are closed.
+  std::size_t max_buffered = 64u << 20;
+  // A kept connection moves to a free worker when its own worker's handler has run this long.
+  std::chrono::milliseconds handoff_after{2};
 };
 
 struct Config {

@@ -38,10 +38,15 @@ using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
 // Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
-constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";     // take this socket, do not bind
-constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD";   // write one byte here when ready
-constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";   // the locked pidfile, taken over
-constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE"; // DEV:INODE of the socket file
+constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
+constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
+// ... and the handoff channel's two ends, so that the old generation's kept connections move to
+// the new master's workers.
+constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
+constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
+// ... and the locked pidfile, taken over, and the DEV:INODE of the socket file.
+constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";
+constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE";
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
 // see a stale one); -1 when absent or not a number.
@@ -64,7 +69,8 @@ int take_fd_from_env(const char* name) {
 // a stray and is closed (process_manager/inherited_fds.hpp).
 std::vector<int> inherited_fds_to_keep() {
   std::vector<int> keep;
-  for (const char* name : {kListenFdEnv, kUpgradeFdEnv, kPidfileFdEnv})
+  for (const char* name :
+       {kListenFdEnv, kUpgradeFdEnv, kHandoffSendFdEnv, kHandoffRecvFdEnv, kPidfileFdEnv})
     if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
   const char* pid = std::getenv("LISTEN_PID");
   const char* n = std::getenv("LISTEN_FDS");
@@ -136,6 +142,8 @@ AppSource resolve_app(const Config& config, app::Handler* own, bool app_given) {
 
 // The write end of the OutputCapture, for the workers of every generation (-1: none).
 int worker_output_fd = -1;
+// Kept connections move between the workers of every generation through it (handoff.hpp).
+HandoffChannel worker_handoff;
 
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             int listen_fd) {
@@ -151,6 +159,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.observe = observability_settings(config);
   settings.output_fd = worker_output_fd;
+  settings.handoff = worker_handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
   settings.server_values.max_conns =
       static_cast<unsigned>(config.workers * config.limits.max_connections);
@@ -173,6 +182,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     };
     return g;
   }
+  if (worker_handoff.enabled()) g.pool.nudge_after = config.limits.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
@@ -286,6 +296,18 @@ int run_host(int argc, char** argv, app::Handler* own) {
   // process: in exec mode it stays blocking, as libfcgi programs expect.
   int flags = fcntl(listen_fd, F_GETFL);
   fcntl(listen_fd, F_SETFL, exec_mode ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+  if (!exec_mode && config.limits.handoff_after.count() > 0) {
+    worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
+    worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+    if (!worker_handoff.enabled()) {
+      try {
+        worker_handoff = make_handoff_channel();
+      } catch (const StartupError& e) {
+        std::cerr << "fcgi-host: " << e.what() << "\n";
+        return exit_code::kStartupFailure;
+      }
+    }
+  }
   bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
   const std::vector<std::string> args(argv, argv + argc);
   const ListenAddress first_address = config.listen;
@@ -349,15 +371,18 @@ int run_host(int argc, char** argv, app::Handler* own) {
   const SocketFile socket_file = listener ? listener->file() : adopted_file;
   options.upgrade_exec = [args, listen_fd, exe = own_executable(), socket_file,
                           pidfile_fd = pidfile ? pidfile->fd() : -1](int ready_fd) {
-    // The socket and the pidfile's lock cross exec, nothing else of ours does.
+    // The socket, the handoff channel and the pidfile's lock cross exec, nothing else.
     ::fcntl(listen_fd, F_SETFD, 0);
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
     if (!socket_file.empty()) setenv(kSocketFileEnv, socket_file.to_text().c_str(), 1);
-    if (pidfile_fd >= 0) {
-      ::fcntl(pidfile_fd, F_SETFD, 0);
-      setenv(kPidfileFdEnv, std::to_string(pidfile_fd).c_str(), 1);
-    }
+    for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
+                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv},
+                           std::pair{pidfile_fd, kPidfileFdEnv}})
+      if (fd >= 0) {
+        ::fcntl(fd, F_SETFD, 0);
+        setenv(env, std::to_string(fd).c_str(), 1);
+      }
     std::vector<char*> argv2;
     for (const auto& a : args)
       argv2.push_back(const_cast<char*>(a.c_str()));

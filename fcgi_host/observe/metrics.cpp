@@ -120,6 +120,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
   snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
+  snap.handed_off = p.retired_handed_off.load(std::memory_order_relaxed);
   snap.active = snap.idle = snap.total = 0;
   snap.workers.clear();
   std::map<std::string, RouteSnapshot, std::less<>> routes;
@@ -147,6 +148,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.accepted += s.accepted.load(std::memory_order_relaxed);
     snap.requests += s.requests.load(std::memory_order_relaxed);
     snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
+    snap.handed_off += s.handed_off.load(std::memory_order_relaxed);
     add_table(sb.routes(i));
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free) continue;

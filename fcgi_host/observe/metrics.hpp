@@ -117,6 +117,7 @@ struct Snapshot {
   std::uint64_t start_time_s = 0; // epoch
   std::uint64_t uptime_s = 0;
   std::uint64_t accepted = 0;
+  std::uint64_t handed_off = 0; // kept connections a worker passed to another
   std::uint64_t requests = 0;
   std::uint64_t slow_requests = 0;
   std::uint32_t active = 0, idle = 0, total = 0;

@@ -136,6 +136,7 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"start time", start_time_text(s.start_time_s)},
       {"start since", num(s.uptime_s)},
       {"accepted conn", num(s.accepted)},
+      {"handed off conn", num(s.handed_off)},
       {"requests", num(s.requests)},
       {"listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "-"},
       {"max listen queue", num(s.max_listen_queue)},
@@ -209,6 +210,7 @@ std::string json_page(const Snapshot& s, bool full) {
   field("start time", num(s.start_time_s));
   field("start since", num(s.uptime_s));
   field("accepted conn", num(s.accepted));
+  field("handed off conn", num(s.handed_off));
   field("requests", num(s.requests));
   field("listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "null");
   field("max listen queue", num(s.max_listen_queue));
@@ -285,6 +287,8 @@ std::string openmetrics_page(const Snapshot& s) {
           num(s.start_time_s));
   w.gauge(p + "start_since_seconds", "Seconds since the master started.", num(s.uptime_s));
   w.counter(p + "accepted_connections", "Connections accepted by the workers.", s.accepted);
+  w.counter(p + "handed_off_connections",
+            "Kept connections a worker passed to another (slow handler, stop).", s.handed_off);
   w.counter(p + "requests", "Requests served.", s.requests);
   if (s.listen_queue.known) {
     w.gauge(p + "listen_queue", "Connections waiting in the listen queue.",

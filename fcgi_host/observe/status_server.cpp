@@ -1,8 +1,8 @@
 #include "fcgi_host/observe/status_server.hpp"
 
 #include "app/response.hpp"
+#include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/status_page.hpp"
-#include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
@@ -73,6 +73,7 @@ StatusServer::StatusServer(const Config& config, ObservabilitySettings settings,
 }
 
 void StatusServer::serve() {
+  client_errors_.flush_due(process_manager::monotonic_ns());
   std::uint64_t deadline =
       process_manager::monotonic_ns() + static_cast<std::uint64_t>(kBudget.count()) * 1'000'000u;
   for (int i = 0; i < kMaxPerCall && process_manager::monotonic_ns() < deadline; ++i) {
@@ -103,13 +104,14 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (v == RecordGuard::Verdict::RequestReady) break;
     if (v == RecordGuard::Verdict::Reject) {
       records::append_error_response(out, guard.request_id(), guard.error_status());
-      libfcgi_io::write_all(fd, out.data(), out.size(), 200);
+      write_all(fd, out.data(), out.size(), 200);
       return;
     }
     if (v == RecordGuard::Verdict::Close || size == in.size()) return;
     std::uint64_t now = process_manager::monotonic_ns();
     if (now >= deadline) {
-      client_errors_.write("status-listen: request not received in time; connection closed");
+      client_errors_.write(ClientErrorLog::Kind::Request,
+                           "status-listen: request not received in time; connection closed");
       return;
     }
     pollfd p{fd, POLLIN, 0};
@@ -166,8 +168,9 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   records::append_end_request(out, id, 0, 0);
   std::uint64_t now = process_manager::monotonic_ns();
   int left_ms = now < deadline ? static_cast<int>((deadline - now) / 1'000'000 + 1) : 1;
-  if (!libfcgi_io::write_all(fd, out.data(), out.size(), left_ms))
-    client_errors_.write("status-listen: client did not read the answer in time");
+  if (!write_all(fd, out.data(), out.size(), left_ms))
+    client_errors_.write(ClientErrorLog::Kind::Connection,
+                         "status-listen: client did not read the answer in time");
 }
 
 } // namespace fcgi_host

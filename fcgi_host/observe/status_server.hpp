@@ -7,8 +7,8 @@
 // can delay the master loop by that much, never hold it.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
-#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/worker/client_error_log.hpp"
 
 #include <chrono>
 #include <memory>

@@ -1,72 +1,66 @@
 #include "fcgi_host/protocol/libfcgi_io.hpp"
 
+#include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fastcgi.h>
 #include <fcgiapp.h>
 #include <fcgios.h>
-#include <poll.h>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace fcgi_host::libfcgi_io {
 namespace {
-Source* current = nullptr;
+
+// Sources by fd. A static array in .bss: pages nobody touches cost no memory, and a lookup on
+// the request path is one load. Descriptors past its end are not served by libfcgi (the worker
+// keeps its connections below it; see kMaxSourceFd in request_codec.hpp's users).
+constexpr int kMaxFd = 1 << 16;
+std::atomic<Source*> sources[kMaxFd];
+
+Source* source_for(int fd) {
+  if (fd < 0 || fd >= kMaxFd) return nullptr;
+  return sources[fd].load(std::memory_order_acquire);
 }
 
-void attach(Source* source) {
-  current = source;
-}
-void detach() {
-  current = nullptr;
+} // namespace
+
+void register_source(Source* source) {
+  if (source->fd >= 0 && source->fd < kMaxFd)
+    sources[source->fd].store(source, std::memory_order_release);
 }
 
-bool write_all(int fd, const char* buf, std::size_t len, int timeout_ms) {
-  while (len > 0) {
-    ssize_t n = ::send(fd, buf, len, MSG_NOSIGNAL);
-    if (n > 0) {
-      buf += n;
-      len -= static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      int ready = ::poll(&p, 1, timeout_ms);
-      if (ready == 0) {
-        errno = ETIMEDOUT;
-        return false;
-      }
-      if (ready < 0 && errno != EINTR) return false;
-      continue;
-    }
-    return false;
+void unregister_source(const Source* source) {
+  if (source->fd >= 0 && source->fd < kMaxFd) {
+    Source* expected = const_cast<Source*>(source);
+    sources[source->fd].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   }
-  return true;
 }
 
 bool self_test() {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
-  std::string request;
-  records::append_header(request, FCGI_BEGIN_REQUEST, 1, 8);
   const char begin[8] = {0, FCGI_RESPONDER, 0};
-  request.append(begin, sizeof begin);
-  const char params[] = "\x04\x02PINGok";
-  records::append_header(request, FCGI_PARAMS, 1, sizeof params - 1);
-  request.append(params, sizeof params - 1);
-  records::append_header(request, FCGI_PARAMS, 1, 0);
-  records::append_header(request, FCGI_STDIN, 1, 0);
+  std::string framed;
+  records::append_header(framed, FCGI_BEGIN_REQUEST, 1, 8);
+  framed.append(begin, sizeof begin);
+  std::string pair_bytes;
+  records::append_name_value(pair_bytes, "PING", "ok");
+  records::append_header(framed, FCGI_PARAMS, 1, pair_bytes.size());
+  framed += pair_bytes;
+  records::append_header(framed, FCGI_PARAMS, 1, 0);
+  records::append_header(framed, FCGI_STDIN, 1, 0);
 
   Source source;
   source.fd = pair[0];
-  source.data = request.data();
-  source.size = request.size();
-  attach(&source);
+  source.data = framed.data();
+  source.size = framed.size();
+  register_source(&source);
   FCGX_Request r;
   FCGX_InitRequest(&r, -1, 0);
   r.ipcFd = pair[0];
@@ -78,7 +72,7 @@ bool self_test() {
   }
   FCGX_Free(&r, 1); // must reach our OS_IpcClose
   ok = ok && source.closed_by_libfcgi;
-  detach();
+  unregister_source(&source);
   close(pair[0]);
   close(pair[1]);
   return ok;
@@ -86,33 +80,50 @@ bool self_test() {
 
 } // namespace fcgi_host::libfcgi_io
 
-using fcgi_host::libfcgi_io::current;
+using fcgi_host::libfcgi_io::Source;
+using fcgi_host::libfcgi_io::source_for;
 
 extern "C" {
 
 int OS_Read(int fd, char* buf, size_t len) {
-  if (!current || fd != current->fd) {
-    errno = EBADF; // libfcgi reads only the current request
+  Source* s = source_for(fd);
+  if (!s) {
+    errno = EBADF; // libfcgi reads only registered requests
     return -1;
   }
-  std::size_t n = std::min(len, current->size - current->pos);
-  std::memcpy(buf, current->data + current->pos, n);
-  current->pos += n;
+  std::size_t n = std::min(len, s->size - s->pos);
+  std::memcpy(buf, s->data + s->pos, n);
+  s->pos += n;
   return static_cast<int>(n); // 0 past the end: libfcgi takes it as end of input
 }
 
 int OS_Write(int fd, char* buf, size_t len) {
-  int timeout = current ? current->write_timeout_ms : 30'000;
-  if (!fcgi_host::libfcgi_io::write_all(fd, buf, len, timeout)) {
-    if (current) current->write_failed = true;
+  Source* s = source_for(fd);
+  if (!s) {
+    errno = EBADF;
+    return -1;
+  }
+  if (s->write_failed) return -1;
+  if (s->backlog) {
+    // Order on the wire: once something waits in the backlog, everything after it queues too.
+    long sent = s->backlog->empty() ? fcgi_host::write_some(fd, buf, len) : 0;
+    if (sent < 0) {
+      s->write_failed = true;
+      return -1;
+    }
+    s->backlog->append(buf + sent, len - static_cast<std::size_t>(sent));
+    return static_cast<int>(len);
+  }
+  if (!fcgi_host::write_all_until(fd, buf, len, s->write_deadline_ns)) {
+    s->write_failed = true;
     return -1;
   }
   return static_cast<int>(len);
 }
 
 int OS_IpcClose(int fd, int /*shutdown*/) {
-  if (current && fd == current->fd) {
-    current->closed_by_libfcgi = true;
+  if (Source* s = source_for(fd)) {
+    s->closed_by_libfcgi = true;
     return 0;
   }
   return fd >= 0 ? close(fd) : 0;

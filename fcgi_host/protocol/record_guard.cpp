@@ -120,7 +120,13 @@ RecordGuard::Verdict RecordGuard::begin_request(std::uint16_t id, const char* co
   if (request_id_ != 0) {
     if (id == request_id_)
       return close("a second FCGI_BEGIN_REQUEST for request " + std::to_string(id));
-    // One request at a time per connection (FCGI_MPXS_CONNS=0).
+    // One request at a time per connection (FCGI_MPXS_CONNS=0). The refused request stays
+    // inactive: its later records are ignored (FastCGI 1.0, 3.3), not taken as a violation.
+    if (refused_ids_.size() >= kMaxRefusedIds)
+      return close("more than " + std::to_string(kMaxRefusedIds) +
+                   " requests multiplexed on one connection");
+    if (std::find(refused_ids_.begin(), refused_ids_.end(), id) == refused_ids_.end())
+      refused_ids_.push_back(id);
     records::append_end_request(replies, id, 0, FCGI_CANT_MPX_CONN);
     return Verdict::NeedMore;
   }
@@ -129,6 +135,7 @@ RecordGuard::Verdict RecordGuard::begin_request(std::uint16_t id, const char* co
     records::append_end_request(replies, id, 0, FCGI_UNKNOWN_ROLE);
     return close("FastCGI role " + std::to_string(role) + " is not served (only RESPONDER)");
   }
+  std::erase(refused_ids_, id); // a new request may reuse the id of a refused one
   request_id_ = id;
   keep_conn_ = (static_cast<unsigned char>(content[2]) & FCGI_KEEP_CONN) != 0;
   return Verdict::NeedMore;
@@ -264,6 +271,11 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
       if (request_id_ == 0 &&
           (type == FCGI_ABORT_REQUEST ||
            (id == aborted_id_ && (type == FCGI_PARAMS || type == FCGI_STDIN)))) {
+        drop_record();
+        continue;
+      }
+      // The records of a request refused with FCGI_CANT_MPX_CONN: inactive, so ignored.
+      if (std::find(refused_ids_.begin(), refused_ids_.end(), id) != refused_ids_.end()) {
         drop_record();
         continue;
       }

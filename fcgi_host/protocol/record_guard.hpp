@@ -94,6 +94,9 @@ private:
   std::size_t records_ = 0;
   std::size_t management_records_ = 0;
   std::vector<std::size_t> params_records_; // offsets of the PARAMS records of this request
+  // Requests refused with FCGI_CANT_MPX_CONN on this connection: their records are ignored.
+  static constexpr std::size_t kMaxRefusedIds = 16;
+  std::vector<std::uint16_t> refused_ids_;
   int error_status_ = 0;
   std::string close_reason_;
 };

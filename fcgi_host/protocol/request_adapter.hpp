@@ -22,6 +22,7 @@ void write_head(const app::Response& response, bool add_content_length, FCGX_Str
 class StreamSink : public app::BodySink {
 public:
   explicit StreamSink(FCGX_Stream* out) : out_(out) {}
+  void attach(FCGX_Stream* out) { out_ = out; }
   void send_head(const app::Response& response) override { write_head(response, false, out_); }
   bool send_body(std::string_view chunk) override;
 

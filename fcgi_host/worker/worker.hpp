@@ -5,6 +5,7 @@
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "process_manager/master.hpp"
 
@@ -20,6 +21,7 @@ using HandlerFactory = std::function<HandlerPtr()>;
 
 struct WorkerSettings {
   int listen_fd = -1;
+  HandoffChannel handoff; // disabled in an in-process host
   Limits limits;
   ServerValues server_values;
   ClientFilter allow_clients;

@@ -1,0 +1,89 @@
+#include "fcgi_host/protocol/request_codec.hpp"
+
+#include "fcgi_host/protocol/libfcgi_io.hpp"
+#include "fcgi_host/protocol/request_adapter.hpp"
+
+#include <fcgiapp.h>
+
+namespace fcgi_host {
+
+struct RequestCodec::State {
+  FCGX_Request fcgx{};
+  libfcgi_io::Source source;
+  StreamSink sink{nullptr};
+  bool active = false; // decoded, not yet finished or aborted
+};
+
+RequestCodec::RequestCodec() : state_(std::make_unique<State>()) {
+  FCGX_InitRequest(&state_->fcgx, -1, 0);
+}
+
+RequestCodec::~RequestCodec() {
+  if (state_->active) abort();
+}
+
+bool RequestCodec::init_library(std::string& error) {
+  if (FCGX_Init() != 0) {
+    error = "FCGX_Init() failed";
+    return false;
+  }
+  if (!libfcgi_io::self_test()) {
+    error = "libfcgi does not use the host's socket I/O (OS_Read/OS_Write were not replaced); "
+            "refusing to serve with libfcgi's own I/O";
+    return false;
+  }
+  return true;
+}
+
+RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records, std::size_t body_size,
+                                           std::uint64_t write_deadline_ns, app::Request& request) {
+  State& s = *state_;
+  s.source = libfcgi_io::Source{};
+  s.source.fd = fd;
+  s.source.data = records.data();
+  s.source.size = records.size();
+  s.source.write_deadline_ns = write_deadline_ns;
+  libfcgi_io::register_source(&s.source);
+  s.fcgx.ipcFd = fd;
+  // FCGX_Accept_r starts by finishing the previous request, closing its fd unless kept: that
+  // request is already finished, and the fd is now this connection's.
+  s.fcgx.keepConnection = 1;
+  if (FCGX_Accept_r(&s.fcgx) != 0) {
+    libfcgi_io::unregister_source(&s.source);
+    s.fcgx.ipcFd = -1;
+    return Decoded::Refused;
+  }
+  s.active = true;
+  s.sink.attach(s.fcgx.out);
+  return copy_request(s.fcgx, body_size, request) ? Decoded::Whole : Decoded::ShortBody;
+}
+
+app::BodySink& RequestCodec::sink() {
+  return state_->sink;
+}
+
+void RequestCodec::send(const app::Response& response, std::string* backlog) {
+  state_->source.backlog = backlog;
+  write_response(response, state_->fcgx.out);
+}
+
+RequestCodec::Ending RequestCodec::finish() {
+  State& s = *state_;
+  FCGX_Finish_r(&s.fcgx); // flushes; without FCGI_KEEP_CONN it calls our OS_IpcClose
+  libfcgi_io::unregister_source(&s.source);
+  s.fcgx.ipcFd = -1;
+  s.active = false;
+  if (s.source.write_failed) return Ending::WriteFailed;
+  return s.source.closed_by_libfcgi ? Ending::Closed : Ending::Kept;
+}
+
+void RequestCodec::abort() {
+  State& s = *state_;
+  FCGX_FFlush(s.fcgx.out); // what the handler wrote goes out; the end of the request does not
+  FCGX_Free(&s.fcgx, 1);
+  libfcgi_io::unregister_source(&s.source);
+  s.fcgx.ipcFd = -1;
+  s.active = false;
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,65 @@
+#pragma once
+// The worker's one interface to libfcgi: a complete request (framed and checked by RecordGuard)
+// is decoded into app::Request, and its response encoded as STDOUT records and
+// FCGI_END_REQUEST. No libfcgi type crosses this interface.
+//
+//   codec.decode(request_bytes, request)  → the handler runs →  codec.send(response) or
+//   response.write() through codec.sink()  →  codec.finish() (or codec.abort())
+#include "app/request.hpp"
+#include "app/response.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace fcgi_host {
+
+class RequestCodec {
+public:
+  RequestCodec();
+  ~RequestCodec();
+  RequestCodec(const RequestCodec&) = delete;
+  RequestCodec& operator=(const RequestCodec&) = delete;
+
+  // FCGX_Init, then the self-test that proves libfcgi reads and writes through the host
+  // (libfcgi_io.hpp). Once per process, before the first decode; false with `error` set.
+  // libfcgi installs handlers for SIGPIPE (ignore), SIGUSR1 and SIGTERM: set yours after it.
+  static bool init_library(std::string& error);
+
+  enum class Decoded {
+    Whole,     // params and the whole body are in `request`
+    ShortBody, // the body came up shorter than the guard counted: answer 400
+    Refused,   // libfcgi refused what the guard accepted: close the connection
+  };
+  // Decodes the records of one request, read from `fd`'s buffer. `body_size` is the body length
+  // the guard counted. A streamed response that follows is written to `fd`, waiting for the
+  // client until `write_deadline_ns` (CLOCK_MONOTONIC) at the most.
+  Decoded decode(int fd, std::string_view records, std::size_t body_size,
+                 std::uint64_t write_deadline_ns, app::Request& request);
+
+  // Where Response::write() sends a streamed response (head, then chunks).
+  app::BodySink& sink();
+  // Sends a whole buffered response: status line, headers (with Content-Length), body. What
+  // the socket does not take at once, up to the end of the request, goes to `backlog`: the
+  // caller sends it as the client reads, without waiting here.
+  void send(const app::Response& response, std::string* backlog);
+
+  enum class Ending {
+    Kept,        // the request ended cleanly and the connection may serve another
+    Closed,      // the request ended cleanly; the client did not ask to keep the connection
+    WriteFailed, // the client went away or stopped reading: close the connection
+  };
+  // Ends the request (flushes, the empty STDOUT record, FCGI_END_REQUEST).
+  Ending finish();
+  // Ends it without FCGI_END_REQUEST after what was written so far: the web server sees the
+  // upstream close early (a truncated response, not a clean end). Close the connection after.
+  void abort();
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace fcgi_host

@@ -1,0 +1,41 @@
+#pragma once
+// One client connection held by a worker: its socket, the bytes read and not yet served, the
+// record guard's view of them, and what the worker waits for on it.
+#include "fcgi_host/protocol/byte_buffer.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace fcgi_host {
+
+struct Connection {
+  enum class Phase {
+    Reading,  // a request is on its way (or nothing arrived yet on a new connection)
+    KeptIdle, // between requests on a kept connection
+    Writing,  // a response waits in `backlog` for a client that reads slowly
+    Draining, // refused: reading and discarding what the client still sends, then closing
+  };
+  int fd = -1;
+  Phase phase = Phase::Reading;
+  bool in_epoll = false;
+  bool wants_write = false; // registered for EPOLLOUT (Writing)
+  bool keep_after_write = false;
+  std::uint64_t deadline_ns = 0;      // of what the worker waits for now
+  std::uint64_t head_deadline_ns = 0; // 0 until the first byte of a request: then the total
+                                      // deadline of its head (--header-timeout)
+  std::uint64_t body_start_ns = 0;    // when the params ended: the body's deadline counts from it
+  std::uint64_t started_ns = 0;       // accepted (or taken over)
+  std::uint64_t bytes_in = 0;         // everything read: the measure of progress for eviction
+  ByteBuffer in;
+  RecordGuard guard;
+  std::string replies; // management answers the guard produced, not yet sent
+  std::string backlog; // the unsent rest of a buffered response
+
+  Connection(int fd, const GuardLimits& limits, const ServerValues& values, std::uint64_t now)
+      : fd(fd), started_ns(now), guard(limits, values) {}
+
+  bool between_requests() const { return in.size() == 0 && !guard.in_request(); }
+};
+
+} // namespace fcgi_host

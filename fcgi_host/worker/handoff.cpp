@@ -1,0 +1,87 @@
+#include "fcgi_host/worker/handoff.hpp"
+
+#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/sys_error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+void set_nonblocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+    throw StartupError(sys_error("fcntl(O_NONBLOCK)", "handoff channel"));
+}
+
+} // namespace
+
+HandoffChannel make_handoff_channel() {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    throw StartupError(sys_error("socketpair", "handoff channel"));
+  // Messages carry up to kMaxHandoffBytes: room for a few hundred connections in flight.
+  int size = 4 << 20;
+  setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  set_nonblocking(pair[0]);
+  set_nonblocking(pair[1]);
+  return HandoffChannel{pair[0], pair[1]};
+}
+
+bool send_connection(int channel_fd, int fd, std::string_view buffered) {
+  if (buffered.size() > kMaxHandoffBytes) return false;
+  char marker = 'C'; // a message is never empty, even with no bytes
+  iovec iov[2] = {{&marker, 1}, {const_cast<char*>(buffered.data()), buffered.size()}};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = buffered.empty() ? 1 : 2;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  for (;;) {
+    ssize_t n = ::sendmsg(channel_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+int receive_connection(int channel_fd, std::string& buffered) {
+  buffered.resize(kMaxHandoffBytes + 1);
+  iovec iov{buffered.data(), buffered.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do
+    n = ::recvmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    buffered.clear();
+    return -1;
+  }
+  int fd = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  buffered.erase(0, 1); // the marker
+  buffered.resize(static_cast<std::size_t>(n) - 1);
+  if (fd < 0) return -1;
+  // The fd shares its file description (and so O_NONBLOCK) with the sender's: it is already
+  // non-blocking, as every accepted connection is.
+  return fd;
+}
+
+} // namespace fcgi_host

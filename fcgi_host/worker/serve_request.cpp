@@ -1,0 +1,231 @@
+// One complete request, in named steps:
+//   decode → (status or ping page | the handler, inside its exception boundary) → send →
+//   observe (metrics, slow and access log) → keep or close the connection.
+#include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/worker/worker_loop.hpp"
+#include "process_manager/clock.hpp"
+
+#include <cerrno>
+#include <exception>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+namespace fcgi_host {
+namespace {
+
+using process_manager::WorkerState;
+using Kind = ClientErrorLog::Kind;
+
+constexpr std::size_t kShrinkAbove = 256 * 1024;
+
+// Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
+bool probe_aborted(void* context) {
+  auto& c = *static_cast<Connection*>(context);
+  if (c.guard.aborted()) return true;
+  c.in.reserve_more(4096);
+  ssize_t n = ::recv(c.fd, c.in.tail(), c.in.free_space(), MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EINTR;
+  c.in.size() += static_cast<std::size_t>(n);
+  c.guard.advance(c.in.data(), c.in.size(), c.replies); // takes only an abort of this request
+  return c.guard.aborted();
+}
+
+} // namespace
+
+struct Worker::Outcome {
+  Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
+  bool whole = true;                  // the body arrived whole
+  std::uint64_t start_ns = 0;
+  bool failed_after_head = false; // the handler threw after its head went out
+  RequestCodec::Ending ending = RequestCodec::Ending::Kept;
+  bool counted() const { return endpoint == Endpoint::None; }
+};
+
+// Runs one complete request. False when the connection was closed (or moved).
+bool Worker::serve_request(Connection& c) {
+  Outcome out;
+  if (c.guard.aborted()) {
+    // FCGI_ABORT_REQUEST before the handler ran: end the request without running it.
+    records::append_end_request(c.replies, c.guard.request_id(), 0, 0);
+    return keep_or_close(c, out);
+  }
+  if (!decode(c, out)) return false;
+  if (out.counted()) {
+    slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
+    if (settings_.observe.metrics) {
+      std::string_view method = request_.method(), uri = request_.uri();
+      process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
+                                               uri.size());
+    }
+    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
+    metrics_.begin(out.start_ns);
+  }
+  response_.reset(&codec_.sink());
+  if (!out.whole) {
+    response_.status = 400;
+    response_.set_content("Bad Request\n", "text/plain");
+  } else if (!out.counted()) {
+    answer_endpoint(out);
+  } else {
+    serving_fd_ = c.fd;
+    run_handler(out);
+    serving_fd_ = -1;
+  }
+  send(c, out);
+  request_.set_abort_probe(nullptr, nullptr);
+  observe(out);
+  if (out.counted()) {
+    slot_.request_start_ns.store(0, std::memory_order_relaxed);
+    slot_.requests.fetch_add(1, std::memory_order_relaxed);
+    slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
+    count_request();
+  }
+  return keep_or_close(c, out);
+}
+
+// libfcgi decodes the request's records (params, body) into request_. False: closed.
+bool Worker::decode(Connection& c, Outcome& out) {
+  RecordGuard& g = c.guard;
+  out.start_ns = process_manager::monotonic_ns();
+  std::string_view records(c.in.data() + g.request_begin(), g.request_end() - g.request_begin());
+  RequestCodec::Decoded decoded =
+      codec_.decode(c.fd, records, g.body_size(), out.start_ns + write_timeout_ns_, request_);
+  if (decoded == RequestCodec::Decoded::Refused) {
+    close_connection(c, "libfcgi refused a request the record guard accepted");
+    return false;
+  }
+  out.whole = decoded == RequestCodec::Decoded::Whole;
+  request_.set_abort_probe(probe_aborted, &c);
+  if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
+  return true;
+}
+
+// Status and ping are answered here, before the handler, and are no request of the pool: the
+// slot stays idle, so the status page never counts itself as active.
+void Worker::answer_endpoint(Outcome& out) {
+  bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
+  fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_,
+                                           settings_.listen_fd, request_.query(), allowed),
+                response_);
+}
+
+// The handler, without the table lock (so that kept connections can move while it runs long).
+// Its exception costs its request a 500 and one log line, and the worker goes on; after the
+// head went out, the response is cut so that the web server sees it incomplete.
+void Worker::run_handler(Outcome& out) {
+  const char* failure = nullptr;
+  std::string what;
+  in_handler_ = true;
+  table_lock_.unlock();
+  try {
+    handler_.handle(request_, response_);
+  } catch (const std::exception& e) {
+    what = e.what();
+    failure = what.c_str();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  table_lock_.lock();
+  in_handler_ = false;
+  if (!failure) return;
+  client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
+                                          std::string(request_.uri()) + ": " + failure +
+                                          (response_.head_sent() ? " (response cut)" : ""));
+  if (response_.head_sent()) {
+    out.failed_after_head = true;
+    response_.status = 500; // for the metrics and the access log: the client got no whole answer
+    return;
+  }
+  response_.reset(&codec_.sink());
+  response_.status = 500;
+  response_.set_content("Internal Server Error\n", "text/plain");
+}
+
+void Worker::send(Connection& c, Outcome& out) {
+  if (out.counted()) slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
+  if (out.failed_after_head) {
+    codec_.abort();
+    out.ending = RequestCodec::Ending::WriteFailed;
+    return;
+  }
+  if (!response_.head_sent()) codec_.send(response_, &c.backlog);
+  out.ending = codec_.finish();
+  if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)
+    client_errors_.write(Kind::Connection,
+                         "response to " + std::string(request_.method()) + " " +
+                             std::string(request_.uri()) +
+                             " cut: the client did not read it within --write-timeout");
+}
+
+// Metrics, the slow log and the access log, after the response went out. Nothing here formats
+// a line or reads a clock unless that feature is on.
+void Worker::observe(const Outcome& out) {
+  AccessLog& log = AccessLog::get();
+  if (out.counted())
+    metrics_.end(request_.path(), response_.status, request_.method(), request_.uri(),
+                 log.enabled());
+  if (!log.enabled()) return;
+  AccessLog::Entry e;
+  e.remote_addr = request_.param("REMOTE_ADDR");
+  e.method = request_.method();
+  e.uri = request_.uri();
+  e.status = response_.status;
+  e.duration_ns =
+      out.counted() ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
+  e.cpu_ns = out.counted() ? metrics_.cpu_ns() : -1;
+  e.body_bytes = response_.head_sent() ? -1 : static_cast<std::int64_t>(response_.body.size());
+  e.pid = slot_.pid.load(std::memory_order_relaxed);
+  e.slot = slot_index_;
+  e.generation = generation_;
+  log.write(e);
+}
+
+// After the request: its bytes leave the buffer, and the connection waits for the next one,
+// finishes writing a response the client reads slowly, or closes. False: closed.
+bool Worker::keep_or_close(Connection& c, Outcome& out) {
+  RecordGuard& g = c.guard;
+  bool keep = g.keep_connection() && out.ending == RequestCodec::Ending::Kept;
+  if (out.ending == RequestCodec::Ending::WriteFailed) {
+    close_connection(c);
+    return false;
+  }
+  c.in.consume_front(g.request_end());
+  g.consume_request();
+  c.in.shrink_if_above(kShrinkAbove);
+  c.head_deadline_ns = 0;
+  c.body_start_ns = 0;
+  flush_replies(c);
+  if (!c.replies.empty()) keep = false;
+  if (!c.backlog.empty()) {
+    c.phase = Connection::Phase::Writing;
+    c.keep_after_write = keep;
+    c.deadline_ns = out.start_ns + write_timeout_ns_; // the response's total deadline
+    const int fd = c.fd;
+    watch_for_write(c, true);
+    return connections_[fd] != nullptr;
+  }
+  if (!keep) {
+    close_connection(c);
+    return false;
+  }
+  c.phase = Connection::Phase::KeptIdle;
+  return true;
+}
+
+// Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
+// unlike /proc/self/statm), and is only asked for when --max-rss is set.
+void Worker::count_request() {
+  ++served_;
+  if (request_limit_ && served_ >= request_limit_) {
+    recycle_reason_ = "--max-requests reached";
+  } else if (settings_.max_rss_kib > 0) {
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > settings_.max_rss_kib)
+      recycle_reason_ = "peak RSS above --max-rss";
+  }
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,104 @@
+// Moving kept connections to a free worker (handoff.hpp says why).
+//
+// Two moments:
+//  - A stopping worker (reload, upgrade, recycling, TERM of one generation) passes on each kept
+//    connection between two requests, from its own loop.
+//  - A worker whose handler runs long cannot look at its other connections: the master, which
+//    watches every slot's request start anyway, sends it a nudge signal once the handler has
+//    run --handoff-after while the worker holds other connections and another worker waits.
+//    A small observer thread, blocked in sigwaitinfo() on that signal alone, takes the table
+//    lock (which the main thread gives up only while a handler runs) and passes the waiting
+//    connections on. Nothing of this runs while no handler is slow: the fast path pays an
+//    uncontended lock and unlock per request, no system call.
+#include "fcgi_host/worker/worker_loop.hpp"
+
+#include "process_manager/log.hpp"
+#include "process_manager/signals.hpp"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+
+using process_manager::WorkerState;
+
+// Is there a worker to take a connection? `need_free`: one waiting in its loop now (a slow
+// handler's connections are worth moving only to a worker that can serve them at once);
+// otherwise any worker that goes on (a stopping worker's go to the next generation).
+bool Worker::can_hand_off(bool need_free) const {
+  if (!settings_.handoff.enabled()) return false;
+  for (std::size_t i = 0; i < scoreboard_.capacity(); ++i) {
+    if (i == slot_index_) continue;
+    const process_manager::WorkerSlot& s = scoreboard_.slot(i);
+    if (s.pid.load(std::memory_order_relaxed) == 0) continue;
+    WorkerState state = s.state.load(std::memory_order_relaxed);
+    if (state == WorkerState::Stopping || state == WorkerState::Free) continue;
+    if (!need_free || process_manager::is_waiting(state)) return true;
+  }
+  return false;
+}
+
+// Passes one connection on, if it is between requests or holds only part of one. False when it
+// stays here (a response or a refusal is under way, or the channel is full).
+bool Worker::hand_off(Connection& c) {
+  if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
+      !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
+    return false;
+  if (c.in_epoll) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  if (!send_connection(settings_.handoff.send_fd, c.fd,
+                       std::string_view(c.in.data(), c.in.size()))) {
+    if (c.in_epoll) {
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.fd = c.fd;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev);
+    }
+    return false;
+  }
+  ::close(c.fd);
+  slot_.handed_off.store(slot_.handed_off.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  forget_connection(c);
+  return true;
+}
+
+void Worker::hand_off_waiting(int except_fd) {
+  for (auto& slot : connections_)
+    if (slot && slot->fd != except_fd) hand_off(*slot);
+}
+
+void Worker::start_observer() {
+  if (!settings_.handoff.enabled()) return;
+  // Blocked in every thread (the observer inherits this mask), taken by sigwaitinfo() alone.
+  sigset_t nudge;
+  sigemptyset(&nudge);
+  sigaddset(&nudge, process_manager::signals::nudge_signal());
+  pthread_sigmask(SIG_BLOCK, &nudge, nullptr);
+  observer_ = std::thread([this] { observe_slow_handlers(); });
+}
+
+void Worker::stop_observer() {
+  if (!observer_.joinable()) return;
+  {
+    std::lock_guard lock(table_mutex_);
+    observer_quit_ = true;
+  }
+  pthread_kill(observer_.native_handle(), process_manager::signals::nudge_signal());
+  observer_.join();
+}
+
+void Worker::observe_slow_handlers() {
+  sigset_t nudge;
+  sigemptyset(&nudge);
+  sigaddset(&nudge, process_manager::signals::nudge_signal());
+  for (;;) {
+    siginfo_t info;
+    if (sigwaitinfo(&nudge, &info) < 0) continue;
+    std::lock_guard lock(table_mutex_);
+    if (observer_quit_) return;
+    if (in_handler_ && can_hand_off(true)) hand_off_waiting(serving_fd_);
+  }
+}
+
+} // namespace fcgi_host
