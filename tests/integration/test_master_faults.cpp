@@ -80,6 +80,21 @@ bool wait_serving(const HostProcess& host, const std::string& uri) {
       Millis{5000});
 }
 
+// A request that keeps a worker busy for `ms`, already in the worker when the constructor returns
+// (the host needs --status-path /status).
+struct SlowRequest {
+  fcgi_test::Client client;
+  std::uint16_t id;
+  SlowRequest(const HostProcess& host, int ms) : client(host.connect()) {
+    client.set_timeout(Millis{10000});
+    fcgi_test::Request slow;
+    slow.uri = "/echo?delay_ms=" + std::to_string(ms);
+    id = client.send_request(slow);
+    REQUIRE(wait_serving(host, slow.uri));
+  }
+  int status() { return client.read_response(id).status; }
+};
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -172,12 +187,7 @@ TEST_SUITE("master faults") {
     HostProcess host({"--app", "echo", "--workers", "2", "--graceful-timeout", "10",
                       "--status-path", "/status"});
     std::string path = host.address().substr(5);
-    auto c = host.connect();
-    c.set_timeout(Millis{10000});
-    fcgi_test::Request slow;
-    slow.uri = "/echo?delay_ms=1500";
-    std::uint16_t id = c.send_request(slow);
-    REQUIRE(wait_serving(host, slow.uri));
+    SlowRequest slow(host, 1500);
     auto t0 = Clock::now();
     host.signal(SIGTERM);
     REQUIRE(it::wait_for([&] { return !file_id(path); }, Millis{5000}));
@@ -190,8 +200,7 @@ TEST_SUITE("master faults") {
       err = std::string(e.what()).find("No such file") != std::string::npos ? ENOENT : -1;
     }
     CHECK(err == ENOENT);
-    fcgi_test::Response r = c.read_response(id);
-    CHECK(r.status == 200);
+    CHECK(slow.status() == 200);
     CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
     MESSAGE("Unix socket: path removed " << gone_ms << " ms after TERM, before the drain");
     it::check_no_alerts(host);
@@ -205,12 +214,7 @@ TEST_SUITE("master faults") {
                   {},
                   Listen::AsGiven};
     HostProcess host(o);
-    auto c = host.connect();
-    c.set_timeout(Millis{10000});
-    fcgi_test::Request slow;
-    slow.uri = "/echo?delay_ms=1000";
-    std::uint16_t id = c.send_request(slow);
-    REQUIRE(wait_serving(host, slow.uri));
+    SlowRequest slow(host, 1000);
     auto t0 = Clock::now();
     host.signal(SIGTERM);
     int connected = 0, answered = 0, lost = 0;
@@ -236,7 +240,7 @@ TEST_SUITE("master faults") {
       } catch (const fcgi_test::Error&) {}
       ++lost;
     }
-    CHECK(c.read_response(id).status == 200);
+    CHECK(slow.status() == 200);
     CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
     MESSAGE("TCP stop: " << connected << " connects after TERM, " << answered << " answered, "
                          << lost << " reset or unanswered; last answered at " << last_answered_ms
