@@ -7,6 +7,7 @@
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <poll.h>
@@ -84,7 +85,9 @@ void StatusServer::serve() {
     // --status-allow: TCP peers by address; Unix peers pass (the socket's mode governs them).
     bool allowed = peer.ss_family == AF_UNIX ||
                    settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
-    serve_connection(c, allowed, deadline);
+    std::uint64_t own_deadline = process_manager::monotonic_ns() +
+                                 static_cast<std::uint64_t>(kPerConnection.count()) * 1'000'000u;
+    serve_connection(c, allowed, std::min(deadline, own_deadline));
     ::close(c);
   }
 }

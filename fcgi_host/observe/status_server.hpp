@@ -3,8 +3,9 @@
 // so the status page answers when every worker is busy or stuck (php-fpm's pm.status_listen needs
 // a hidden extra pool for that). The socket is non-blocking and sits in the master loop's
 // watch_fds; serve() accepts what is queued and answers each connection with a bounded budget
-// (at most kBudget for the whole call, small buffers), then closes it: a slow or hostile client
-// can delay the master loop by that much, never hold it.
+// (at most kPerConnection each, kBudget for the whole call, small buffers), then closes it: a
+// slow or hostile client can delay a turn of the master loop by that much, never hold it, and a
+// flood of them delays respawns and timeouts by at most kBudget.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/metrics.hpp"
@@ -17,7 +18,9 @@ namespace fcgi_host {
 
 class StatusServer {
 public:
-  static constexpr std::chrono::milliseconds kBudget{1000};
+  static constexpr std::chrono::milliseconds kBudget{250};
+  // A status request is one small write, there at once (and on TCP before the accept).
+  static constexpr std::chrono::milliseconds kPerConnection{100};
 
   // Binds config.status_listen (same socket mode and owner rules as --listen). Throws
   // StartupError.

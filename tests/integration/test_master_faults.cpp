@@ -5,6 +5,7 @@
 #include "lifecycle_load.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 using fcgi_test::Millis;
@@ -294,5 +296,57 @@ TEST_SUITE("master faults") {
     CHECK(max < 2000); // generous for a loaded machine; a shared backoff reached 5 s
     CHECK(it::lines_with(log, "crash loop").empty());
     CHECK(host.connect().request("GET", "/").body == "OK");
+  }
+
+  TEST_CASE("a flood of silent --status-listen clients neither stalls the master nor floods "
+            "its log") {
+    int port = it::free_tcp_port();
+    std::string status = "127.0.0.1:" + std::to_string(port);
+    HostProcess host({"--app", "hello", "--workers", "2", "--status-listen", status});
+    REQUIRE(host.wait_workers(2).size() == 2);
+    // Clients that send one byte and then nothing, for 4 s (bounded: 2000 connections).
+    std::atomic<bool> stop{false};
+    std::atomic<int> opened{0};
+    std::thread flood([&] {
+      std::vector<int> held;
+      auto start = Clock::now();
+      while (!stop && opened < 2000 && ms_since(start) < 4000) {
+        try {
+          int fd = fcgi_test::connect_socket(status, Millis{500});
+          (void)!::write(fd, "\x01", 1);
+          held.push_back(fd);
+          ++opened;
+        } catch (const fcgi_test::Error&) {}
+        if (held.size() > 200) {
+          for (int fd : held)
+            ::close(fd);
+          held.clear();
+        }
+      }
+      for (int fd : held)
+        ::close(fd);
+    });
+    // Meanwhile a worker dies: the master, busy with those clients, still replaces it at once.
+    REQUIRE(it::wait_for([&] { return opened > 20; }, Millis{3000}));
+    pid_t victim = host.worker_pids().front();
+    auto killed = Clock::now();
+    ::kill(victim, SIGKILL);
+    bool back = it::wait_for(
+        [&] {
+          auto now = host.worker_pids();
+          return now.size() == 2 && std::find(now.begin(), now.end(), victim) == now.end();
+        },
+        Millis{5000});
+    double respawn_ms = ms_since(killed);
+    stop = true;
+    flood.join();
+    CHECK(back);
+    CHECK(respawn_ms < 1000);
+    std::size_t lines = it::lines_with(host.log(), "status-listen").size() +
+                        it::lines_with(host.log(), "client errors not logged").size();
+    MESSAGE("status-listen flood: " << opened.load() << " silent clients in 4 s, " << lines
+                                    << " log lines; a worker killed meanwhile was back after "
+                                    << respawn_ms << " ms");
+    CHECK(lines <= 16); // a burst of 10, then one count per doubling window
   }
 }
