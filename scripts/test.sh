@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
-          elfutils gdb php8.2-cgi)
+          elfutils gdb php8.2-cgi curl wrk)
 
 install_missing() {
   local missing=()

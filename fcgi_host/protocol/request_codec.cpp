@@ -1,5 +1,6 @@
 #include "fcgi_host/protocol/request_codec.hpp"
 
+#include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/request_adapter.hpp"
 
@@ -80,6 +81,15 @@ RequestCodec::Ending RequestCodec::finish() {
 void RequestCodec::abort() {
   State& s = *state_;
   FCGX_FFlush(s.fcgx.out); // what the handler wrote goes out; the end of the request does not
+  // A close alone is no error to a web server that did not ask to keep the connection: nginx
+  // then takes the end of the stream as the end of the response. A record of FastCGI version 0
+  // is one no web server accepts: nginx logs "upstream sent unsupported FastCGI protocol
+  // version: 0" and ends the client's transfer without its last chunk (curl: "transfer closed
+  // with outstanding read data remaining").
+  if (!s.source.write_failed) {
+    const char cut[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    write_all_until(s.source.fd, cut, sizeof cut, s.source.write_deadline_ns);
+  }
   FCGX_Free(&s.fcgx, 1);
   libfcgi_io::unregister_source(&s.source);
   s.fcgx.ipcFd = -1;

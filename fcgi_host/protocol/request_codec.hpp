@@ -53,8 +53,9 @@ public:
   };
   // Ends the request (flushes, the empty STDOUT record, FCGI_END_REQUEST).
   Ending finish();
-  // Ends it without FCGI_END_REQUEST after what was written so far: the web server sees the
-  // upstream close early (a truncated response, not a clean end). Close the connection after.
+  // Ends it without FCGI_END_REQUEST after what was written so far, with a record the web server
+  // must refuse: it sees the response cut (a truncated transfer to its client, not a clean
+  // end). Close the connection after.
   void abort();
 
 private:

@@ -9,8 +9,9 @@
 //   auto client = fcgi_test::Client::connect(host.address());
 //   CHECK(client.request("GET", "/hello").body == "Hello");
 //
-// One at a time per process (libfcgi and the host's I/O hooks are process-wide), and the worker
-// sets SIGPIPE, SIGHUP, SIGTTIN, SIGTTOU and SIGUSR2 to ignored, as it does in a worker process.
+// Several may run at once in one process (the host's I/O hooks under libfcgi find their request
+// by fd). The worker sets SIGPIPE, SIGHUP, SIGTTIN, SIGTTOU and SIGUSR2 to ignored, as it does
+// in a worker process.
 #include "app/handler.hpp"
 #include "fcgi_host/cli/config.hpp"
 

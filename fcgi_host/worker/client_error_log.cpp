@@ -33,8 +33,9 @@ void ClientErrorLog::flush_due(std::uint64_t now_ns) {
 
 // Ends the window: the count of what it held back, and a longer window while the flood goes on.
 void ClientErrorLog::next_window(Window& w, std::uint64_t now_ns) {
-  if (w.suppressed) {
-    PM_LOG(LogLevel::Warn, std::to_string(w.suppressed) + " more client errors not logged");
+  if (w.suppressed || w.lines >= kBurst) { // the burst was used up: a flood, however even
+    if (w.suppressed)
+      PM_LOG(LogLevel::Warn, std::to_string(w.suppressed) + " more client errors not logged");
     w.length_ns = w.flooding ? std::min(w.length_ns * 2, kLongestWindowNs) : kFirstWindowNs;
     w.flooding = true;
   } else {

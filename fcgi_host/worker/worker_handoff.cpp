@@ -40,7 +40,8 @@ bool Worker::can_hand_off(bool need_free) const {
 }
 
 // Passes one connection on, if it is between requests or holds only part of one. False when it
-// stays here (a response or a refusal is under way, or the channel is full).
+// stays here (a response or a refusal is under way, or the channel is full); true when it is
+// gone from this worker.
 bool Worker::hand_off(Connection& c) {
   if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
       !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
@@ -52,7 +53,10 @@ bool Worker::hand_off(Connection& c) {
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLRDHUP;
       ev.data.fd = c.fd;
-      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev);
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
+        close_connection(c); // it could be watched no more
+        return true;         // gone from here all the same
+      }
     }
     return false;
   }

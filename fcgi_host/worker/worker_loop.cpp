@@ -399,7 +399,9 @@ void Worker::watch(Connection& c) {
 void Worker::watch_for_write(Connection& c, bool on) {
   if (c.wants_write == on) return;
   epoll_event ev{};
-  ev.events = (on ? EPOLLOUT : EPOLLIN) | EPOLLRDHUP;
+  // Not EPOLLRDHUP while writing: a client that half-closed but still reads would make it fire
+  // on every wait (level-triggered) while the socket is full. A gone client fails the write.
+  ev.events = on ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
   ev.data.fd = c.fd;
   if (epoll_ctl(epoll_fd_, c.in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c.fd, &ev) != 0) {
     close_connection(c, sys_error("epoll_ctl", "connection"));
@@ -484,7 +486,7 @@ void Worker::make_room(std::uint64_t now) {
     for (auto& slot : connections_) {
       if (!slot) continue;
       Connection& c = *slot;
-      buffered += c.in.size() + c.backlog.size();
+      buffered += c.in.capacity() + c.backlog.capacity(); // memory held, not just bytes
       if (c.phase == Connection::Phase::Writing || c.fd == serving_fd_) continue;
       // Progress per second alive; integer maths, no clock read per connection.
       std::uint64_t age_ms = (now - c.started_ns) / 1'000'000 + 1;

@@ -59,3 +59,33 @@ TEST_CASE("in-process host: the limits apply") {
   auto client = fcgi_test::Client::connect(host.address());
   CHECK(client.request("POST", "/upper", "too long").status == 413);
 }
+
+TEST_CASE("in-process host: two hosts serve side by side, each its own handler") {
+  // libfcgi's I/O hooks find their request by fd, not in a process-wide slot: hosts in threads
+  // of one process do not see each other's requests.
+  Greeter greeter;
+  class Other : public app::Handler {
+    void handle(const app::Request&, app::Response& res) override {
+      res.set_content("other\n", "text/plain");
+    }
+  } other;
+  fcgi_host::InProcessHost a(greeter);
+  fcgi_host::InProcessHost b(other);
+  auto ca = fcgi_test::Client::connect(a.address());
+  auto cb = fcgi_test::Client::connect(b.address());
+  for (int i = 0; i < 20; ++i) {
+    CHECK(ca.request("GET", "/hello?name=a").body == "Hello, a\n");
+    CHECK(cb.request("GET", "/hello?name=b").body == "other\n");
+  }
+  // Interleaved on the wire: both requests sent before either answer is read.
+  fcgi_test::Request ra;
+  ra.uri = "/hello?name=first";
+  ra.keep_conn = true;
+  fcgi_test::Request rb;
+  rb.uri = "/x";
+  rb.keep_conn = true;
+  std::uint16_t ida = ca.send_request(ra);
+  std::uint16_t idb = cb.send_request(rb);
+  CHECK(cb.read_response(idb).body == "other\n");
+  CHECK(ca.read_response(ida).body == "Hello, first\n");
+}

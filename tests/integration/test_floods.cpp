@@ -1,0 +1,179 @@
+// Floods of idle, trickling and body-hoarding connections against the real host: under
+// pressure (--max-connections, --max-buffered) each worker closes the connections that made
+// the least progress, so a normal request is served at once however many hostile connections
+// are held, memory stays within the budget, and the log stays short.
+#include "checks.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+using fcgi_test::Client;
+using fcgi_test::IoStatus;
+using fcgi_test::Millis;
+using fcgi_test::RecordType;
+using it::HostProcess;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double timed_request(HostProcess& host) {
+  auto start = Clock::now();
+  Client c = host.connect(Millis{5000});
+  fcgi_test::Response r = c.request("GET", "/normal");
+  CHECK(r.status == 200);
+  return seconds_since(start);
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmRSS:")) return std::atol(line.c_str() + 6);
+  return -1;
+}
+
+std::string request_head(std::uint16_t id, std::size_t body_size) {
+  return fcgi_test::encode_record(RecordType::BeginRequest, id, fcgi_test::begin_request_body()) +
+         fcgi_test::encode_stream(
+             RecordType::Params, id,
+             fcgi_test::encode_params(fcgi_test::standard_params("POST", "/hoard", body_size)));
+}
+
+// Sets an environment variable for the scope of one host start (the child inherits it).
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Lines the worker wrote about the flood: written ones, plus the "N more ... not logged" counts.
+std::size_t warn_lines(const HostProcess& host) {
+  return it::lines_with(host.log(), "[warn]").size();
+}
+
+} // namespace
+
+TEST_SUITE("floods") {
+
+  TEST_CASE("500 idle connections on 2 workers of 64 slots: a normal request is served at once") {
+    HostProcess host(
+        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--header-timeout", "30"});
+    std::vector<Client> idle;
+    for (int i = 0; i < 500; ++i)
+      idle.push_back(host.connect(Millis{5000})); // nothing sent: the least progress there is
+    double took = timed_request(host);
+    MESSAGE("normal request beside 500 idle connections: " << took * 1000 << " ms; "
+                                                           << warn_lines(host) << " log lines");
+    CHECK(took < 1.0);
+    // The oldest idle connections were closed to make room (the host says so, briefly).
+    std::size_t closed = 0;
+    for (Client& c : idle)
+      closed += c.read_until_closed(Millis{1}).status == IoStatus::Closed;
+    CHECK(closed >= 500 - 2 * 64);
+    CHECK(warn_lines(host) < 40);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("300 connections trickling bodies on 2 workers of 64 slots: a normal request is "
+            "served at once") {
+    HostProcess host(
+        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--body-timeout", "30"});
+    std::vector<Client> tricklers;
+    for (int i = 0; i < 300; ++i) {
+      tricklers.push_back(host.connect(Millis{5000}));
+      tricklers.back().send_raw(request_head(1, 1000) +
+                                fcgi_test::encode_record(RecordType::Stdin, 1, "x"));
+    }
+    // Another byte on each that is still open: steady, slow progress.
+    for (Client& c : tricklers)
+      if (c.read_until_closed(Millis{1}).status != IoStatus::Closed)
+        c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, "y"));
+    double took = timed_request(host);
+    MESSAGE("normal request beside 300 trickling bodies: " << took * 1000 << " ms; "
+                                                           << warn_lines(host) << " log lines");
+    CHECK(took < 1.0);
+    CHECK(warn_lines(host) < 40);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("20 unfinished 8 MiB bodies: the worker stays within --max-buffered") {
+    // Freed memory must really be freed for RSS to tell: no ASan quarantine in the host.
+    ScopedEnv asan("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=1:abort_on_error=0");
+    HostProcess host({"--app", "echo", "--workers", "1", "--max-body", "9M", "--max-buffered",
+                      "24M", "--body-timeout", "30"});
+    auto workers = host.wait_workers(1);
+    REQUIRE(workers.size() == 1);
+    long before = rss_kib(workers[0]);
+    std::string chunk(60000, 'h');
+    std::vector<Client> hoarders;
+    long peak = 0;
+    std::size_t cut = 0;
+    for (int i = 0; i < 20; ++i) {
+      Client c = host.connect(Millis{5000});
+      std::string all = request_head(1, 8u << 20);
+      for (std::size_t sent = 0; sent + chunk.size() < (8u << 20) - 1; sent += chunk.size())
+        all += fcgi_test::encode_record(RecordType::Stdin, 1, chunk);
+      // Sent from a thread of its own would be faster; a blocking send is bounded by the
+      // socket's timeout, and an evicted connection fails it: both are fine here.
+      try {
+        c.send_raw(all);
+      } catch (const std::exception&) {
+        ++cut;
+      }
+      hoarders.push_back(std::move(c));
+      peak = std::max(peak, rss_kib(workers[0]));
+    }
+    double took = timed_request(host);
+    long after = rss_kib(workers[0]);
+    MESSAGE("worker RSS " << before << " kB before, peak " << peak << " kB, " << after
+                          << " kB after 20 unfinished 8 MiB bodies; normal request " << took * 1000
+                          << " ms");
+    CHECK(peak - before < 48 * 1024); // --max-buffered 24M, plus buffer growth slack
+    CHECK(took < 1.0);
+    CHECK(it::lines_with(host.log(), "--max-buffered").size() >= 1);
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("EMFILE on accept: a burst of lines, then counts that grow apart (not 10 a second)") {
+    // The host under a low file limit: a wrapper sets it, then execs the real binary.
+    it::TempDir wrap;
+    std::string script = wrap.write("fcgi-host", "#!/bin/sh\nulimit -n 48\nexec '" +
+                                                     HostProcess::binary() + "' \"$@\"\n");
+    ::chmod(script.c_str(), 0755);
+    std::string real = HostProcess::binary();
+    ScopedEnv binary("FCGI_HOST_BINARY", script);
+    HostProcess host({"--app", "echo", "--workers", "1", "--header-timeout", "30"});
+    std::vector<Client> held;
+    for (int i = 0; i < 80; ++i)
+      held.push_back(host.connect(Millis{5000})); // past the worker's fds: EMFILE on accept
+    auto start = Clock::now();
+    auto emfile_lines = [&] { return it::lines_with(host.log(), "Too many open files").size(); };
+    // The worker retries every 100 ms: 30 attempts in 3 s, a burst of them written.
+    CHECK(it::wait_for([&] { return seconds_since(start) > 3.0; }, Millis{4000}));
+    std::size_t lines = emfile_lines() + it::lines_with(host.log(), "not logged").size();
+    MESSAGE("EMFILE for 3 s: " << lines << " log lines");
+    CHECK(emfile_lines() >= 1);
+    CHECK(lines <= 14);
+    held.clear();
+    CHECK(timed_request(host) < 1.0);
+  }
+}
