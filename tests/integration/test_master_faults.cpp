@@ -97,6 +97,16 @@ struct SlowRequest {
   int status() { return client.read_response(id).status; }
 };
 
+// Respawned: `workers` live workers again, the killed one not among them.
+bool wait_replaced(HostProcess& host, pid_t victim, std::size_t workers, Millis timeout) {
+  return it::wait_for(
+      [&] {
+        auto now = host.worker_pids();
+        return now.size() == workers && std::find(now.begin(), now.end(), victim) == now.end();
+      },
+      timeout);
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -150,8 +160,16 @@ TEST_SUITE("master faults") {
     o.wait_ready = false;
     HostProcess next(o);
     // The old workers die with their master (PR_SET_PDEATHSIG); if one still held the socket at
-    // the moment the new master looked, it refuses, and must have left the socket alone.
-    bool started = next.wait_ready(Millis{10000}) && !next.exited();
+    // the moment the new master looked, it refuses, and must have left the socket alone. (Until
+    // the new master has decided, a connect may still reach a dying old worker: wait for its
+    // start line or its exit, not for the socket.)
+    REQUIRE(it::wait_for(
+        [&] {
+          return next.wait_exit(Millis{0}).has_value() ||
+                 next.log().find("started: generation 1") != std::string::npos;
+        },
+        Millis{10000}));
+    bool started = !next.exited() && next.wait_ready(Millis{10000});
     INFO("new master's log:\n" << next.log());
     if (!started) {
       CHECK(next.log().find("another server is listening") != std::string::npos);
@@ -167,6 +185,7 @@ TEST_SUITE("master faults") {
 
   TEST_CASE("stop removes the socket file only while it is the one this host bound") {
     HostProcess host({"--app", "hello", "--workers", "1"});
+    REQUIRE(host.connect().request("GET", "/").body == "OK"); // the worker is past its start
     std::string path = host.address().substr(5);
     // Someone removes our path and binds another server there.
     REQUIRE(::unlink(path.c_str()) == 0);
@@ -174,12 +193,15 @@ TEST_SUITE("master faults") {
     std::optional<FileId> theirs = file_id(path);
     REQUIRE(theirs);
     host.signal(SIGTERM);
+    INFO("host log:\n" << host.log());
     CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
     CHECK(file_id(path) == theirs); // left alone
     ::unlink(path.c_str());
 
     HostProcess own({"--app", "hello", "--workers", "1", "--pidfile", "{dir}/host.pid"});
+    REQUIRE(own.connect().request("GET", "/").body == "OK");
     own.signal(SIGTERM);
+    INFO("host log:\n" << own.log());
     CHECK(own.wait_exit(Millis{10000}).value_or(-1) == 0);
     CHECK_FALSE(file_id(own.address().substr(5))); // its own: removed
     CHECK_FALSE(file_id(own.dir().file("host.pid")));
@@ -265,14 +287,7 @@ TEST_SUITE("master faults") {
       REQUIRE(!workers.empty());
       pid_t victim = workers[random() % workers.size()];
       ::kill(victim, SIGKILL);
-      // Respawned: four live workers again, the victim not among them.
-      bool back = it::wait_for(
-          [&] {
-            auto now = host.worker_pids();
-            return now.size() == 4 && std::find(now.begin(), now.end(), victim) == now.end();
-          },
-          Millis{10000});
-      CHECK(back);
+      CHECK(wait_replaced(host, victim, 4, Millis{10000}));
       delays.push_back(ms_since(kill_time));
       // The next kill 0.5 s after this one; the pool is sampled meanwhile.
       it::wait_for(
@@ -331,12 +346,7 @@ TEST_SUITE("master faults") {
     pid_t victim = host.worker_pids().front();
     auto killed = Clock::now();
     ::kill(victim, SIGKILL);
-    bool back = it::wait_for(
-        [&] {
-          auto now = host.worker_pids();
-          return now.size() == 2 && std::find(now.begin(), now.end(), victim) == now.end();
-        },
-        Millis{5000});
+    bool back = wait_replaced(host, victim, 2, Millis{5000});
     double respawn_ms = ms_since(killed);
     stop = true;
     flood.join();
