@@ -55,6 +55,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
+# The record codec the test client speaks (fcgi_host::fcgi_protocol).
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/protocol/records.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/protocol)
 
 install(EXPORT fcgi_host_targets NAMESPACE fcgi_host:: FILE fcgi_hostTargets.cmake
         DESTINATION ${FCGI_HOST_CMAKEDIR})

@@ -1,7 +1,9 @@
 #include "fcgi_host/cli/client_commands.hpp"
 
 #include "fcgi_host/net/listen_address.hpp"
-#include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/protocol/cgi_head.hpp"
+#include "fcgi_host/protocol/records.hpp"
+#include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -84,8 +86,7 @@ int connect_to(const std::string& text, Clock::time_point deadline) {
       fd = try_connect(ai->ai_family, ai->ai_addr, ai->ai_addrlen);
     freeaddrinfo(res);
   }
-  if (fd < 0)
-    throw Failure{kClientNoAnswer, "connect(\"" + text + "\") failed: " + std::strerror(errno)};
+  if (fd < 0) throw Failure{kClientNoAnswer, sys_error("connect", text)};
   return fd;
 }
 
@@ -103,19 +104,17 @@ std::string encode_request(const Options& o) {
   pair("DOCUMENT_URI", o.path);
   pair("QUERY_STRING", o.query);
   pair("CONTENT_LENGTH", "");
+  constexpr std::uint16_t id = 1;
   std::string out;
-  records::append_header(out, 1, 1, 8); // BEGIN_REQUEST, responder, no keep-conn
-  const char begin[8] = {0, 1, 0, 0, 0, 0, 0, 0};
-  out.append(begin, sizeof begin);
-  records::append_header(out, 4, 1, params.size()); // params are far below 64 KiB
-  out += params;
-  records::append_header(out, 4, 1, 0);
-  records::append_header(out, 5, 1, 0); // empty STDIN
+  records::append_begin_request(out, id, records::Role::Responder); // no keep-conn
+  records::append_stream(out, records::Type::Params, id, params);
+  records::append_stream(out, records::Type::Stdin, id, {});
   return out;
 }
 
 // Sends the request, returns the STDOUT stream.
-std::string exchange(int fd, const std::string& request, Clock::time_point deadline) {
+std::string exchange(int fd, const std::string& peer, const std::string& request,
+                     Clock::time_point deadline) {
   for (std::size_t sent = 0; sent < request.size();) {
     ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
@@ -123,22 +122,17 @@ std::string exchange(int fd, const std::string& request, Clock::time_point deadl
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR)
-      throw Failure{kClientNoAnswer, std::string("send failed: ") + std::strerror(errno)};
+      throw Failure{kClientNoAnswer, sys_error("send", peer)};
     pollfd p{fd, POLLOUT, 0};
     if (poll(&p, 1, remaining_ms(deadline)) <= 0)
       throw Failure{kClientNoAnswer, "timed out sending"};
   }
-  std::string in, out;
+  records::RecordReader in;
+  std::string out;
   for (;;) {
-    while (in.size() >= 8) {
-      std::size_t length =
-          (static_cast<unsigned char>(in[4]) << 8) | static_cast<unsigned char>(in[5]);
-      std::size_t total = 8 + length + static_cast<unsigned char>(in[6]);
-      if (in.size() < total) break;
-      std::uint8_t type = static_cast<std::uint8_t>(in[1]);
-      if (type == 6) out.append(in, 8, length); // STDOUT
-      if (type == 3) return out;                // END_REQUEST
-      in.erase(0, total);
+    for (records::RecordView r; in.next(r);) {
+      if (r.header.is(records::Type::Stdout)) out.append(r.content);
+      if (r.header.is(records::Type::EndRequest)) return out;
     }
     pollfd p{fd, POLLIN, 0};
     int left = remaining_ms(deadline);
@@ -147,8 +141,8 @@ std::string exchange(int fd, const std::string& request, Clock::time_point deadl
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) throw Failure{kClientNoAnswer, "connection closed before the end of the answer"};
     if (n < 0 && errno != EAGAIN && errno != EINTR)
-      throw Failure{kClientNoAnswer, std::string("read failed: ") + std::strerror(errno)};
-    if (n > 0) in.append(buf, static_cast<std::size_t>(n));
+      throw Failure{kClientNoAnswer, sys_error("read", peer)};
+    if (n > 0) in.append(std::string_view(buf, static_cast<std::size_t>(n)));
   }
 }
 
@@ -160,37 +154,15 @@ struct Reply {
 
 Reply parse_reply(const std::string& cgi) {
   Reply r;
-  std::size_t end = cgi.find("\r\n\r\n");
-  std::size_t skip = 4;
-  if (end == std::string::npos) end = cgi.find("\n\n"), skip = 2;
-  if (end == std::string::npos) {
-    r.body = cgi;
-    return r;
+  cgi::Head head = cgi::parse_head(cgi);
+  if (head.status != 0) r.status = head.status;
+  for (auto [name, value] : head.headers) {
+    if (cgi::same_header_name(name, "X-Idle-Workers"))
+      r.idle = value;
+    else if (cgi::same_header_name(name, "X-Listen-Queue"))
+      r.queue = value;
   }
-  r.body = cgi.substr(end + skip);
-  std::string_view head(cgi.data(), end);
-  while (!head.empty()) {
-    std::size_t nl = head.find('\n');
-    std::string_view line = head.substr(0, nl);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos) {
-      std::string name(line.substr(0, colon));
-      for (char& c : name)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      std::string_view value = line.substr(colon + 1);
-      while (!value.empty() && value.front() == ' ')
-        value.remove_prefix(1);
-      if (name == "status")
-        std::from_chars(value.data(), value.data() + value.size(), r.status);
-      else if (name == "x-idle-workers")
-        r.idle = value;
-      else if (name == "x-listen-queue")
-        r.queue = value;
-    }
-    if (nl == std::string_view::npos) break;
-    head.remove_prefix(nl + 1);
-  }
+  r.body = head.body;
   return r;
 }
 
@@ -245,7 +217,7 @@ int run_client_command(int argc, char** argv) {
     int fd = connect_to(o.connect, deadline);
     std::string out;
     try {
-      out = exchange(fd, encode_request(o), deadline);
+      out = exchange(fd, o.connect, encode_request(o), deadline);
     } catch (...) {
       close(fd);
       throw;

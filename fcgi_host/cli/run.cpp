@@ -3,6 +3,7 @@
 #include "app/builtin_apps.hpp"
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_server.hpp"
@@ -294,8 +295,10 @@ int run_host(int argc, char** argv, app::Handler* own) {
   // Workers accept without blocking, so that one of them can wait on its kept connections and
   // the listening socket together. O_NONBLOCK belongs to the open socket, shared by every
   // process: in exec mode it stays blocking, as libfcgi programs expect.
-  int flags = fcntl(listen_fd, F_GETFL);
-  fcntl(listen_fd, F_SETFL, exec_mode ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+  if (!set_nonblocking(listen_fd, !exec_mode)) {
+    std::cerr << "fcgi-host: " << sys_error("fcntl(O_NONBLOCK)", "listen socket") << "\n";
+    return exit_code::kStartupFailure;
+  }
   if (!exec_mode && config.limits.handoff_after.count() > 0) {
     worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
     worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
@@ -372,23 +375,24 @@ int run_host(int argc, char** argv, app::Handler* own) {
   options.upgrade_exec = [args, listen_fd, exe = own_executable(), socket_file,
                           pidfile_fd = pidfile ? pidfile->fd() : -1](int ready_fd) {
     // The socket, the handoff channel and the pidfile's lock cross exec, nothing else.
-    ::fcntl(listen_fd, F_SETFD, 0);
+    if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
+      PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
+      return;
+    }
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
     if (!socket_file.empty()) setenv(kSocketFileEnv, socket_file.to_text().c_str(), 1);
     for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
                            std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv},
                            std::pair{pidfile_fd, kPidfileFdEnv}})
-      if (fd >= 0) {
-        ::fcntl(fd, F_SETFD, 0);
+      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
         setenv(env, std::to_string(fd).c_str(), 1);
-      }
     std::vector<char*> argv2;
     for (const auto& a : args)
       argv2.push_back(const_cast<char*>(a.c_str()));
     argv2.push_back(nullptr);
     ::execv(exe.c_str(), argv2.data());
-    PM_LOG(LogLevel::Alert, "USR2: execv(\"" + exe + "\") failed: " + std::strerror(errno));
+    PM_LOG(LogLevel::Alert, "USR2: " + sys_error("execv", exe));
   };
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0) {
     std::cerr << "fcgi-host: " << sys_error("chdir", config.chdir) << "\n";

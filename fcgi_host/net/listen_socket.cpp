@@ -60,8 +60,7 @@ void clear_stale_unix_path(const std::string& path) {
   close(probe);
   if (rc == 0 || err == EAGAIN)
     throw StartupError("another server is listening on \"" + path + "\"; not starting");
-  if (err != ECONNREFUSED)
-    throw StartupError("connect(\"" + path + "\") failed: " + std::strerror(err));
+  if (err != ECONNREFUSED) throw StartupError(sys_error("connect", path, err));
   if (unlink(path.c_str()) != 0) throw StartupError(sys_error("unlink", path));
 }
 
@@ -126,7 +125,7 @@ void ListenSocket::open_unix(const Config& config) {
   int rc = bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
   int err = errno;
   umask(old_umask);
-  if (rc != 0) throw StartupError("bind(\"" + path + "\") failed: " + std::strerror(err));
+  if (rc != 0) throw StartupError(sys_error("bind", path, err));
   file_ = SocketFile::record(path); // before anyone else can replace it: we just created it
   if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
       chown(path.c_str(), uid, gid) != 0)

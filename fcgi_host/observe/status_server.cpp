@@ -1,15 +1,16 @@
 #include "fcgi_host/observe/status_server.hpp"
 
-#include "app/response.hpp"
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 
 #include <algorithm>
 #include <cerrno>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,7 +23,6 @@ using process_manager::LogLevel;
 
 constexpr int kMaxPerCall = 16;                 // connections answered per readiness
 constexpr std::size_t kMaxRequestBytes = 32768; // a status request is a few hundred bytes
-constexpr std::uint8_t kParams = 4, kStdout = 6;
 
 Config status_socket_config(const Config& config) {
   Config c = config;
@@ -32,45 +32,13 @@ Config status_socket_config(const Config& config) {
   return c;
 }
 
-std::uint32_t read_be(const char* p, int n) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < n; ++i)
-    v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-std::size_t read_length(std::string_view& d, bool& ok) {
-  if (d.empty()) return ok = false, 0;
-  if (static_cast<unsigned char>(d[0]) < 128) {
-    std::size_t n = static_cast<unsigned char>(d[0]);
-    d.remove_prefix(1);
-    return n;
-  }
-  if (d.size() < 4) return ok = false, 0;
-  std::size_t n = read_be(d.data(), 4) & 0x7fffffffu;
-  d.remove_prefix(4);
-  return n;
-}
-
 } // namespace
-
-bool decode_params(std::string_view d,
-                   std::vector<std::pair<std::string_view, std::string_view>>& out) {
-  while (!d.empty()) {
-    bool ok = true;
-    std::size_t n = read_length(d, ok);
-    std::size_t v = read_length(d, ok);
-    if (!ok || n > d.size() || v > d.size() - n) return false;
-    out.emplace_back(d.substr(0, n), d.substr(n, v));
-    d.remove_prefix(n + v);
-  }
-  return true;
-}
 
 StatusServer::StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd)
     : socket_(std::make_unique<ListenSocket>(status_socket_config(config))),
       settings_(std::move(settings)), pool_listen_fd_(pool_listen_fd) {
-  fcntl(fd(), F_SETFL, fcntl(fd(), F_GETFL) | O_NONBLOCK);
+  if (!set_nonblocking(fd(), true))
+    throw StartupError(sys_error("fcntl(O_NONBLOCK)", description()));
 }
 
 void StatusServer::serve() {
@@ -126,14 +94,12 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
 
   // The PARAMS records of the request, concatenated.
   std::string params;
-  for (std::size_t pos = guard.request_begin(); pos + 8 <= guard.request_end();) {
-    const char* h = in.data() + pos;
-    std::size_t length = read_be(h + 4, 2), padding = static_cast<unsigned char>(h[6]);
-    if (static_cast<std::uint8_t>(h[1]) == kParams) params.append(h + 8, length);
-    pos += 8 + length + padding;
-  }
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  decode_params(params, pairs); // the guard checked the pair lengths already
+  std::string_view request(in.data() + guard.request_begin(),
+                           guard.request_end() - guard.request_begin());
+  for (records::RecordView r; records::take_record(request, r);)
+    if (r.header.is(records::Type::Params)) params.append(r.content);
+  std::vector<records::NameValue> pairs;
+  records::decode_name_values(params, pairs); // the guard checked the pair lengths already
   std::string_view uri, document_uri, query;
   bool has_query = false;
   for (auto& [name, value] : pairs) {
@@ -154,21 +120,16 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   if (scoreboard_)
     reply = answer_endpoint(path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
                             *scoreboard_, pool_listen_fd_, query, allowed);
-  std::string text = "Status: " + std::to_string(reply.status) + " " +
-                     std::string(app::reason_phrase(reply.status)) +
-                     "\r\nContent-Type: " + reply.content_type + "\r\n";
+  std::string text;
+  cgi::append_status_line(text, reply.status);
+  cgi::append_header_line(text, "Content-Type", reply.content_type);
   for (auto& [name, value] : reply.headers)
-    text += name + ": " + value + "\r\n";
-  text += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n\r\n" + reply.body;
+    cgi::append_header_line(text, name, value);
+  cgi::append_header_line(text, "Content-Length", std::to_string(reply.body.size()));
+  text += "\r\n" + reply.body;
   std::uint16_t id = guard.request_id();
-  for (std::size_t pos = 0; pos < text.size();) {
-    std::size_t n = std::min<std::size_t>(text.size() - pos, 65528);
-    records::append_header(out, kStdout, id, n);
-    out.append(text, pos, n);
-    pos += n;
-  }
-  records::append_header(out, kStdout, id, 0);
-  records::append_end_request(out, id, 0, 0);
+  records::append_stream(out, records::Type::Stdout, id, text, records::kMaxAlignedContent);
+  records::append_end_request(out, id, 0, records::ProtocolStatus::RequestComplete);
   std::uint64_t now = process_manager::monotonic_ns();
   int left_ms = now < deadline ? static_cast<int>((deadline - now) / 1'000'000 + 1) : 1;
   if (!write_all(fd, out.data(), out.size(), left_ms))

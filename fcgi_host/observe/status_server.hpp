@@ -45,8 +45,4 @@ private:
   ClientErrorLog client_errors_; // slow or silent clients: rate-limited lines
 };
 
-// The FastCGI name-value pairs of a PARAMS stream; false when malformed.
-bool decode_params(std::string_view data,
-                   std::vector<std::pair<std::string_view, std::string_view>>& out);
-
 } // namespace fcgi_host

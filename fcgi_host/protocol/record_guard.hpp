@@ -11,6 +11,8 @@
 //   - a pipelined second request can be lost inside libfcgi's read buffer: libfcgi is handed the
 //     records of one request at a time, and what follows stays in the host's buffer.
 // Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
+#include "fcgi_host/protocol/records.hpp" // the encoders of what the host answers itself
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -100,18 +102,5 @@ private:
   int error_status_ = 0;
   std::string close_reason_;
 };
-
-// Record encoders for what the host answers itself.
-namespace records {
-void append_header(std::string& out, std::uint8_t type, std::uint16_t id, std::size_t length,
-                   std::uint8_t padding = 0);
-void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
-                        std::uint8_t protocol_status);
-// One name-value pair, with 1- or 4-byte lengths as the sizes need.
-void append_name_value(std::string& out, std::string_view name, std::string_view value);
-// A whole CGI response (Status line, a text body) as STDOUT records, the empty STDOUT record and
-// FCGI_END_REQUEST.
-void append_error_response(std::string& out, std::uint16_t id, int status);
-} // namespace records
 
 } // namespace fcgi_host

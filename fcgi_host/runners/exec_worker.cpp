@@ -1,5 +1,7 @@
 #include "fcgi_host/runners/exec_worker.hpp"
 
+#include "fcgi_host/net/fd_flags.hpp"
+#include "fcgi_host/sys_error.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 
@@ -29,13 +31,14 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   int log_fd = process_manager::Log::get().fd();
   if (::dup2(settings.listen_fd, 0) != 0 || (log_fd != 1 && ::dup2(log_fd, 1) != 1) ||
       (log_fd != 2 && ::dup2(log_fd, 2) != 2)) {
-    return process_manager::boot_failure(context, std::string("--exec: dup2() failed: ") +
-                                                      std::strerror(errno));
+    return process_manager::boot_failure(context, "--exec: " + sys_error("dup2", "fd 0, 1, 2"));
   }
   // The master keeps the socket blocking in exec mode (O_NONBLOCK belongs to the open file, which
   // every worker shares); make sure, since a non-blocking accept() makes libfcgi spin or fail.
-  ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) & ~O_NONBLOCK);
-  ::fcntl(0, F_SETFD, 0);
+  if (!set_nonblocking(0, false) || ::fcntl(0, F_SETFD, 0) != 0) {
+    PM_LOG(LogLevel::Alert, "--exec: " + sys_error("fcntl", "listen socket on fd 0"));
+    return exit_code::kWorkerBootFailure;
+  }
 
   // The scoreboard shows it ready from here: an exec'd program cannot report its own state.
   context.slot.state.store(process_manager::WorkerState::Idle, std::memory_order_relaxed);
@@ -49,8 +52,8 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
   ::execvp(argv[0], argv.data());
   int err = errno;
-  return process_manager::boot_failure(context, "--exec: execvp(\"" + settings.argv[0] +
-                                                    "\") failed: " + std::strerror(err));
+  return process_manager::boot_failure(context,
+                                       "--exec: " + sys_error("execvp", settings.argv[0], err));
 }
 
 } // namespace fcgi_host

@@ -1,5 +1,6 @@
 #include "fcgi_host/runners/in_process_host.hpp"
 
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/worker.hpp"
@@ -22,7 +23,8 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits) {
   config.listen.path = dir_ + "/host.sock";
   config.socket_mode = 0600;
   socket_ = std::make_unique<ListenSocket>(config);
-  fcntl(socket_->fd(), F_SETFL, fcntl(socket_->fd(), F_GETFL) | O_NONBLOCK);
+  if (!set_nonblocking(socket_->fd(), true))
+    throw StartupError(sys_error("fcntl(O_NONBLOCK)", config.listen.path));
   address_ = "unix:" + config.listen.path;
   scoreboard_ = std::make_unique<process_manager::Scoreboard>(1);
 

@@ -3,6 +3,8 @@ add_library(fcgi_test_client STATIC ${PROJECT_SOURCE_DIR}/fcgi_host/testing/fcgi
 target_include_directories(fcgi_test_client PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/fcgi_host/testing>
                                                    $<INSTALL_INTERFACE:${FCGI_HOST_INCLUDEDIR}>)
 target_compile_features(fcgi_test_client PUBLIC cxx_std_20)
+# The client speaks the host's own codec; fcgi_protocol has no libfcgi in it.
+target_link_libraries(fcgi_test_client PUBLIC fcgi_protocol)
 # Public: handler authors test their handlers with the same client, in-process
 # (fcgi_host::InProcessHost) or against a running host: find_package(fcgi_host) gives
 # fcgi_host::fcgi_test_client.

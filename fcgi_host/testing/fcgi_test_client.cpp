@@ -1,5 +1,7 @@
 #include "fcgi_test_client.hpp"
 
+#include "fcgi_host/protocol/cgi_head.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -12,46 +14,14 @@
 
 namespace fcgi_test {
 
+namespace records = fcgi_host::records;
+namespace cgi = fcgi_host::cgi;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
 std::string errno_text(int err) {
   return std::strerror(err);
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-void put_length(std::string& out, std::size_t n) {
-  if (n < 128) {
-    out += static_cast<char>(n);
-    return;
-  }
-  out += static_cast<char>(((n >> 24) & 0x7f) | 0x80);
-  out += static_cast<char>((n >> 16) & 0xff);
-  out += static_cast<char>((n >> 8) & 0xff);
-  out += static_cast<char>(n & 0xff);
-}
-
-std::uint8_t byte_at(std::string_view s, std::size_t i) {
-  return static_cast<std::uint8_t>(s[i]);
-}
-
-// Reads one name-value length at `pos`, advancing it; nullopt when the body is truncated.
-std::optional<std::size_t> get_length(std::string_view body, std::size_t& pos) {
-  if (pos >= body.size()) return std::nullopt;
-  if (byte_at(body, pos) < 128) return byte_at(body, pos++);
-  if (pos + 4 > body.size()) return std::nullopt;
-  std::size_t n = (std::size_t{byte_at(body, pos)} & 0x7f) << 24 |
-                  std::size_t{byte_at(body, pos + 1)} << 16 |
-                  std::size_t{byte_at(body, pos + 2)} << 8 | std::size_t{byte_at(body, pos + 3)};
-  pos += 4;
-  return n;
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -94,31 +64,7 @@ void set_send_timeout(int fd, Millis timeout) {
 } // namespace
 
 const char* to_string(RecordType type) {
-  switch (type) {
-  case RecordType::BeginRequest:
-    return "BEGIN_REQUEST";
-  case RecordType::AbortRequest:
-    return "ABORT_REQUEST";
-  case RecordType::EndRequest:
-    return "END_REQUEST";
-  case RecordType::Params:
-    return "PARAMS";
-  case RecordType::Stdin:
-    return "STDIN";
-  case RecordType::Stdout:
-    return "STDOUT";
-  case RecordType::Stderr:
-    return "STDERR";
-  case RecordType::Data:
-    return "DATA";
-  case RecordType::GetValues:
-    return "GET_VALUES";
-  case RecordType::GetValuesResult:
-    return "GET_VALUES_RESULT";
-  case RecordType::UnknownType:
-    return "UNKNOWN_TYPE";
-  }
-  return "(unknown record type)";
+  return records::type_name(type);
 }
 
 const char* to_string(IoStatus status) {
@@ -141,16 +87,9 @@ std::string encode_record(std::uint8_t type, std::uint16_t request_id, std::stri
     throw Error("record content of " + std::to_string(content.size()) + " bytes exceeds 65535");
   std::string out;
   out.reserve(kHeaderSize + content.size() + padding);
-  out += static_cast<char>(version);
-  out += static_cast<char>(type);
-  out += static_cast<char>(request_id >> 8);
-  out += static_cast<char>(request_id & 0xff);
-  out += static_cast<char>(content.size() >> 8);
-  out += static_cast<char>(content.size() & 0xff);
-  out += static_cast<char>(padding);
-  out += '\0'; // reserved
-  out += content;
-  out.append(padding, '\0');
+  records::append_header(out, records::Header{version, type, request_id,
+                                              static_cast<std::uint16_t>(content.size()), padding});
+  out.append(content).append(padding, '\0');
   return out;
 }
 
@@ -161,61 +100,50 @@ std::string encode_record(RecordType type, std::uint16_t request_id, std::string
 
 std::string encode_stream(RecordType type, std::uint16_t request_id, std::string_view data,
                           std::size_t chunk) {
-  chunk = std::clamp<std::size_t>(chunk, 1, kMaxContent);
   std::string out;
-  for (std::size_t pos = 0; pos < data.size(); pos += chunk)
-    out += encode_record(type, request_id, data.substr(pos, chunk));
-  out += encode_record(type, request_id, {}); // the empty record ends the stream
+  records::append_stream(out, type, request_id, data, chunk);
   return out;
 }
 
 std::string encode_name_value(std::string_view name, std::string_view value) {
   std::string out;
-  put_length(out, name.size());
-  put_length(out, value.size());
-  out += name;
-  out += value;
+  records::append_name_value(out, name, value);
   return out;
 }
 
 std::string encode_params(const Params& params) {
   std::string out;
   for (const auto& [name, value] : params)
-    out += encode_name_value(name, value);
+    records::append_name_value(out, name, value);
   return out;
 }
 
 Params decode_params(std::string_view body) {
   Params out;
-  std::size_t pos = 0;
-  while (pos < body.size()) {
-    auto name_len = get_length(body, pos);
-    auto value_len = name_len ? get_length(body, pos) : std::nullopt;
-    if (!value_len || pos + *name_len + *value_len > body.size())
-      throw Error("truncated name-value pair at byte " + std::to_string(pos));
-    out.emplace_back(body.substr(pos, *name_len), body.substr(pos + *name_len, *value_len));
-    pos += *name_len + *value_len;
+  for (records::NameValue pair;;) {
+    std::size_t at = body.size();
+    switch (records::next_name_value(body, pair)) {
+    case records::PairStatus::Pair:
+      out.emplace_back(pair.name, pair.value);
+      break;
+    case records::PairStatus::End:
+      return out;
+    case records::PairStatus::Truncated:
+      throw Error("truncated name-value pair, " + std::to_string(at) + " bytes before the end");
+    }
   }
-  return out;
 }
 
 std::string begin_request_body(Role role, std::uint8_t flags) {
-  auto r = static_cast<std::uint16_t>(role);
-  std::string out(8, '\0');
-  out[0] = static_cast<char>(r >> 8);
-  out[1] = static_cast<char>(r & 0xff);
-  out[2] = static_cast<char>(flags);
-  return out;
+  std::array<char, 8> body = records::make_begin_request_body(role, flags);
+  return std::string(body.data(), body.size());
 }
 
 EndRequest decode_end_request(std::string_view body) {
-  if (body.size() < 8)
+  records::EndRequest e;
+  if (!records::decode_end_request(body, e))
     throw Error("END_REQUEST body of " + std::to_string(body.size()) + " bytes, want 8");
-  EndRequest e;
-  e.app_status = std::uint32_t{byte_at(body, 0)} << 24 | std::uint32_t{byte_at(body, 1)} << 16 |
-                 std::uint32_t{byte_at(body, 2)} << 8 | std::uint32_t{byte_at(body, 3)};
-  e.protocol_status = byte_at(body, 4);
-  return e;
+  return {e.app_status, e.protocol_status};
 }
 
 // ---- Requests and responses --------------------------------------------------------------------
@@ -246,58 +174,36 @@ Params standard_params(std::string_view method, std::string_view uri, std::size_
       {"REDIRECT_STATUS", "200"},
       {"HTTP_HOST", "localhost"},
   };
-  for (const auto& [name, value] : extra) {
-    auto it = std::find_if(p.begin(), p.end(), [&](const auto& kv) { return kv.first == name; });
+  for (const auto& param : extra) { // not a structured binding: clang 14 cannot capture one
+    auto it =
+        std::find_if(p.begin(), p.end(), [&](const auto& kv) { return kv.first == param.first; });
     if (it != p.end())
-      it->second = value;
+      it->second = param.second;
     else
-      p.emplace_back(name, value);
+      p.push_back(param);
   }
   return p;
 }
 
 std::optional<std::string> Response::header(std::string_view name) const {
   for (const auto& [n, v] : headers)
-    if (iequals(n, name)) return v;
+    if (cgi::same_header_name(n, name)) return v;
   return std::nullopt;
 }
 
 std::vector<std::string> Response::header_values(std::string_view name) const {
   std::vector<std::string> out;
   for (const auto& [n, v] : headers)
-    if (iequals(n, name)) out.push_back(v);
+    if (cgi::same_header_name(n, name)) out.push_back(v);
   return out;
 }
 
 void parse_cgi_output(std::string_view out, Response& response) {
-  response.status = 0;
-  response.headers.clear();
-  // The header block ends at the first empty line, written "\r\n\r\n" or (leniently) "\n\n".
-  auto crlf = out.find("\r\n\r\n");
-  auto lf = out.find("\n\n");
-  std::size_t end = std::min(crlf, lf);
-  if (end == std::string_view::npos) {
-    response.body = std::string(out);
-    return;
-  }
-  response.body = std::string(out.substr(end + (end == crlf ? 4 : 2)));
-  std::string_view block = out.substr(0, end);
-  while (!block.empty()) {
-    auto nl = block.find('\n');
-    std::string_view line = block.substr(0, nl);
-    block = nl == std::string_view::npos ? std::string_view{} : block.substr(nl + 1);
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view name = line.substr(0, colon), value = line.substr(colon + 1);
-    while (value.starts_with(' ') || value.starts_with('\t'))
-      value.remove_prefix(1);
-    if (iequals(name, "Status"))
-      response.status = std::atoi(std::string(value).c_str());
-    else
-      response.headers.emplace_back(name, value);
-  }
-  if (response.status == 0) response.status = 200; // CGI: no Status header means 200
+  cgi::Head head = cgi::parse_head(out);
+  response.headers.assign(head.headers.begin(), head.headers.end());
+  response.body = std::string(head.body);
+  // CGI: no Status header means 200; no header block at all, 0.
+  response.status = !head.found ? 0 : head.status != 0 ? head.status : 200;
 }
 
 // ---- Connections -------------------------------------------------------------------------------
@@ -389,7 +295,7 @@ bool Client::fill(Clock::time_point deadline) {
     char buf[65536];
     ssize_t got = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
     if (got > 0) {
-      in_.append(buf, static_cast<std::size_t>(got));
+      in_.append(std::string_view(buf, static_cast<std::size_t>(got)));
       return true;
     }
     if (got == 0 || errno == ECONNRESET || errno == EPIPE) {
@@ -430,16 +336,13 @@ void Client::write_all(std::string_view bytes, Clock::time_point deadline) {
 }
 
 std::optional<Record> Client::take_buffered_record() {
-  if (in_.size() < kHeaderSize) return std::nullopt;
-  std::size_t length = std::size_t{byte_at(in_, 4)} << 8 | byte_at(in_, 5);
-  std::size_t padding = byte_at(in_, 6);
-  if (in_.size() < kHeaderSize + length + padding) return std::nullopt;
+  records::RecordView view;
+  if (!in_.next(view)) return std::nullopt;
   Record r;
-  r.version = byte_at(in_, 0);
-  r.type = static_cast<RecordType>(byte_at(in_, 1));
-  r.request_id = static_cast<std::uint16_t>(byte_at(in_, 2) << 8 | byte_at(in_, 3));
-  r.content = in_.substr(kHeaderSize, length);
-  in_.erase(0, kHeaderSize + length + padding);
+  r.version = view.header.version;
+  r.type = static_cast<RecordType>(view.header.type);
+  r.request_id = view.header.request_id;
+  r.content = view.content;
   return r;
 }
 
@@ -459,8 +362,8 @@ RecordResult Client::read_record(Millis timeout) {
 ReadAllResult Client::read_until_closed(Millis timeout) {
   auto deadline = Clock::now() + timeout;
   while (!peer_closed_)
-    if (!fill(deadline)) return {IoStatus::TimedOut, std::exchange(in_, {})};
-  return {IoStatus::Closed, std::exchange(in_, {})};
+    if (!fill(deadline)) return {IoStatus::TimedOut, in_.take_rest()};
+  return {IoStatus::Closed, in_.take_rest()};
 }
 
 std::uint16_t Client::send_request(const Request& req) {
@@ -471,10 +374,10 @@ std::uint16_t Client::send_request(const Request& req) {
   Params params = req.params
                       ? *req.params
                       : standard_params(req.method, req.uri, req.body.size(), req.extra_params);
-  std::string bytes = encode_record(RecordType::BeginRequest, id,
-                                    begin_request_body(req.role, keep ? kKeepConn : 0));
-  bytes += encode_stream(RecordType::Params, id, encode_params(params));
-  bytes += encode_stream(RecordType::Stdin, id, req.body);
+  std::string bytes;
+  records::append_begin_request(bytes, id, req.role, keep ? kKeepConn : 0);
+  records::append_stream(bytes, RecordType::Params, id, encode_params(params));
+  records::append_stream(bytes, RecordType::Stdin, id, req.body);
   pending_[id] = Response{};
   try {
     write_all(bytes, Clock::now() + timeout_);
@@ -551,10 +454,9 @@ Response Client::request(std::string_view method, std::string_view uri, std::str
 }
 
 std::map<std::string, std::string> Client::get_values(const std::vector<std::string>& names) {
-  Params query;
-  for (const auto& n : names)
-    query.emplace_back(n, "");
-  send_raw(encode_record(RecordType::GetValues, 0, encode_params(query)));
+  std::string bytes;
+  records::append_get_values(bytes, std::vector<std::string_view>(names.begin(), names.end()));
+  send_raw(bytes);
   auto deadline = Clock::now() + timeout_;
   for (;;) {
     RecordResult rr = read_record(std::chrono::duration_cast<Millis>(deadline - Clock::now()));
@@ -570,7 +472,9 @@ std::map<std::string, std::string> Client::get_values(const std::vector<std::str
 }
 
 void Client::abort_request(std::uint16_t request_id) {
-  send_raw(encode_record(RecordType::AbortRequest, request_id, {}));
+  std::string bytes;
+  records::append_abort_request(bytes, request_id);
+  send_raw(bytes);
 }
 
 } // namespace fcgi_test

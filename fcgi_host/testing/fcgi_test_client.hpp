@@ -12,6 +12,8 @@
 // the peer is silent too long and fcgi_test::Error for everything else; a peer that closes the
 // connection before END_REQUEST gives a Response with `ended == false`. Raw reads return an
 // IoStatus instead, so a test can tell "closed by peer" from "timed out" without exceptions.
+#include "fcgi_host/protocol/records.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -28,34 +30,23 @@ using Millis = std::chrono::milliseconds;
 inline constexpr Millis kDefaultTimeout{5000};
 
 // ---- Protocol constants (FastCGI 1.0 specification) --------------------------------------------
+// The client speaks the host's own codec (fcgi_host/protocol/records.hpp); these are its names.
 
-inline constexpr std::uint8_t kVersion1 = 1;
-inline constexpr std::size_t kHeaderSize = 8;
-inline constexpr std::size_t kMaxContent = 65535;
+inline constexpr std::uint8_t kVersion1 = fcgi_host::records::kVersion;
+inline constexpr std::size_t kHeaderSize = fcgi_host::records::kHeaderSize;
+inline constexpr std::size_t kMaxContent = fcgi_host::records::kMaxContent;
 
-enum class RecordType : std::uint8_t {
-  BeginRequest = 1,
-  AbortRequest = 2,
-  EndRequest = 3,
-  Params = 4,
-  Stdin = 5,
-  Stdout = 6,
-  Stderr = 7,
-  Data = 8,
-  GetValues = 9,
-  GetValuesResult = 10,
-  UnknownType = 11,
-};
+using RecordType = fcgi_host::records::Type;
+using Role = fcgi_host::records::Role;
 
-enum class Role : std::uint16_t { Responder = 1, Authorizer = 2, Filter = 3 };
-
-inline constexpr std::uint8_t kKeepConn = 1; // BEGIN_REQUEST flag FCGI_KEEP_CONN
+inline constexpr std::uint8_t kKeepConn =
+    fcgi_host::records::kKeepConn; // BEGIN_REQUEST flag FCGI_KEEP_CONN
 
 enum ProtocolStatus : std::uint8_t {
-  kRequestComplete = 0,
-  kCantMpxConn = 1,
-  kOverloaded = 2,
-  kUnknownRole = 3,
+  kRequestComplete = static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::RequestComplete),
+  kCantMpxConn = static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::CantMpxConn),
+  kOverloaded = static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::Overloaded),
+  kUnknownRole = static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::UnknownRole),
 };
 
 const char* to_string(RecordType type);
@@ -222,7 +213,7 @@ private:
   bool peer_closed_ = false;
   Millis timeout_ = kDefaultTimeout;
   std::uint16_t next_id_ = 1;
-  std::string in_;                            // bytes read, not yet parsed into records
+  fcgi_host::records::RecordReader in_;       // bytes read, not yet taken as records
   std::map<std::uint16_t, Response> pending_; // responses in progress, by request id
 };
 

@@ -5,13 +5,13 @@
 // the input as a crash.
 #include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/protocol/records.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fastcgi.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +22,9 @@
   } while (0)
 
 namespace fuzz {
+
+namespace records = fcgi_host::records;
+using records::Type;
 
 [[noreturn]] inline void fail(const char* what, const char* file, int line) {
   std::fprintf(stderr, "%s:%d: invariant broken: %s\n", file, line, what);
@@ -43,55 +46,41 @@ inline fcgi_host::GuardLimits small_limits() {
 // and body within their limits, the headers and padding of every record allowed, one more
 // record being read (its header is checked only once it is whole), and one read chunk.
 inline std::size_t buffer_bound(const fcgi_host::GuardLimits& l, std::size_t chunk) {
-  constexpr std::size_t kRecordOverhead = FCGI_HEADER_LEN + 255;
+  constexpr std::size_t kRecordOverhead = records::kHeaderSize + 255;
   return l.max_params_size + l.max_body + (l.max_records + 2) * kRecordOverhead + 65535 +
          kRecordOverhead + chunk;
 }
 
-struct RawRecord {
-  unsigned version, type;
-  std::uint16_t id;
-  std::string_view content;
-  std::size_t padding;
-};
-
-inline std::uint16_t be16(const char* p) {
-  return static_cast<std::uint16_t>((static_cast<unsigned char>(p[0]) << 8) |
-                                    static_cast<unsigned char>(p[1]));
-}
-
 // Splits bytes that must be whole records; aborts on anything else.
-inline std::vector<RawRecord> whole_records(std::string_view bytes) {
-  std::vector<RawRecord> out;
-  while (!bytes.empty()) {
-    FUZZ_CHECK(bytes.size() >= FCGI_HEADER_LEN);
-    std::size_t length = be16(bytes.data() + 4);
-    std::size_t padding = static_cast<unsigned char>(bytes[6]);
-    FUZZ_CHECK(bytes.size() >= FCGI_HEADER_LEN + length + padding);
-    out.push_back({static_cast<unsigned char>(bytes[0]), static_cast<unsigned char>(bytes[1]),
-                   be16(bytes.data() + 2), bytes.substr(FCGI_HEADER_LEN, length), padding});
-    bytes.remove_prefix(FCGI_HEADER_LEN + length + padding);
-  }
+inline std::vector<records::RecordView> whole_records(std::string_view bytes) {
+  std::vector<records::RecordView> out;
+  for (records::RecordView r; !bytes.empty(); out.push_back(r))
+    FUZZ_CHECK(records::take_record(bytes, r));
   return out;
 }
 
 // What the guard answers by itself: management answers (id 0) and FCGI_END_REQUEST.
 inline void check_replies(std::string_view replies) {
-  for (const RawRecord& r : whole_records(replies)) {
-    FUZZ_CHECK(r.version == FCGI_VERSION_1);
-    switch (r.type) {
-    case FCGI_UNKNOWN_TYPE:
-      FUZZ_CHECK(r.id == 0 && r.content.size() == 8);
+  for (const records::RecordView& r : whole_records(replies)) {
+    FUZZ_CHECK(r.header.version == records::kVersion);
+    const std::uint16_t id = r.header.request_id;
+    switch (static_cast<Type>(r.header.type)) {
+    case Type::UnknownType:
+      FUZZ_CHECK(id == 0 && r.content.size() == 8);
       break;
-    case FCGI_GET_VALUES_RESULT: {
-      FUZZ_CHECK(r.id == 0);
+    case Type::GetValuesResult: {
+      FUZZ_CHECK(id == 0);
       FUZZ_CHECK(r.content.size() <= 64); // each of the three variables at most once
+      std::vector<records::NameValue> pairs;
+      FUZZ_CHECK(records::decode_name_values(r.content, pairs) && pairs.size() <= 3);
       break;
     }
-    case FCGI_END_REQUEST: {
-      FUZZ_CHECK(r.id != 0 && r.content.size() == 8);
-      unsigned status = static_cast<unsigned char>(r.content[4]);
-      FUZZ_CHECK(status == FCGI_CANT_MPX_CONN || status == FCGI_UNKNOWN_ROLE);
+    case Type::EndRequest: {
+      records::EndRequest end;
+      FUZZ_CHECK(id != 0 && r.content.size() == 8 && records::decode_end_request(r.content, end));
+      using records::ProtocolStatus;
+      FUZZ_CHECK(end.protocol_status == static_cast<std::uint8_t>(ProtocolStatus::CantMpxConn) ||
+                 end.protocol_status == static_cast<std::uint8_t>(ProtocolStatus::UnknownRole));
       break;
     }
     default:
@@ -106,31 +95,34 @@ inline void check_replies(std::string_view replies) {
 inline void check_request(const fcgi_host::RecordGuard& g, std::string_view request) {
   auto records = whole_records(request);
   FUZZ_CHECK(records.size() >= (g.aborted() ? 1u : 3u));
-  FUZZ_CHECK(records.front().type == FCGI_BEGIN_REQUEST && records.front().content.size() == 8);
+  const records::RecordView& begin = records.front();
+  FUZZ_CHECK(begin.header.is(Type::BeginRequest) && begin.content.size() == 8);
   // libfcgi 2.4.2 reads the padding of these two as a header: the guard must have removed it.
-  FUZZ_CHECK(request[6] == 0);
-  FUZZ_CHECK(be16(records.front().content.data()) == FCGI_RESPONDER);
+  FUZZ_CHECK(begin.header.padding == 0);
+  records::BeginRequest body;
+  FUZZ_CHECK(records::decode_begin_request(begin.content, body));
+  FUZZ_CHECK(body.role == static_cast<std::uint16_t>(records::Role::Responder));
   enum { Params, Stdin, Done } phase = Params;
-  std::size_t body = 0;
+  std::size_t body_size = 0;
   for (std::size_t i = 1; i < records.size(); ++i) {
-    const RawRecord& r = records[i];
-    FUZZ_CHECK(r.version == FCGI_VERSION_1 && r.id == g.request_id());
+    const records::RecordView& r = records[i];
+    FUZZ_CHECK(r.header.version == records::kVersion && r.header.request_id == g.request_id());
     FUZZ_CHECK(phase != Done);
     if (phase == Params) {
-      FUZZ_CHECK(r.type == FCGI_PARAMS);
+      FUZZ_CHECK(r.header.is(Type::Params));
       if (r.content.empty()) {
-        FUZZ_CHECK(r.padding == 0);
+        FUZZ_CHECK(r.header.padding == 0);
         phase = Stdin;
       }
     } else {
-      FUZZ_CHECK(r.type == FCGI_STDIN);
-      body += r.content.size();
+      FUZZ_CHECK(r.header.is(Type::Stdin));
+      body_size += r.content.size();
       if (r.content.empty()) phase = Done;
     }
   }
   // An abort makes the request ready before its end; the worker then runs no handler.
   FUZZ_CHECK(phase == Done || g.aborted());
-  FUZZ_CHECK(body == g.body_size());
+  FUZZ_CHECK(body_size == g.body_size());
 }
 
 // Cuts the input into the chunks a socket might deliver: the first byte says how many of the

@@ -8,6 +8,7 @@
 
 #include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/request_adapter.hpp"
+#include "process_manager/clock.hpp"
 
 #include <fcgiapp.h>
 #include <sys/socket.h>
@@ -74,8 +75,8 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   source.fd = f.pair[0];
   source.data = bytes.data();
   source.size = bytes.size();
-  source.write_timeout_ms = 1000;
-  io::attach(&source);
+  source.write_deadline_ns = process_manager::monotonic_ns() + 1'000'000'000;
+  io::register_source(&source);
   f.fcgx.ipcFd = f.pair[0];
   f.fcgx.keepConnection = 1;
   int rc = FCGX_Accept_r(&f.fcgx);
@@ -103,7 +104,7 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
     fcgi_host::write_response(f.response, f.fcgx.out);
   }
   FCGX_Finish_r(&f.fcgx);
-  io::detach();
+  io::unregister_source(&source);
   FUZZ_CHECK(!source.write_failed);
   FUZZ_CHECK(source.closed_by_libfcgi == !g.keep_connection());
 
@@ -113,12 +114,16 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   std::string out;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
-    FUZZ_CHECK(r.version == FCGI_VERSION_1 && r.id == g.request_id());
+    FUZZ_CHECK(r.header.version == fcgi_host::records::kVersion &&
+               r.header.request_id == g.request_id());
     if (i + 1 == records.size()) {
-      FUZZ_CHECK(r.type == FCGI_END_REQUEST && r.content.size() == 8);
-      FUZZ_CHECK(r.content[4] == FCGI_REQUEST_COMPLETE);
+      fcgi_host::records::EndRequest end;
+      FUZZ_CHECK(r.header.is(fuzz::Type::EndRequest) &&
+                 fcgi_host::records::decode_end_request(r.content, end));
+      FUZZ_CHECK(end.protocol_status ==
+                 static_cast<std::uint8_t>(fcgi_host::records::ProtocolStatus::RequestComplete));
     } else {
-      FUZZ_CHECK(r.type == FCGI_STDOUT);
+      FUZZ_CHECK(r.header.is(fuzz::Type::Stdout));
       out.append(r.content);
     }
   }

@@ -2,8 +2,9 @@
 // GET_VALUES, and the hostile cases of tests/integration/test_hostile_input.cpp, each as one
 // file. The first byte of every input picks how the targets cut it into chunks (0: at once; see
 // Chunker in fuzz_common.hpp). Usage: fuzz_gen_corpus DIR  (scripts/fuzz.sh writes
-// tests/fuzz/corpus/ with it). Self-contained encoders (FastCGI 1.0), so that it builds with the
-// fuzz build's clang alone.
+// tests/fuzz/corpus/ with it).
+#include "fcgi_test_client.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,77 +16,18 @@
 
 namespace {
 
-enum class RecordType : std::uint8_t {
-  BeginRequest = 1,
-  AbortRequest = 2,
-  Params = 4,
-  Stdin = 5,
-  GetValues = 9,
-};
-enum class Role : std::uint16_t { Responder = 1, Authorizer = 2, Filter = 3 };
-constexpr std::uint8_t kKeepConn = 1;
-constexpr std::size_t kHeaderSize = 8;
-constexpr std::size_t kMaxContent = 65535;
-using Params = std::vector<std::pair<std::string, std::string>>;
+// The project's own encoders (the raw test client, over fcgi_host/protocol/records.hpp).
+using fcgi_test::begin_request_body;
+using fcgi_test::encode_name_value;
+using fcgi_test::encode_params;
+using fcgi_test::encode_record;
+using fcgi_test::encode_stream;
+using fcgi_test::kKeepConn;
+using fcgi_test::kMaxContent;
+using fcgi_test::Params;
+using fcgi_test::RecordType;
+using fcgi_test::Role;
 
-std::string encode_record(std::uint8_t type, std::uint16_t id, std::string_view content,
-                          std::uint8_t padding = 0, std::uint8_t version = 1) {
-  std::string out{static_cast<char>(version),
-                  static_cast<char>(type),
-                  static_cast<char>(id >> 8),
-                  static_cast<char>(id & 0xff),
-                  static_cast<char>(content.size() >> 8),
-                  static_cast<char>(content.size() & 0xff),
-                  static_cast<char>(padding),
-                  0};
-  out.append(content);
-  out.append(padding, '\0');
-  return out;
-}
-std::string encode_record(RecordType type, std::uint16_t id, std::string_view content,
-                          std::uint8_t padding = 0) {
-  return encode_record(static_cast<std::uint8_t>(type), id, content, padding);
-}
-std::string encode_stream(RecordType type, std::uint16_t id, std::string_view data,
-                          std::size_t chunk = kMaxContent) {
-  std::string out;
-  for (std::size_t at = 0; at < data.size(); at += chunk)
-    out += encode_record(type, id, data.substr(at, chunk));
-  return out + encode_record(type, id, "");
-}
-void put_length(std::string& out, std::size_t n) {
-  if (n < 128) {
-    out.push_back(static_cast<char>(n));
-    return;
-  }
-  out.push_back(static_cast<char>(((n >> 24) & 0x7f) | 0x80));
-  out.push_back(static_cast<char>((n >> 16) & 0xff));
-  out.push_back(static_cast<char>((n >> 8) & 0xff));
-  out.push_back(static_cast<char>(n & 0xff));
-}
-std::string encode_name_value(std::string_view name, std::string_view value) {
-  std::string out;
-  put_length(out, name.size());
-  put_length(out, value.size());
-  return out.append(name).append(value);
-}
-std::string encode_params(const Params& params) {
-  std::string out;
-  for (const auto& p : params)
-    out += encode_name_value(p.first, p.second);
-  return out;
-}
-std::string begin_request_body(Role role = Role::Responder, std::uint8_t flags = 0) {
-  auto r = static_cast<std::uint16_t>(role);
-  return std::string{static_cast<char>(r >> 8),
-                     static_cast<char>(r & 0xff),
-                     static_cast<char>(flags),
-                     0,
-                     0,
-                     0,
-                     0,
-                     0};
-}
 // What nginx's fastcgi_params sends, in short; `extra` replaces or adds.
 Params standard_params(std::string_view method, std::string_view uri, std::size_t length,
                        const Params& extra = {}) {
@@ -196,8 +138,8 @@ int main(int argc, char** argv) {
   put("truncated", request(1, get("/t"), "").substr(0, 29));
   put("begin_16_bytes",
       encode_record(RecordType::BeginRequest, 1, begin_request_body() + std::string(8, '\0')));
-  std::string lying = encode_record(RecordType::Params, 1, std::string(1000, 'x'));
-  lying.resize(kHeaderSize);
+  std::string lying; // a PARAMS header that says 1000 bytes; only the pairs follow
+  fcgi_host::records::append_header(lying, RecordType::Params, 1, 1000);
   put("lying_length", begin(1) + lying + encode_params(get("/lie")));
   put("params_before_begin", encode_stream(RecordType::Params, 1, encode_params(get("/x"))));
   put("stdin_before_begin", encode_stream(RecordType::Stdin, 1, "body"));

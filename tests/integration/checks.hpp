@@ -4,6 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string>
+
 namespace it {
 
 // The host never logs at [alert] in a healthy run (alert is for "a person must look at this").
@@ -27,5 +33,40 @@ inline std::string pattern_body(std::size_t size) {
 inline bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
+
+// Seconds since `t` (steady clock).
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A process's resident memory (VmRSS, kB); -1 when it is gone.
+inline long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmRSS:")) return std::atol(line.c_str() + 6);
+  return -1;
+}
+
+// Sets an environment variable for the scope of one host start (the child inherits it).
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 } // namespace it

@@ -53,13 +53,9 @@ SeenRequest read_request(Client& peer) {
 }
 
 std::string end_request(std::uint16_t id, std::uint32_t app_status, std::uint8_t protocol_status) {
-  std::string body(8, '\0');
-  body[0] = static_cast<char>(app_status >> 24);
-  body[1] = static_cast<char>(app_status >> 16);
-  body[2] = static_cast<char>(app_status >> 8);
-  body[3] = static_cast<char>(app_status);
-  body[4] = static_cast<char>(protocol_status);
-  return encode_record(RecordType::EndRequest, id, body);
+  std::string out;
+  fcgi_host::records::append_end_request(out, id, app_status, protocol_status);
+  return out;
 }
 
 std::string param(const Params& p, const std::string& name) {

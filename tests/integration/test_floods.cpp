@@ -19,24 +19,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 double timed_request(HostProcess& host) {
   auto start = Clock::now();
   Client c = host.connect(Millis{5000});
   fcgi_test::Response r = c.request("GET", "/normal");
   CHECK(r.status == 200);
-  return seconds_since(start);
-}
-
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("VmRSS:")) return std::atol(line.c_str() + 6);
-  return -1;
+  return it::seconds_since(start);
 }
 
 std::string request_head(std::uint16_t id, std::size_t body_size) {
@@ -45,25 +33,6 @@ std::string request_head(std::uint16_t id, std::size_t body_size) {
              RecordType::Params, id,
              fcgi_test::encode_params(fcgi_test::standard_params("POST", "/hoard", body_size)));
 }
-
-// Sets an environment variable for the scope of one host start (the child inherits it).
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Lines the worker wrote about the flood: written ones, plus the "N more ... not logged" counts.
 std::size_t warn_lines(const HostProcess& host) {
@@ -117,12 +86,12 @@ TEST_SUITE("floods") {
 
   TEST_CASE("20 unfinished 8 MiB bodies: the worker stays within --max-buffered") {
     // Freed memory must really be freed for RSS to tell: no ASan quarantine in the host.
-    ScopedEnv asan("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=1:abort_on_error=0");
+    it::ScopedEnv asan("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=1:abort_on_error=0");
     HostProcess host({"--app", "echo", "--workers", "1", "--max-body", "9M", "--max-buffered",
                       "24M", "--body-timeout", "30"});
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
-    long before = rss_kib(workers[0]);
+    long before = it::rss_kib(workers[0]);
     std::string chunk(60000, 'h');
     std::vector<Client> hoarders;
     long peak = 0;
@@ -140,10 +109,10 @@ TEST_SUITE("floods") {
         ++cut;
       }
       hoarders.push_back(std::move(c));
-      peak = std::max(peak, rss_kib(workers[0]));
+      peak = std::max(peak, it::rss_kib(workers[0]));
     }
     double took = timed_request(host);
-    long after = rss_kib(workers[0]);
+    long after = it::rss_kib(workers[0]);
     MESSAGE("worker RSS " << before << " kB before, peak " << peak << " kB, " << after
                           << " kB after 20 unfinished 8 MiB bodies; normal request " << took * 1000
                           << " ms");
@@ -160,7 +129,7 @@ TEST_SUITE("floods") {
                                                      HostProcess::binary() + "' \"$@\"\n");
     ::chmod(script.c_str(), 0755);
     std::string real = HostProcess::binary();
-    ScopedEnv binary("FCGI_HOST_BINARY", script);
+    it::ScopedEnv binary("FCGI_HOST_BINARY", script);
     HostProcess host({"--app", "echo", "--workers", "1", "--header-timeout", "30"});
     std::vector<Client> held;
     for (int i = 0; i < 80; ++i)
@@ -168,7 +137,7 @@ TEST_SUITE("floods") {
     auto start = Clock::now();
     auto emfile_lines = [&] { return it::lines_with(host.log(), "Too many open files").size(); };
     // The worker retries every 100 ms: 30 attempts in 3 s, a burst of them written.
-    CHECK(it::wait_for([&] { return seconds_since(start) > 3.0; }, Millis{4000}));
+    CHECK(it::wait_for([&] { return it::seconds_since(start) > 3.0; }, Millis{4000}));
     std::size_t lines = emfile_lines() + it::lines_with(host.log(), "not logged").size();
     MESSAGE("EMFILE for 3 s: " << lines << " log lines");
     CHECK(emfile_lines() >= 1);

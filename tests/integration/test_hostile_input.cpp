@@ -111,19 +111,17 @@ Params get_params(const std::string& uri) {
 // The records in raw bytes (a whole number of them; a torn tail is ignored).
 std::vector<fcgi_test::Record> split_records(std::string_view data) {
   std::vector<fcgi_test::Record> out;
-  while (data.size() >= fcgi_test::kHeaderSize) {
-    auto u = [&](std::size_t i) { return static_cast<unsigned char>(data[i]); };
-    std::size_t length = (u(4) << 8) | u(5), padding = u(6);
-    if (data.size() < fcgi_test::kHeaderSize + length + padding) break;
-    fcgi_test::Record r;
-    r.version = u(0);
-    r.type = static_cast<RecordType>(u(1));
-    r.request_id = static_cast<std::uint16_t>((u(2) << 8) | u(3));
-    r.content = std::string(data.substr(fcgi_test::kHeaderSize, length));
-    out.push_back(std::move(r));
-    data.remove_prefix(fcgi_test::kHeaderSize + length + padding);
-  }
+  for (fcgi_host::records::RecordView r; fcgi_host::records::take_record(data, r);)
+    out.push_back({r.header.version, static_cast<RecordType>(r.header.type), r.header.request_id,
+                   std::string(r.content)});
   return out;
+}
+
+// A PARAMS header that claims `length` content bytes, whatever follows it.
+std::string lying_params_header(std::uint16_t id, std::size_t length) {
+  std::string header;
+  fcgi_host::records::append_header(header, RecordType::Params, id, length);
+  return header;
 }
 
 // The host closes without a word: EOF within kWait, nothing sent.
@@ -141,33 +139,6 @@ void check_refused(Client& c, std::uint16_t id, int status) {
   CHECK(r.protocol_status == fcgi_test::kRequestComplete);
   CHECK(c.read_until_closed(kWait).status == IoStatus::Closed);
 }
-
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("VmRSS:")) return std::atol(line.c_str() + 6);
-  return -1;
-}
-
-// Sets an environment variable for the scope of one host start (the child inherits it).
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 } // namespace
 
@@ -222,8 +193,7 @@ TEST_SUITE("hostile input") {
     Hostile h;
     Client c = h.connect();
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
-    std::string header = fcgi_test::encode_record(RecordType::Params, 1, std::string(1000, 'x'));
-    header.resize(fcgi_test::kHeaderSize); // says 1000 bytes; only the pairs follow
+    std::string header = lying_params_header(1, 1000); // only the pairs follow
     auto start = std::chrono::steady_clock::now();
     c.send_raw(begin(1) + header + pairs);
     fcgi_test::ReadAllResult all = c.read_until_closed(Millis{4000});
@@ -242,9 +212,7 @@ TEST_SUITE("hostile input") {
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
     // The header claims 16 bytes more than the pairs: the empty PARAMS and the empty STDIN
     // become pair bytes, which then run past the params stream (400).
-    std::string header =
-        fcgi_test::encode_record(RecordType::Params, 1, std::string(pairs.size() + 16, 'x'));
-    header.resize(fcgi_test::kHeaderSize);
+    std::string header = lying_params_header(1, pairs.size() + 16);
     c.send_raw(begin(1) + header + pairs + fcgi_test::encode_record(RecordType::Params, 1, "") +
                fcgi_test::encode_record(RecordType::Stdin, 1, "") +
                fcgi_test::encode_record(RecordType::Params, 1, "") +
@@ -633,8 +601,8 @@ TEST_SUITE("hostile input") {
     // ASan's quarantine keeps freed memory resident by design: off for this host, so that RSS
     // shows what the host keeps, not what the sanitizer holds back.
     std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    ScopedEnv env("ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") +
-                                      "quarantine_size_mb=0:thread_local_quarantine_size_kb=0");
+    it::ScopedEnv env("ASAN_OPTIONS", asan + (asan.empty() ? "" : ":") +
+                                          "quarantine_size_mb=0:thread_local_quarantine_size_kb=0");
     Hostile h;
     const std::string huge_pair = std::string("\xff\xff\xff\xfe") + "\x01" + "X";
     Params dup_values{{"FCGI_MAX_CONNS", ""}, {"FCGI_MAX_CONNS", ""}, {"FCGI_MPXS_CONNS", ""}};
@@ -660,9 +628,9 @@ TEST_SUITE("hostile input") {
       return done;
     };
     REQUIRE(run(100) == 100); // warm-up: buffers and caches reach their size
-    long before = rss_kib(h.worker);
+    long before = it::rss_kib(h.worker);
     REQUIRE(run(1000) == 1000);
-    long after = rss_kib(h.worker);
+    long after = it::rss_kib(h.worker);
     INFO("worker VmRSS " << before << " kB -> " << after << " kB");
     CHECK(before > 0);
     CHECK(after - before < 1024);

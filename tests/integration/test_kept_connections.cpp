@@ -14,10 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // The workers' counts of kept connections handed to another worker, from the status page.
 std::size_t handed_off(HostProcess& host) {
   fcgi_test::Client c = host.connect();
@@ -81,7 +77,7 @@ TEST_SUITE("kept connections") {
     REQUIRE(setup.wait_busy());
     auto start = Clock::now();
     it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
-    double took = seconds_since(start);
+    double took = it::seconds_since(start);
     MESSAGE("fast request beside a 3 s request on a kept connection: " << took << " s");
     CHECK(fast.status == 200);
     CHECK(took < 1.0);
@@ -101,7 +97,7 @@ TEST_SUITE("kept connections") {
     REQUIRE(setup.wait_busy());
     auto start = Clock::now();
     it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
-    double took = seconds_since(start);
+    double took = it::seconds_since(start);
     CHECK(fast.status == 200);
     CHECK(took > 0.5); // parked at the busy worker
     CHECK(slow.get() == 200);

@@ -223,23 +223,6 @@ TEST_CASE("access log: tokens, '-' for what is unknown, control characters repla
   CHECK(valid_access_format(kDefaultAccessFormat, why));
 }
 
-TEST_CASE("status server: FastCGI name-value pairs, short and long lengths") {
-  std::string d;
-  d += static_cast<char>(3);
-  d += std::string("\x80\x00\x01\x00", 4); // 256 in four bytes, high bit set
-  d += "KEY" + std::string(256, 'v');
-  std::vector<std::pair<std::string_view, std::string_view>> out;
-  REQUIRE(decode_params(d, out));
-  REQUIRE(out.size() == 1);
-  CHECK(out[0].first == "KEY");
-  CHECK(out[0].second.size() == 256);
-  out.clear();
-  CHECK_FALSE(decode_params(std::string("\x05\x01"
-                                        "ab",
-                                        4),
-                            out));
-}
-
 TEST_CASE("status page: REMOTE_ADDR and --status-allow") {
   ClientFilter f(std::vector<std::string>{"10.0.0.0/8"});
   CHECK(remote_addr_allowed(f, "10.1.2.3"));

@@ -1,11 +1,11 @@
 // The record guard: what reaches libfcgi, what is answered by the host, what is refused.
-// Records are built with the test client's encoder, an independent implementation of the spec.
+// Records are built with the test client's encoders (the codec's byte layout is pinned against
+// the spec in test_records.cpp).
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 
-#include <fastcgi.h>
 #include <string>
 #include <vector>
 
@@ -50,19 +50,11 @@ struct Feed {
   std::vector<fcgi_test::Record> reply_records() const {
     std::vector<fcgi_test::Record> out;
     std::string_view rest = replies;
-    while (rest.size() >= 8) {
-      std::size_t length =
-          (static_cast<unsigned char>(rest[4]) << 8) | static_cast<unsigned char>(rest[5]);
-      std::size_t padding = static_cast<unsigned char>(rest[6]);
-      fcgi_test::Record r;
-      r.type = static_cast<RecordType>(rest[1]);
-      r.request_id = static_cast<std::uint16_t>((static_cast<unsigned char>(rest[2]) << 8) |
-                                                static_cast<unsigned char>(rest[3]));
-      r.content = std::string(rest.substr(8, length));
-      out.push_back(r);
-      bool aligned = (8 + length + padding) % 8 == 0 || padding == 0;
+    for (fcgi_host::records::RecordView r; fcgi_host::records::take_record(rest, r);) {
+      out.push_back({r.header.version, static_cast<RecordType>(r.header.type), r.header.request_id,
+                     std::string(r.content)});
+      bool aligned = r.header.record_size() % 8 == 0 || r.header.padding == 0;
       CHECK(aligned);
-      rest.remove_prefix(8 + length + padding);
     }
     CHECK(rest.empty());
     return out;
@@ -73,7 +65,7 @@ struct Feed {
 
 TEST_CASE("a whole request is ready, with its range and keep-alive flag") {
   Feed f;
-  std::string req = simple_request(7, "hello", FCGI_KEEP_CONN);
+  std::string req = simple_request(7, "hello", fcgi_test::kKeepConn);
   CHECK(f.add(req) == Verdict::RequestReady);
   CHECK(f.guard.request_id() == 7);
   CHECK(f.guard.keep_connection());
@@ -93,8 +85,8 @@ TEST_CASE("a request trickled byte by byte is ready only at its last byte") {
 
 TEST_CASE("pipelined requests: the second waits in the buffer until the first is consumed") {
   Feed f;
-  std::string first = simple_request(1, "a", FCGI_KEEP_CONN);
-  std::string second = simple_request(2, "bb", FCGI_KEEP_CONN);
+  std::string first = simple_request(1, "a", fcgi_test::kKeepConn);
+  std::string second = simple_request(2, "bb", fcgi_test::kKeepConn);
   CHECK(f.add(first + second) == Verdict::RequestReady);
   CHECK(f.guard.request_id() == 1);
   CHECK(f.guard.request_end() == first.size());
@@ -159,7 +151,8 @@ TEST_CASE("a second BEGIN on one connection: FCGI_CANT_MPX_CONN; the same id aga
   REQUIRE(records.size() == 1);
   CHECK(records[0].type == RecordType::EndRequest);
   CHECK(records[0].request_id == 2);
-  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status == FCGI_CANT_MPX_CONN);
+  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status ==
+        fcgi_test::kCantMpxConn);
   CHECK(f.add(begin1) == Verdict::Close);
 }
 
@@ -170,11 +163,12 @@ TEST_CASE("roles other than RESPONDER: FCGI_UNKNOWN_ROLE") {
             fcgi_test::begin_request_body(fcgi_test::Role::Authorizer))) == Verdict::Close);
   auto records = f.reply_records();
   REQUIRE(records.size() == 1);
-  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status == FCGI_UNKNOWN_ROLE);
+  CHECK(fcgi_test::decode_end_request(records[0].content).protocol_status ==
+        fcgi_test::kUnknownRole);
 }
 
 TEST_CASE("wrong version, HTTP, foreign ids, records out of order: closed with a reason") {
-  CHECK(Feed().add(fcgi_test::encode_record(std::uint8_t{FCGI_BEGIN_REQUEST}, 1,
+  CHECK(Feed().add(fcgi_test::encode_record(static_cast<std::uint8_t>(RecordType::BeginRequest), 1,
                                             fcgi_test::begin_request_body(), 0, 2)) ==
         Verdict::Close);
   Feed http;
