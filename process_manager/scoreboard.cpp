@@ -82,6 +82,11 @@ void Scoreboard::retire(std::size_t i) {
   p.retired_slow_requests += s.slow_requests.exchange(0);
   p.retired_handed_off += s.handed_off.exchange(0);
   s.connections.store(0, std::memory_order_relaxed);
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+    p.retired_queue_buckets[b] += s.queue_buckets[b].exchange(0);
+  p.retired_queue_sum_ns += s.queue_sum_ns.exchange(0);
+  p.retired_shed_late += s.shed_late.exchange(0);
+  p.retired_shed_gone += s.shed_gone.exchange(0);
   fold_routes(tables_[0], tables_[i + 1]);
   p.retire_seq.store(seq + 2, std::memory_order_release);
 }

@@ -61,6 +61,13 @@ struct alignas(64) WorkerSlot {
   std::atomic<std::uint64_t> slow_requests{0};
   std::atomic<std::uint64_t> last_duration_ns{0}; // of the last finished request
   std::atomic<std::uint64_t> last_cpu_ns{0};      // of the last request sampled for CPU time
+  // Queue time (arrival stamped by the web server -> handler start) of the requests that carried
+  // a stamp, in the latency buckets (not cumulative); requests not run: waited too long, or
+  // their client was gone (see fcgi_host/observe/queue_time.hpp).
+  std::atomic<std::uint64_t> queue_buckets[kLatencyBuckets]{};
+  std::atomic<std::uint64_t> queue_sum_ns{0};
+  std::atomic<std::uint64_t> shed_late{0};
+  std::atomic<std::uint64_t> shed_gone{0};
 };
 
 // Pool-wide numbers next to the slots. One writer: the master.
@@ -72,6 +79,10 @@ struct PoolCounters {
   std::atomic<std::uint64_t> retired_requests{0};
   std::atomic<std::uint64_t> retired_slow_requests{0};
   std::atomic<std::uint64_t> retired_handed_off{0};
+  std::atomic<std::uint64_t> retired_queue_buckets[kLatencyBuckets]{};
+  std::atomic<std::uint64_t> retired_queue_sum_ns{0};
+  std::atomic<std::uint64_t> retired_shed_late{0};
+  std::atomic<std::uint64_t> retired_shed_gone{0};
   std::atomic<std::uint64_t> start_time_s{0}; // wall clock (seconds since the epoch)
   std::atomic<std::uint64_t> start_ns{0};     // CLOCK_MONOTONIC
   // Sampled on every turn of the master loop (at least every 100 ms).

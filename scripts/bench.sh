@@ -13,6 +13,8 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/scripts/bench/lib.sh" # alive, children_of, free_port, nginx_temp_paths
 COMMAND_LINE="scripts/bench.sh${*:+ $*}"
 
 usage() {
@@ -31,6 +33,10 @@ same pass and cell) and fcgi-host ÷ php-fpm / plack / limit tables, writes
 them as Markdown and CSV, optionally a PNG chart, then measures syscalls per
 request (strace -c) and worker RSS at W=1 for each contender.
 
+Handlers that do more than answer "OK" (CPU-bound, I/O wait, uploads and
+downloads with worker RSS, open-loop overload with --max-queue-time) are
+measured by scripts/bench-workloads.sh (see its --help).
+
 Options:
   --passes N           interleaved passes; medians are over them (default 2)
   --duration D         wrk duration per run, e.g. 5s (default 5s)
@@ -45,8 +51,14 @@ Options:
                        all five; php-fpm and plack are skipped with a note
                        when their packages are missing)
   --host-args "ARGS"   extra arguments for fcgi-host (e.g. a metrics-off switch)
-  --quick              smoke run: 1 pass, 2s, W "1 2", C "50", Unix socket only
+  --quick              short run: 1 pass, 2s, W "1 2", C "50", Unix socket only
                        (later options still override it)
+  --smoke              a check that the benchmark itself works, a few seconds:
+                       fcgi-host, baseline and limit, 1 pass of 1s, no
+                       warm-up, W=2, C=10, Unix socket, both modes, no strace,
+                       no chart; the CSVs go to the temp dir unless --csv;
+                       any build type is accepted (scripts/test.sh runs it
+                       twice in a row on its sanitizer build)
   --out FILE           also write the Markdown report to FILE
   --csv FILE           the per-cell CSV (default: FILE of --out with .csv, else
                        ./bench-results.csv); the raw per-run CSV goes next to it
@@ -86,6 +98,7 @@ BUILD_DIR="$REPO/build"
 REBUILD=0
 INSTALL=0
 KEEP_TMP=0
+SMOKE=0
 
 die() { echo "bench.sh: $*" >&2; exit 1; }
 note() { echo "bench.sh: $*" >&2; }
@@ -110,6 +123,10 @@ while [[ $# -gt 0 ]]; do
     --contenders) need_arg "$@"; CONTENDERS=$2; shift 2 ;;
     --host-args) need_arg "$@"; HOST_ARGS=$2; shift 2 ;;
     --quick) PASSES=1 DURATION=2s WORKERS="1 2" CONNS="50" SOCKETS=unix; shift ;;
+    --smoke)
+      SMOKE=1 PASSES=1 DURATION=1s WARMUP=0 WORKERS=2 CONNS=10 SOCKETS=unix SYSCALLS=0 NO_CHART=1
+      CONTENDERS="fcgi-host baseline limit"
+      shift ;;
     --out) need_arg "$@"; OUT=$2; shift 2 ;;
     --csv) need_arg "$@"; CSV=$2; shift 2 ;;
     --chart) need_arg "$@"; CHART=$2; shift 2 ;;
@@ -134,8 +151,7 @@ done
 read -ra HOST_EXTRA <<<"$HOST_ARGS" # word splitting is wanted here: "--a 1 --b"
 
 if [[ -n $OUT && -z $CSV ]]; then CSV="${OUT%.md}.csv"; fi
-[[ -n $CSV ]] || CSV="$PWD/bench-results.csv"
-RAW_CSV="${CSV%.csv}-raw.csv"
+[[ -n $CSV || $SMOKE == 1 ]] || CSV="$PWD/bench-results.csv"
 if [[ -z $CHART && -n $OUT ]]; then CHART="$(dirname "$OUT")/bench-chart.png"; fi
 ((NO_CHART)) && CHART=""
 
@@ -191,11 +207,8 @@ fi
 T=$(mktemp -d /tmp/fcgi-bench.XXXXXX)
 mkdir -p "$T"/{bin,sock,log,nginx,php,plack,run,wrk}
 PIDS=() # every process we started and have not stopped yet
-
-alive() { # a zombie (our exited but unreaped child) counts as dead
-  local s
-  s=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $s != Z* ]]
-}
+[[ -n $CSV ]] || CSV="$T/bench-results.csv" # --smoke leaves nothing behind
+RAW_CSV="${CSV%.csv}-raw.csv"
 
 forget() { # drop pids from PIDS
   local p q keep=()
@@ -229,24 +242,19 @@ stop_pids() {
 
 cleanup() {
   trap - EXIT INT TERM
+  local orphans=() p q
+  # The workers of a master we started, looked up now by pid: if a master
+  # needs SIGKILL, its workers must not outlive it.
+  for p in "${PIDS[@]}"; do
+    for q in $(children_of "$p"); do orphans+=("$q"); done
+  done
   if ((${#PIDS[@]})); then stop_pids 30 "${PIDS[@]}" || true; fi
+  for p in "${orphans[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
   if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT # exit runs the EXIT trap, so Ctrl-C cleans up too
 trap 'exit 143' TERM
-
-free_port() { # a random 127.0.0.1 port with no socket in any state on it
-  local p i
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 30000))
-    if [[ -z $(ss -Htan "sport = :$p") ]]; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free TCP port found"
-}
 
 # wait_listening ADDR: ADDR is unix:/path or 127.0.0.1:PORT. Bounded: 10 s.
 wait_listening() {
@@ -268,8 +276,9 @@ build_host() {
   if [[ -f $cache ]]; then
     type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$cache")
     # A Debug or sanitizer build would make every ratio meaningless; rather
-    # than reconfigure someone's build directory, use a private one.
-    if [[ $type != Release ]] || grep -q '^FCGI_HOST_SANITIZE:BOOL=ON' "$cache"; then
+    # than reconfigure someone's build directory, use a private one. A smoke
+    # run measures nothing, so it takes any build.
+    if ((!SMOKE)) && { [[ $type != Release ]] || grep -q '^FCGI_HOST_SANITIZE:BOOL=ON' "$cache"; }; then
       note "$BUILD_DIR is a '$type' build (or sanitized); using $REPO/build-bench (Release) instead"
       BUILD_DIR="$REPO/build-bench"
       cache="$BUILD_DIR/CMakeCache.txt"
@@ -287,7 +296,7 @@ build_host() {
       { tail -30 "$T/log/build.log" >&2; die "building fcgi-host failed"; }
   fi
   # Others rebuild in the same tree: a private copy keeps the binary fixed for
-  # the whole run and gives pgrep a path nobody else uses.
+  # the whole run.
   cp "$HOST_BUILT" "$T/bin/fcgi-host"
   HOST_BIN="$T/bin/fcgi-host"
 }
@@ -339,11 +348,12 @@ start_spawned() {
   # spawn-fcgi forks the W children and exits; -P records their pids.
   spawn-fcgi -F "$w" "${where[@]}" -P "$pidfile" -- "$bin" >>"$T/log/$name.log" 2>&1 ||
     die "spawn-fcgi failed: $(tail -3 "$T/log/$name.log")"
+  # The pid file is the only record: never look processes up by name, other
+  # runs on the same machine start the same programs.
   mapfile -t CT_STOP < <(tr -s ' \n' '\n' <"$pidfile" | grep -E '^[0-9]+$')
-  # The pid file is the record; pgrep on our private binary path is the check.
-  if ((${#CT_STOP[@]} != w)); then mapfile -t CT_STOP < <(pgrep -f "^$bin\$"); fi
-  CT_PARENT="" CT_WORKERS=("${CT_STOP[@]}")
   PIDS+=("${CT_STOP[@]}")
+  ((${#CT_STOP[@]} == w)) || die "spawn-fcgi recorded ${#CT_STOP[@]} of $w pids in $pidfile"
+  CT_PARENT="" CT_WORKERS=("${CT_STOP[@]}")
 }
 
 start_baseline() { start_spawned baseline "$BASE_BIN" "$@"; }
@@ -397,7 +407,7 @@ find_workers() {
   local w=$1 i
   [[ -n $CT_PARENT ]] || return 0
   for ((i = 0; i < 200; i++)); do
-    mapfile -t CT_WORKERS < <(pgrep -P "$CT_PARENT" || true)
+    mapfile -t CT_WORKERS < <(children_of "$CT_PARENT")
     ((${#CT_WORKERS[@]} >= w)) && return 0
     sleep 0.05
   done
@@ -416,7 +426,7 @@ stop_contender() {
   local left=() p
   # A respawned worker means one crashed under load: worth a line in the notes.
   if [[ -n $CT_PARENT ]]; then
-    mapfile -t CT_WORKERS < <(pgrep -P "$CT_PARENT" || true)
+    mapfile -t CT_WORKERS < <(children_of "$CT_PARENT")
     [[ "${CT_WORKERS[*]}" == "$CT_WORKERS_AT_START" ]] ||
       echo "$CT_NAME ($RUN_LABEL): worker pids changed during the runs: [$CT_WORKERS_AT_START] -> [${CT_WORKERS[*]}]" >>"$T/odd.txt"
   fi
@@ -429,6 +439,23 @@ stop_contender() {
     echo "$CT_NAME ($RUN_LABEL): workers ${left[*]} outlived the master; killed" >>"$T/odd.txt"
     kill -KILL "${left[@]}" 2>/dev/null || true
   fi
+}
+
+# dead_processes: those of the contender's own pids that are gone. A
+# contender never stops by itself during a run: if one is gone it crashed,
+# and the run says so at once instead of failing later on a dead socket.
+dead_processes() {
+  local p
+  for p in "${CT_STOP[@]}"; do alive "$p" || echo "$p"; done
+}
+
+check_alive() { # WHEN
+  local dead
+  dead=$(dead_processes | tr '\n' ' ')
+  [[ -z $dead ]] && return 0
+  echo "$CT_NAME ($RUN_LABEL): processes gone $1: $dead" >>"$T/odd.txt"
+  show_logs
+  die "$CT_NAME: process(es) $dead died $1 ($RUN_LABEL); see the logs above"
 }
 
 show_logs() {
@@ -459,11 +486,7 @@ worker_rlimit_nofile 8192;
 events { worker_connections 4096; }
 http {
     access_log off;
-    client_body_temp_path $T/nginx/client_body;
-    proxy_temp_path $T/nginx/proxy;
-    fastcgi_temp_path $T/nginx/fastcgi;
-    uwsgi_temp_path $T/nginx/uwsgi;
-    scgi_temp_path $T/nginx/scgi;
+$(nginx_temp_paths "$T/nginx")
     keepalive_requests 1000000;   # wrk's connections to nginx live for the whole run
     upstream app {
         server $addr;
@@ -474,6 +497,7 @@ http {
         location / {
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_FILENAME $T/php/hello.php;
+            fastcgi_param HTTP_X_REQUEST_START "t=\${msec}";
             fastcgi_pass app;
             $keep_location
         }
@@ -491,6 +515,7 @@ EOF
     [[ $body == OK ]] && return 0
     sleep 0.1
   done
+  check_alive "before nginx got an answer"
   show_logs
   die "no OK from $CT_NAME through nginx (got '$body')"
 }
@@ -546,8 +571,9 @@ nginx_errlog_lines() { [[ -f $T/log/nginx-error.log ]] && wc -l <"$T/log/nginx-e
 # ------------------------------------------------------------------- main --
 build_host
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
-has_ct baseline && BASE_BIN=$(build_fixture bare-libfcgi bare_libfcgi.c $(pkg-config --cflags --libs fcgi))
-has_ct limit && LIMIT_BIN=$(build_fixture limit-responder limit_responder.c)
+# (if, not &&: set -e must stop the run when a build fails inside $(...))
+if has_ct baseline; then BASE_BIN=$(build_fixture bare-libfcgi bare_libfcgi.c $(pkg-config --cflags --libs fcgi)); fi
+if has_ct limit; then LIMIT_BIN=$(build_fixture limit-responder limit_responder.c); fi
 printf '<?php echo "OK";\n' >"$T/php/hello.php"
 echo "sub { [200, ['Content-Type' => 'text/plain'], ['OK']] }" >"$T/plack/app.psgi"
 # opcache will not cache a file younger than opcache.file_update_protection
@@ -594,12 +620,19 @@ for ((pass = 1; pass <= PASSES; pass++)); do
             out="$T/wrk/p$pass-$sock-$mode-w$w-c$c-$ct.txt"
             before=$(nginx_errlog_lines)
             run_wrk "$c" "$DURATION" "$out"
+            check_alive "during the run"
             after=$(nginx_errlog_lines)
             res=$(parse_wrk "$out")
             echo "$pass,$sock,$mode,$w,$c,$ct,$res,$((after - before))" >>"$T/raw.csv"
             IFS=, read -r rps p50 p99 nx se req <<<"$res"
             if ((nx + se > 0)) || [[ $rps == 0.00 ]]; then
               record_errors "$ct" "$out" "$nx" "$req" $((after - before))
+              # A smoke run checks that the benchmark works: nothing served,
+              # or an error from fcgi-host, fails it.
+              if ((SMOKE)) && [[ $rps == 0.00 || $ct == fcgi-host ]]; then
+                cat "$T/odd.txt" >&2
+                die "smoke: $ct ($RUN_LABEL) failed"
+              fi
             fi
             printf 'bench.sh: [%3d/%d %4ds] pass %d %-4s %-9s W=%-2s C=%-3s %-9s %9s req/s  p50 %7.3f ms  p99 %8.3f ms  err %d\n' \
               "$RUN" "$TOTAL_RUNS" $(($(date +%s) - START_TS)) "$pass" "$sock" "$mode" "$w" "$c" "$ct" "$rps" "$p50" "$p99" $((nx + se)) >&2

@@ -65,6 +65,7 @@ http {
     location / {
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_NAME \$fastcgi_script_name;
+      fastcgi_param HTTP_X_REQUEST_START "t=\${msec}";
       fastcgi_pass unix:$sock;
     }
   }

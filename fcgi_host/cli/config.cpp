@@ -129,10 +129,14 @@ po::options_description describe(const Config& d) {
        "write one line per request to this file (default: none)") //
       ("access-format", po::value<std::string>()->value_name("FORMAT"),
        "access log line: %a remote address, %m method, %u URI, %s status, %d duration ms, %c CPU "
-       "ms, %b body bytes, %p pid, %w worker slot, %g generation, %t time (default: "
-       "\"%a %m %u %s %d %b\")") //
+       "ms, %b body bytes, %p pid, %w worker slot, %g generation, %t time, %q queue time ms "
+       "(default: \"%a %m %u %s %d %b\")") //
       ("slow-request-threshold", po::value<double>()->value_name("SECONDS")->default_value(0, "0"),
        "log requests that take longer (0: off)") //
+      ("max-queue-time", po::value<long>()->value_name("MS")->default_value(0, "0"),
+       "answer 503 at once, without running the handler, to a request that waited longer for a "
+       "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "
+       "gone (0: off)") //
       ("metrics", po::value<std::string>()->value_name("on|off")->default_value("on"),
        "keep per-handler metrics and the scoreboard's request details")
 
@@ -401,6 +405,10 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   text("access-format", config.access_format);
   config.slow_request_threshold = parse_seconds(vm["slow-request-threshold"].as<double>(),
                                                 origins.of("slow-request-threshold"), true);
+  long max_queue_ms = vm["max-queue-time"].as<long>();
+  if (max_queue_ms < 0 || max_queue_ms > 3'600'000)
+    throw ConfigError(origins.of("max-queue-time") + ": must be 0 (off) to 3600000 ms");
+  config.max_queue_time = std::chrono::milliseconds(max_queue_ms);
   const std::string& metrics = vm["metrics"].as<std::string>();
   if (metrics != "on" && metrics != "off")
     throw ConfigError(origins.of("metrics") + ": must be on or off");

@@ -83,6 +83,7 @@ struct Config {
   std::string access_log;
   std::string access_format;
   std::chrono::milliseconds slow_request_threshold{0};
+  std::chrono::milliseconds max_queue_time{0}; // 0: off
   bool metrics = true;
 };
 

@@ -12,7 +12,7 @@ namespace fcgi_host {
 
 namespace {
 
-constexpr std::string_view kTokens = "amusdcbpwgt%";
+constexpr std::string_view kTokens = "amusdcbpwgtq%";
 
 void append_number(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -54,7 +54,7 @@ bool valid_access_format(std::string_view format, std::string& why) {
     if (format[i] != '%') continue;
     if (i + 1 == format.size() || kTokens.find(format[i + 1]) == std::string_view::npos) {
       why = "unknown token '%" + std::string(format.substr(i + 1, 1)) +
-            "' (known: %a %m %u %s %d %c %b %p %w %g %t %%)";
+            "' (known: %a %m %u %s %d %c %b %p %w %g %t %q %%)";
       return false;
     }
     ++i;
@@ -154,6 +154,12 @@ const std::string& AccessLog::format_line(const Entry& e) {
       break;
     case 't':
       append_time();
+      break;
+    case 'q':
+      if (e.queue_ns < 0)
+        line_ += '-';
+      else
+        append_ms(line_, static_cast<std::uint64_t>(e.queue_ns));
       break;
     }
   }

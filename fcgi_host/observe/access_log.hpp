@@ -36,6 +36,7 @@ public:
     pid_t pid = 0;
     std::size_t slot = 0;
     std::uint32_t generation = 0;
+    std::int64_t queue_ns = -1; // -1: the request carried no arrival stamp
   };
   void write(const Entry& e);
 

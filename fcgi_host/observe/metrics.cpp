@@ -24,6 +24,8 @@ ObservabilitySettings observability_settings(const Config& config) {
   s.ping_response = config.ping_response;
   s.status_allow = ClientFilter(config.status_allow);
   s.pool_mode = config.pm;
+  s.max_queue_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config.max_queue_time).count());
   return s;
 }
 
@@ -121,6 +123,11 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
   snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
   snap.handed_off = p.retired_handed_off.load(std::memory_order_relaxed);
+  for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
+    snap.queue_buckets[b] = p.retired_queue_buckets[b].load(std::memory_order_relaxed);
+  snap.queue_sum_ns = p.retired_queue_sum_ns.load(std::memory_order_relaxed);
+  snap.shed_late = p.retired_shed_late.load(std::memory_order_relaxed);
+  snap.shed_gone = p.retired_shed_gone.load(std::memory_order_relaxed);
   snap.active = snap.idle = snap.total = 0;
   snap.workers.clear();
   std::map<std::string, RouteSnapshot, std::less<>> routes;
@@ -149,6 +156,11 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.requests += s.requests.load(std::memory_order_relaxed);
     snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
     snap.handed_off += s.handed_off.load(std::memory_order_relaxed);
+    for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
+      snap.queue_buckets[b] += s.queue_buckets[b].load(std::memory_order_relaxed);
+    snap.queue_sum_ns += s.queue_sum_ns.load(std::memory_order_relaxed);
+    snap.shed_late += s.shed_late.load(std::memory_order_relaxed);
+    snap.shed_gone += s.shed_gone.load(std::memory_order_relaxed);
     add_table(sb.routes(i));
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free) continue;

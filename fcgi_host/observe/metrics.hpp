@@ -33,6 +33,7 @@ struct ObservabilitySettings {
   std::string ping_response = "pong";
   ClientFilter status_allow;
   std::string pool_mode = "static";
+  std::uint64_t max_queue_ns = 0; // --max-queue-time; 0: off
 };
 
 ObservabilitySettings observability_settings(const Config& config);
@@ -126,6 +127,16 @@ struct Snapshot {
   process_manager::ListenQueue listen_queue;
   std::uint32_t max_listen_queue = 0;
   std::uint64_t kills_by_timeout = 0;
+  // Queue time of the requests stamped by the web server, and the requests shed.
+  std::array<std::uint64_t, process_manager::kLatencyBuckets> queue_buckets{};
+  std::uint64_t queue_sum_ns = 0;
+  std::uint64_t shed_late = 0, shed_gone = 0;
+  std::uint64_t queued() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t b : queue_buckets)
+      n += b;
+    return n;
+  }
   std::vector<std::pair<int, std::uint64_t>> exits_by_code, exits_by_signal; // non-zero only
   std::vector<WorkerSnapshot> workers;
   std::vector<RouteSnapshot> routes; // sorted by name

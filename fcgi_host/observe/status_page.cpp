@@ -149,6 +149,11 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"slow requests", num(s.slow_requests)},
       {"request timeout kills", num(s.kills_by_timeout)},
       {"worker restarts", num(restarts(s))},
+      // Queue time: only requests the web server stamped (X-Request-Start) are measured.
+      {"queue time measured", num(s.queued())},
+      {"queue time avg ms", s.queued() ? secs(s.queue_sum_ns / s.queued() * 1000) : "-"},
+      {"shed waited too long", num(s.shed_late)},
+      {"shed client gone", num(s.shed_gone)},
   };
   return f;
 }
@@ -240,6 +245,13 @@ std::string json_page(const Snapshot& s, bool full) {
     h += "}}";
   }
   field("handlers", h + "]");
+  std::string q = "{\"measured\":" + num(s.queued()) + ",\"sum seconds\":" + secs(s.queue_sum_ns) +
+                  ",\"buckets\":{";
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+    q.append(b ? "," : "").append(str(bound(b))).append(":").append(num(s.queue_buckets[b]));
+  field("queue time", q + "}}");
+  field("shed",
+        "{\"waited too long\":" + num(s.shed_late) + ",\"client gone\":" + num(s.shed_gone) + "}");
   if (full) {
     std::string p = "[";
     for (const WorkerSnapshot& w : s.workers) {
@@ -335,6 +347,20 @@ std::string openmetrics_page(const Snapshot& s) {
     w.sample(p + "handler_duration_seconds_count", route(r), num(r.calls));
     w.sample(p + "handler_duration_seconds_sum", route(r), secs(r.wall_ns));
   }
+
+  w.family(p + "queue_time_seconds", "histogram",
+           "Arrival at the web server (X-Request-Start) to handler start, stamped requests only.");
+  std::uint64_t queued = 0;
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
+    queued += s.queue_buckets[b];
+    w.sample(p + "queue_time_seconds_bucket", "le=\"" + bound(b) + "\"", num(queued));
+  }
+  w.sample(p + "queue_time_seconds_count", "", num(queued));
+  w.sample(p + "queue_time_seconds_sum", "", secs(s.queue_sum_ns));
+  w.family(p + "shed_requests", "counter",
+           "Requests answered 503 without running the handler (--max-queue-time), by reason.");
+  w.sample(p + "shed_requests_total", "reason=\"queue_time\"", num(s.shed_late));
+  w.sample(p + "shed_requests_total", "reason=\"client_gone\"", num(s.shed_gone));
 
   auto worker = [](const WorkerSnapshot& x) {
     return "slot=\"" + num(x.slot) + "\",pid=\"" + num(static_cast<std::uint64_t>(x.pid)) + "\"";

@@ -1,13 +1,12 @@
 #include "fcgi_host/protocol/libfcgi_io.hpp"
 
 #include "fcgi_host/net/socket_write.hpp"
-#include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/protocol/records.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fastcgi.h>
 #include <fcgiapp.h>
 #include <fcgios.h>
 #include <string>
@@ -45,16 +44,12 @@ void unregister_source(const Source* source) {
 bool self_test() {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
-  const char begin[8] = {0, FCGI_RESPONDER, 0};
   std::string framed;
-  records::append_header(framed, FCGI_BEGIN_REQUEST, 1, 8);
-  framed.append(begin, sizeof begin);
-  std::string pair_bytes;
-  records::append_name_value(pair_bytes, "PING", "ok");
-  records::append_header(framed, FCGI_PARAMS, 1, pair_bytes.size());
-  framed += pair_bytes;
-  records::append_header(framed, FCGI_PARAMS, 1, 0);
-  records::append_header(framed, FCGI_STDIN, 1, 0);
+  records::append_begin_request(framed, 1, records::Role::Responder);
+  std::string pairs;
+  records::append_name_value(pairs, "PING", "ok");
+  records::append_stream(framed, records::Type::Params, 1, pairs);
+  records::append_stream(framed, records::Type::Stdin, 1, {});
 
   Source source;
   source.fd = pair[0];

@@ -5,6 +5,7 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 
 #include <fcgiapp.h>
+#include <mutex>
 
 namespace fcgi_host {
 
@@ -24,16 +25,19 @@ RequestCodec::~RequestCodec() {
 }
 
 bool RequestCodec::init_library(std::string& error) {
-  if (FCGX_Init() != 0) {
-    error = "FCGX_Init() failed";
-    return false;
-  }
-  if (!libfcgi_io::self_test()) {
-    error = "libfcgi does not use the host's socket I/O (OS_Read/OS_Write were not replaced); "
-            "refusing to serve with libfcgi's own I/O";
-    return false;
-  }
-  return true;
+  // Once per process: FCGX_Init is not thread-safe (two in-process hosts starting together
+  // would both set libfcgi up, and one set-up would leak).
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    if (FCGX_Init() != 0)
+      failure = "FCGX_Init() failed";
+    else if (!libfcgi_io::self_test())
+      failure = "libfcgi does not use the host's socket I/O (OS_Read/OS_Write were not "
+                "replaced); refusing to serve with libfcgi's own I/O";
+  });
+  error = failure;
+  return failure.empty();
 }
 
 RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records, std::size_t body_size,

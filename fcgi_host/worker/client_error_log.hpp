@@ -1,9 +1,10 @@
 #pragma once
 // Log lines that clients or the kernel can trigger (a malformed request, a refused connection,
 // EMFILE on accept): a flood of them must not fill the disk nor drown the lines that matter.
-// Each kind of line has its own window: a burst of lines, then one line that counts what was
-// held back. While a kind keeps flooding, its windows double (1 s, 2 s, 4 s … 1 min) and hold
-// back every line but the count: a flood that lasts a minute writes about a dozen lines.
+// Each kind of line has a bucket of kBurst lines that refills by one every kRefillNs; a line
+// that finds the bucket empty is counted, and the count is written a second after the first
+// such line (five seconds while the flood goes on). A flood that lasts a minute writes about
+// two dozen lines, however fast or even it is.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -22,19 +23,19 @@ public:
   void flush_due(std::uint64_t now_ns);
 
 private:
-  static constexpr std::uint64_t kFirstWindowNs = 1'000'000'000;
-  static constexpr std::uint64_t kLongestWindowNs = 60'000'000'000;
   static constexpr unsigned kBurst = 10;
-  struct Window {
-    std::uint64_t start_ns = 0;
-    std::uint64_t length_ns = kFirstWindowNs;
-    unsigned lines = 0;
+  static constexpr std::uint64_t kRefillNs = 6'000'000'000;
+  static constexpr std::uint64_t kFirstCountNs = 1'000'000'000;
+  static constexpr std::uint64_t kNextCountNs = 5'000'000'000;
+  struct Bucket {
+    bool started = false;
+    unsigned tokens = kBurst;
+    std::uint64_t refilled_ns = 0;
     unsigned long suppressed = 0;
-    bool flooding = false; // the last window held lines back: this one writes only the count
-    std::uint64_t end_ns() const { return start_ns + length_ns; }
+    std::uint64_t count_due_ns = 0;  // when to write `suppressed` (0: nothing held)
+    std::uint64_t last_count_ns = 0; // when the last count was written
   };
-  void next_window(Window& w, std::uint64_t now_ns);
-  std::array<Window, static_cast<std::size_t>(Kind::Count)> windows_{};
+  std::array<Bucket, static_cast<std::size_t>(Kind::Count)> buckets_{};
 };
 
 } // namespace fcgi_host

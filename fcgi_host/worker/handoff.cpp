@@ -1,24 +1,15 @@
 #include "fcgi_host/worker/handoff.hpp"
 
+#include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace fcgi_host {
-namespace {
-
-void set_nonblocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
-    throw StartupError(sys_error("fcntl(O_NONBLOCK)", "handoff channel"));
-}
-
-} // namespace
 
 HandoffChannel make_handoff_channel() {
   int pair[2];
@@ -28,8 +19,8 @@ HandoffChannel make_handoff_channel() {
   int size = 4 << 20;
   setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
   setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-  set_nonblocking(pair[0]);
-  set_nonblocking(pair[1]);
+  if (!set_nonblocking(pair[0], true) || !set_nonblocking(pair[1], true))
+    throw StartupError(sys_error("fcntl(O_NONBLOCK)", "handoff channel"));
   return HandoffChannel{pair[0], pair[1]};
 }
 

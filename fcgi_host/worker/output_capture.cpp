@@ -1,5 +1,6 @@
 #include "fcgi_host/worker/output_capture.hpp"
 
+#include "fcgi_host/net/fd_flags.hpp"
 #include "process_manager/log.hpp"
 
 #include <cerrno>
@@ -28,8 +29,8 @@ OutputCapture::OutputCapture() {
   write_fd_ = fds[1];
   int on = 1;
   setsockopt(read_fd_, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-  fcntl(read_fd_, F_SETFL, fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
-  fcntl(write_fd_, F_SETFL, fcntl(write_fd_, F_GETFL) | O_NONBLOCK);
+  if (!set_nonblocking(read_fd_, true) || !set_nonblocking(write_fd_, true))
+    throw std::system_error(errno, std::generic_category(), "fcntl(worker output) failed");
   shutdown(read_fd_, SHUT_WR); // one direction only
 }
 

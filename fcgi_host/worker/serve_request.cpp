@@ -2,7 +2,9 @@
 //   decode → (status or ping page | the handler, inside its exception boundary) → send →
 //   observe (metrics, slow and access log) → keep or close the connection.
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/clock.hpp"
 
@@ -49,7 +51,8 @@ bool Worker::serve_request(Connection& c) {
   Outcome out;
   if (c.guard.aborted()) {
     // FCGI_ABORT_REQUEST before the handler ran: end the request without running it.
-    records::append_end_request(c.replies, c.guard.request_id(), 0, 0);
+    records::append_end_request(c.replies, c.guard.request_id(), 0,
+                                records::ProtocolStatus::RequestComplete);
     return keep_or_close(c, out);
   }
   if (!decode(c, out)) return false;
@@ -69,7 +72,7 @@ bool Worker::serve_request(Connection& c) {
     response_.set_content("Bad Request\n", "text/plain");
   } else if (!out.counted()) {
     answer_endpoint(out);
-  } else {
+  } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
     serving_fd_ = c.fd;
     run_handler(out);
     serving_fd_ = -1;
@@ -77,6 +80,7 @@ bool Worker::serve_request(Connection& c) {
   send(c, out);
   request_.set_abort_probe(nullptr, nullptr);
   observe(out);
+  release_large_buffers(request_, response_);
   if (out.counted()) {
     slot_.request_start_ns.store(0, std::memory_order_relaxed);
     slot_.requests.fetch_add(1, std::memory_order_relaxed);
@@ -164,7 +168,9 @@ void Worker::send(Connection& c, Outcome& out) {
 // a line or reads a clock unless that feature is on.
 void Worker::observe(const Outcome& out) {
   AccessLog& log = AccessLog::get();
-  if (out.counted())
+  // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
+  bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
+  if (ran)
     metrics_.end(request_.path(), response_.status, request_.method(), request_.uri(),
                  log.enabled());
   if (!log.enabled()) return;
@@ -173,9 +179,9 @@ void Worker::observe(const Outcome& out) {
   e.method = request_.method();
   e.uri = request_.uri();
   e.status = response_.status;
-  e.duration_ns =
-      out.counted() ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
-  e.cpu_ns = out.counted() ? metrics_.cpu_ns() : -1;
+  e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
+  e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
+  e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;
   e.body_bytes = response_.head_sent() ? -1 : static_cast<std::int64_t>(response_.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;

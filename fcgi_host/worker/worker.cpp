@@ -1,6 +1,7 @@
 // The worker process's entry point: privileges, environment, the handler's life, the loop.
 #include "fcgi_host/worker/worker.hpp"
 
+#include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -23,6 +24,7 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
     return process_manager::boot_failure(context, std::string("could not drop privileges: ") +
                                                       std::strerror(errno));
   apply_environment(settings.clear_env, settings.env);
+  return_large_allocations_when_freed();
   HandlerPtr handler(nullptr, [](app::Handler*) {});
   try {
     handler = make_handler();

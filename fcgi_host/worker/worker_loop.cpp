@@ -54,7 +54,6 @@ using Kind = ClientErrorLog::Kind;
 
 constexpr int kMaxEvents = 64;
 constexpr std::size_t kReadChunk = 16 * 1024;
-constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kDrainNs = 2'000'000'000; // reading what a refused client still sends
 constexpr unsigned kSignalCheckEvery = 32;        // fast-path accepts between sigpending() calls
 constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the like
@@ -91,6 +90,7 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
     : slot_(context.slot), settings_(settings), handler_(handler), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
       metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
+      queue_gate_(context.slot, settings.observe.max_queue_ns),
       write_timeout_ns_(ns(settings.limits.write_timeout)) {
   const Limits& l = settings.limits;
   guard_limits_.max_body = l.max_body;

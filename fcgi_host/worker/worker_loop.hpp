@@ -5,6 +5,7 @@
 // the steps of one request.
 #include "app/handler.hpp"
 #include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
 #include "fcgi_host/worker/client_error_log.hpp"
 #include "fcgi_host/worker/connection.hpp"
@@ -83,6 +84,7 @@ private:
   std::size_t slot_index_;
   std::uint32_t generation_;
   RequestMetrics metrics_;
+  QueueGate queue_gate_; // queue time, and --max-queue-time shedding
   GuardLimits guard_limits_;
   std::uint64_t write_timeout_ns_;
 

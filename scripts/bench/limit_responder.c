@@ -92,7 +92,12 @@ static void drop(int fd) {
 static int respond(int fd, struct conn* c) {
   for (int i = 0; i < 3; i++)
     put16(reply + id_at[i], c->id);
-  ssize_t n = write(fd, reply, sizeof reply);
+  /* send, not write: MSG_NOSIGNAL. nginx closes the upstream connection when
+   * its client leaves (wrk stopping mid-request does that at the end of every
+   * run), and a write to it would raise SIGPIPE, whose default action killed
+   * the responder between two runs: the next nginx then met "connection
+   * refused" on a socket nobody served any more. */
+  ssize_t n = send(fd, reply, sizeof reply, MSG_NOSIGNAL);
   if (n < 0 && errno != EAGAIN) return 0;
   if (n < 0) n = 0;
   if ((size_t)n < sizeof reply) { /* keep the tail for EPOLLOUT */
@@ -104,7 +109,7 @@ static int respond(int fd, struct conn* c) {
 }
 
 static int flush_out(int fd, struct conn* c) {
-  ssize_t n = write(fd, c->out, c->out_len);
+  ssize_t n = send(fd, c->out, c->out_len, MSG_NOSIGNAL);
   if (n < 0) return errno == EAGAIN;
   memmove(c->out, c->out + n, c->out_len - (size_t)n);
   c->out_len = (uint8_t)(c->out_len - (size_t)n);

@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
+#include <regex>
 #include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -91,21 +93,19 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log, const 
   return pid;
 }
 
-// Waits (bounded) for `pid` to exit; returns its status as code or 128 + signal.
+// Waits (bounded) for our child `pid` to exit; returns its status as code or 128 + signal.
 std::optional<int> reap(pid_t pid, Millis timeout) {
-  std::optional<int> result;
-  wait_for(
-      [&] {
-        int status = 0;
-        pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-          result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        else if (r < 0)
-          result = -1; // not our child any more (already reaped)
-        return result.has_value();
-      },
-      timeout);
-  return result;
+  return test_wait::wait_child_exit(pid, timeout);
+}
+
+// The value of `--name value` or `--name=value` in argv, or "".
+std::string option_value(const std::vector<std::string>& argv, const std::string& name) {
+  std::string value;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == name && i + 1 < argv.size()) value = argv[i + 1];
+    if (argv[i].starts_with(name + "=")) value = argv[i].substr(name.size() + 1);
+  }
+  return value;
 }
 
 void kill_group_and_reap(pid_t pid) {
@@ -183,6 +183,16 @@ std::vector<pid_t> pids_in_group(pid_t pgid) {
   return out;
 }
 
+bool holds_open(pid_t pid, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+  for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(fds->path(), link_ec) == path) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> lines_with(const std::string& log, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(log);
@@ -201,7 +211,7 @@ std::string HostProcess::binary() {
 HostProcess::HostProcess(std::vector<std::string> args)
     : HostProcess(HostOptions{std::move(args), {}}) {}
 
-HostProcess::HostProcess(HostOptions o) {
+HostProcess::HostProcess(HostOptions o) : expected_(o.expect_log), allowed_(o.allow_log) {
   for (const auto& [name, content] : o.files)
     dir_.write(name, replace_all(content, "{dir}", dir_.path()));
   std::vector<std::string> argv{binary()};
@@ -216,16 +226,20 @@ HostProcess::HostProcess(HostOptions o) {
     address_ = "127.0.0.1:" + std::to_string(free_tcp_port());
     break;
   case Listen::AsGiven:
-    for (std::size_t i = 1; i < argv.size(); ++i) {
-      if (argv[i] == "--listen" && i + 1 < argv.size()) address_ = argv[i + 1];
-      if (argv[i].starts_with("--listen=")) address_ = argv[i].substr(9);
-    }
+    address_ = option_value(argv, "--listen");
     break;
   }
   if (o.listen != Listen::AsGiven) {
     argv.push_back("--listen");
     argv.push_back(address_);
   }
+  status_address_ = option_value(argv, "--status-listen");
+  if (o.status_socket && status_address_.empty()) {
+    status_address_ = "unix:" + dir_.file("status.sock");
+    argv.push_back("--status-listen");
+    argv.push_back(status_address_);
+  }
+  error_log_ = option_value(argv, "--error-log");
   pid_ = spawn(argv, log_path(), dir_.path());
   if (o.wait_ready && !wait_ready(Millis{10000})) {
     std::string why = exit_status_ ? "exited with status " + std::to_string(*exit_status_)
@@ -244,10 +258,49 @@ HostProcess::~HostProcess() {
     if (process_alive(w) && ::getpgid(w) == pid_) ::kill(w, SIGKILL);
   for (pid_t p : pids_in_group(pid_))
     ::kill(p, SIGKILL);
+  if (!log_checked_) check_log();
 }
 
 std::string HostProcess::log() const {
-  return read_file(log_path());
+  std::string text = read_file(log_path());
+  if (!error_log_.empty()) text += read_file(error_log_);
+  return text;
+}
+
+bool HostProcess::wait_log(const std::string& pattern, Millis timeout, std::size_t count) {
+  return wait_for(
+             [&] { return test_wait::matching_lines(log(), pattern).size() >= count || exited(); },
+             timeout) &&
+         test_wait::matching_lines(log(), pattern).size() >= count;
+}
+
+std::vector<std::string> alarming_lines(const std::string& log) {
+  return test_wait::matching_lines(log,
+                                   R"(\[(alert|crit|emerg)\]|AddressSanitizer|LeakSanitizer|)"
+                                   R"(UndefinedBehaviorSanitizer|ThreadSanitizer|runtime error:)");
+}
+
+void HostProcess::check_log() {
+  log_checked_ = true;
+  std::string text = log();
+  std::vector<std::string> unexpected;
+  for (const std::string& line : alarming_lines(text)) {
+    auto matches = [&](const std::string& p) { return std::regex_search(line, std::regex(p)); };
+    if (std::none_of(expected_.begin(), expected_.end(), matches) &&
+        std::none_of(allowed_.begin(), allowed_.end(), matches))
+      unexpected.push_back(line);
+  }
+  std::string report;
+  for (const std::string& line : unexpected)
+    report += line + "\n";
+  INFO("unexpected lines in the host's log (declare them with expect_log or allow_log):\n"
+       << report << "whole log:\n"
+       << text);
+  CHECK(unexpected.empty());
+  for (const std::string& pattern : expected_) {
+    INFO("expect_log(\"" << pattern << "\") matched no line; the log:\n" << text);
+    CHECK(!test_wait::matching_lines(text, pattern).empty());
+  }
 }
 
 bool HostProcess::wait_ready(Millis timeout) {
@@ -292,6 +345,77 @@ std::vector<pid_t> HostProcess::wait_workers(std::size_t n, Millis timeout) {
   std::vector<pid_t> pids;
   wait_for([&] { return (pids = worker_pids()).size() == n; }, timeout);
   return pids.size() == n ? pids : std::vector<pid_t>{};
+}
+
+std::vector<pid_t> HostProcess::wait_worker_replaced(pid_t old, std::size_t n, Millis timeout) {
+  std::vector<pid_t> pids;
+  wait_for(
+      [&] {
+        pids = worker_pids();
+        return pids.size() == n && std::find(pids.begin(), pids.end(), old) == pids.end();
+      },
+      timeout);
+  return pids.size() == n && std::find(pids.begin(), pids.end(), old) == pids.end()
+             ? pids
+             : std::vector<pid_t>{};
+}
+
+namespace {
+
+// A number from the JSON status page, e.g. "active processes"; nullopt when absent.
+std::optional<long> json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return std::nullopt;
+  return std::stol(m[1]);
+}
+
+} // namespace
+
+std::string HostProcess::status_json(bool full) const {
+  if (status_address_.empty()) throw Error("status_json: the host has no --status-listen");
+  try {
+    auto c = fcgi_test::Client::connect(status_address_, Millis{1000});
+    c.set_keep_conn(false);
+    return c.request("GET", full ? "/status?json&full" : "/status?json").body;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+bool HostProcess::wait_active(long n, Millis timeout) const {
+  return wait_for([&] { return json_number(status_json(), "active processes") == n; }, timeout);
+}
+
+bool HostProcess::wait_accepted(Millis timeout) const {
+  return wait_for([&] { return json_number(status_json(), "listen queue") == 0L; }, timeout);
+}
+
+bool HostProcess::wait_master_turn(Millis timeout) const {
+  // Three answers, each asked for after the one before came: the status server drains what is
+  // queued when it is called, so the later questions are answered in later turns.
+  auto deadline = Clock::now() + timeout;
+  for (int i = 0; i < 3; ++i)
+    if (!wait_for([&] { return !status_json().empty(); },
+                  std::chrono::duration_cast<Millis>(deadline - Clock::now())))
+      return false;
+  return true;
+}
+
+bool HostProcess::wait_serving(const std::string& uri, Millis timeout) const {
+  // A worker's entry keeps its last URI when idle: the state must say it is in the handler.
+  const std::string handling = "\"state\":\"handling\"";
+  const std::string entry = "\"request uri\":\"" + uri + "\"";
+  return wait_for(
+      [&] {
+        std::string json = status_json(true);
+        for (auto at = json.find(handling); at != std::string::npos;
+             at = json.find(handling, at + 1)) {
+          auto end = json.find('}', at);
+          if (json.substr(at, end - at).find(entry) != std::string::npos) return true;
+        }
+        return false;
+      },
+      timeout);
 }
 
 RunResult run_host(HostOptions options, Millis timeout) {
@@ -351,6 +475,7 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "    location / {\n"
                                "      include /etc/nginx/fastcgi_params;\n"
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"
+                               "      fastcgi_param HTTP_X_REQUEST_START \"t=${msec}\";\n"
                                "      fastcgi_pass " +
                                pass + ";\n" + keep +
                                "    }\n"

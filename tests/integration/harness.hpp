@@ -2,7 +2,25 @@
 // Integration harness: the real fcgi-host binary, a real nginx, a tiny HTTP client, /proc helpers.
 // Every object here owns what it starts and removes it in its destructor, so a failing test leaves
 // no process and no file behind.
+//
+// Defaults a new test gets without asking:
+// - The host's log is checked when the HostProcess goes away: any [alert], [crit] or [emerg]
+//   line, or any sanitizer line (AddressSanitizer, LeakSanitizer, UndefinedBehaviorSanitizer,
+//   "runtime error:"), fails the test, with the lines quoted. A test that provokes such a line
+//   declares it: `host.expect_log("regex")` (it must appear, and is then allowed) or
+//   `host.allow_log("regex")` (it may appear), or up front in HostOptions (for run_host). The
+//   --error-log file, when given, is read too.
+// - Wait for events, never for time: `host.wait_log(regex)` for a log line,
+//   `host.wait_workers(n)` / `wait_worker_replaced(pid, n)` for the pool, `host.wait_exit()` for
+//   the master, and `test_wait::` (tests/support/wait.hpp) for a process exit, a file, a readable
+//   socket. With `status_socket = true` (the master's own status socket, which answers while every
+//   worker is busy): `host.wait_active(n)` (n workers inside a request), `wait_serving(uri)`,
+//   `wait_accepted()` (the listen queue is empty) and `wait_master_turn()` (the master has looked
+//   at the state since: for "nothing more happens" checks).
+// - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
+//   scenario itself (a slow client); never to let something else happen.
 #include "fcgi_test_client.hpp"
+#include "support/wait.hpp"
 
 #include <chrono>
 #include <map>
@@ -41,8 +59,13 @@ int free_tcp_port();                            // a loopback port that was free
 bool process_alive(pid_t pid);
 std::vector<pid_t> child_pids(pid_t parent);
 std::vector<pid_t> pids_in_group(pid_t pgid); // live (non-zombie) members
-// Polls `pred` every 10 ms until it holds or `timeout` passes; returns its last value.
-template <class Pred> bool wait_for(Pred pred, Millis timeout);
+// Whether `pid` has a file descriptor open on `path` (by /proc/PID/fd; a renamed file shows
+// under its new name).
+bool holds_open(pid_t pid, const std::string& path);
+// Looks at `pred` every few ms until it holds or `timeout` passes; returns its last value.
+template <class Pred> bool wait_for(Pred pred, Millis timeout) {
+  return test_wait::wait_until(pred, timeout);
+}
 
 // ---- fcgi-host ---------------------------------------------------------------------------------
 
@@ -57,6 +80,13 @@ struct HostOptions {
   std::map<std::string, std::string> files; // written to the temp dir first ("{dir}" replaced too)
   Listen listen = Listen::UnixSocket;
   bool wait_ready = true; // wait (10 s) until the socket accepts; throws with the log if not
+  // Adds --status-listen unix:<dir>/status.sock: the master's status page, which answers while
+  // every worker is busy (wait_active, status_json).
+  bool status_socket = false;
+  // The teardown's log check, declared up front (as expect_log and allow_log below); for
+  // run_host, where the test never holds the HostProcess.
+  std::vector<std::string> expect_log{};
+  std::vector<std::string> allow_log{};
 };
 
 class HostProcess {
@@ -73,8 +103,17 @@ public:
   pid_t pid() const { return pid_; }
   const std::string& address() const { return address_; } // as passed to --listen
   const TempDir& dir() const { return dir_; }
-  std::string log() const; // stdout and stderr of the host so far
+  std::string log() const; // stdout and stderr of the host so far (and its --error-log file)
   std::string log_path() const { return dir_.file("host.log"); }
+  // Waits until the log holds at least `count` lines matching `pattern` (a regex).
+  bool wait_log(const std::string& pattern, Millis timeout = Millis{5000}, std::size_t count = 1);
+
+  // The teardown's log check (see the top of this file): lines matching `pattern` are expected
+  // (they must appear) or allowed (they may).
+  void expect_log(const std::string& pattern) { expected_.push_back(pattern); }
+  void allow_log(const std::string& pattern) { allowed_.push_back(pattern); }
+  // Runs the check now (the destructor runs it too, once).
+  void check_log();
 
   bool wait_ready(Millis timeout); // socket accepts; false if it exited or timed out
   void signal(int sig);
@@ -87,6 +126,23 @@ public:
   std::vector<pid_t> worker_pids();
   // Waits until exactly n workers run; returns them (empty on timeout).
   std::vector<pid_t> wait_workers(std::size_t n, Millis timeout = Millis{5000});
+  // Waits until `old` is gone and n workers run again; returns them (empty on timeout).
+  std::vector<pid_t> wait_worker_replaced(pid_t old, std::size_t n, Millis timeout = Millis{5000});
+
+  // The master's JSON status page, with one entry per worker when `full` (needs status_socket);
+  // "" when it does not answer.
+  std::string status_json(bool full = false) const;
+  // Waits until exactly n workers are inside a request (by the status page).
+  bool wait_active(long n, Millis timeout = Millis{5000}) const;
+  // Waits until a worker is inside a request for `uri` (by the full status page).
+  bool wait_serving(const std::string& uri, Millis timeout = Millis{5000}) const;
+  // Waits until the listen queue is empty: every connection made so far has been accepted by a
+  // worker (by the status page; works for --exec programs, which have no scoreboard state).
+  bool wait_accepted(Millis timeout = Millis{5000}) const;
+  // Waits until the master has run whole turns of its loop after this call (it answers its status
+  // socket between turns): whatever it would do about the state seen now (a timeout, a spawn) it
+  // has done by then.
+  bool wait_master_turn(Millis timeout = Millis{5000}) const;
 
 private:
   TempDir dir_;
@@ -94,7 +150,14 @@ private:
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
   std::vector<pid_t> known_workers_;
+  std::string error_log_;      // --error-log, if given
+  std::string status_address_; // --status-listen, if given
+  std::vector<std::string> expected_, allowed_;
+  bool log_checked_ = false;
 };
+
+// Lines of a host log that need a person: [alert], [crit], [emerg], and sanitizer reports.
+std::vector<std::string> alarming_lines(const std::string& log);
 
 // Runs the host to completion (bounded), returning its exit status and output.
 struct RunResult {
@@ -143,16 +206,5 @@ struct HttpResponse {
 // Throws fcgi_test::Error (or TimeoutError) on connection trouble or a malformed response.
 HttpResponse http_request(int port, const std::string& method, const std::string& target,
                           const std::string& body = {}, Millis timeout = Millis{10000});
-
-// ---- template definitions ----------------------------------------------------------------------
-
-template <class Pred> bool wait_for(Pred pred, Millis timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return pred();
-    std::this_thread::sleep_for(Millis{10});
-  }
-}
 
 } // namespace it

@@ -35,6 +35,18 @@ public:
       if (t.joinable()) t.join();
   }
 
+  // Requests answered or failed so far (callable while running).
+  std::size_t completed() const { return completed_; }
+  // Waits until `n` more requests than now have completed: the load has run for a while, in
+  // requests rather than in time.
+  bool wait_more(std::size_t n, Millis timeout = Millis{20000}) const {
+    return wait_completed(completed_ + n, timeout);
+  }
+  // Waits until `n` requests in all have completed.
+  bool wait_completed(std::size_t n, Millis timeout = Millis{20000}) const {
+    return test_wait::wait_until([&] { return completed_ >= n; }, timeout);
+  }
+
   // Call after stop().
   const std::vector<Sample>& samples() const { return samples_; }
   std::size_t failures() const {
@@ -75,6 +87,7 @@ private:
                  .count();
       std::lock_guard<std::mutex> lock(mutex_);
       samples_.push_back(s);
+      ++completed_;
     }
   }
   void note(const std::string& e) {
@@ -88,6 +101,7 @@ private:
   std::size_t max_;
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> issued_{0};
+  std::atomic<std::size_t> completed_{0};
   std::mutex mutex_;
   std::vector<Sample> samples_;
   std::string first_error_;

@@ -96,7 +96,7 @@ TEST_SUITE("access control") {
         "OK");
   }
 
-  TEST_CASE("--socket-mode is on the socket file; --user runs workers unprivileged") {
+  TEST_CASE("--socket-mode is on the socket file, --user runs workers unprivileged") {
     if (geteuid() != 0) return; // needs root to change user
     passwd* nobody = getpwnam("nobody");
     REQUIRE(nobody != nullptr);

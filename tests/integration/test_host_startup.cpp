@@ -3,7 +3,6 @@
 #include "checks.hpp"
 
 #include <sys/stat.h>
-#include <thread>
 
 using fcgi_test::Millis;
 using it::HostOptions;
@@ -20,12 +19,11 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Waits for exactly n workers, then checks the count holds (a pool still growing would pass a
-// single look at the moment it passes n).
+// The master says how many workers it keeps ("started: generation 1, N worker(s)"), and that many
+// run (a single look at the process list alone would pass a pool still growing past n).
 void check_worker_count(HostProcess& host, std::size_t n) {
+  CHECK(host.wait_log("started: generation 1, " + std::to_string(n) + " worker\\(s\\)"));
   CHECK(host.wait_workers(n).size() == n);
-  std::this_thread::sleep_for(Millis{300});
-  CHECK(host.worker_pids().size() == n);
 }
 
 } // namespace

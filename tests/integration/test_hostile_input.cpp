@@ -402,7 +402,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("params over --max-params-size: 400; more than --max-params: 400") {
+  TEST_CASE("params over --max-params-size: 400, more than --max-params: 400") {
     Hostile h;
     Client c = h.connect();
     c.send_raw(

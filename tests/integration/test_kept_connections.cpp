@@ -31,8 +31,13 @@ struct TwoKeptOnOneWorker {
   HostProcess host;
   it::NginxProcess nginx;
   explicit TwoKeptOnOneWorker(const std::string& handoff_after)
-      : host({"--app", "echo", "--workers", "1", "--handoff-after", handoff_after, "--status-path",
-              "/fcgi-status"}),
+      : host([&] {
+          it::HostOptions o;
+          o.args = {"--app",           "echo",        "--workers",     "1",
+                    "--handoff-after", handoff_after, "--status-path", "/fcgi-status"};
+          o.status_socket = true;
+          return o;
+        }()),
         nginx([&] {
           it::NginxOptions o{host.address()};
           o.upstream_keepalive = 4;
@@ -48,18 +53,24 @@ struct TwoKeptOnOneWorker {
     REQUIRE(b.get() == 200);
     host.signal(SIGTTIN);
     REQUIRE(host.wait_workers(2).size() == 2);
+    REQUIRE(wait_status("\"idle processes\":2")); // the new worker waits in its loop
   }
-  // Until one worker runs a request, as the status page says (asked on a connection of its
-  // own, straight to the host: through nginx it would take one of the kept connections).
-  bool wait_busy() {
-    return it::wait_for(
+  // Until the status page (asked on a connection of its own, straight to the host: through
+  // nginx it would take one of the kept connections) says `what`.
+  bool wait_status(const std::string& what) {
+    std::string last;
+    bool seen = it::wait_for(
         [&] {
           fcgi_test::Client c = host.connect();
-          return c.request("GET", "/fcgi-status?json").body.find("\"active processes\":1") !=
-                 std::string::npos;
+          last = c.request("GET", "/fcgi-status?json").body;
+          return last.find(what) != std::string::npos;
         },
-        Millis{5000});
+        Millis{10000});
+    if (!seen) MESSAGE("status page: " << last << "\nhost log:\n" << host.log());
+    return seen;
   }
+  // Until one worker runs a request.
+  bool wait_busy() { return wait_status("\"active processes\":1"); }
 };
 
 } // namespace
@@ -142,7 +153,7 @@ TEST_SUITE("kept connections") {
     CHECK(it::wait_for([&] { return !it::process_alive(new_master); }, Millis{10000}));
   }
 
-  TEST_CASE("--max-requests 100 holds on kept connections; recycling under POST load loses "
+  TEST_CASE("--max-requests 100 holds on kept connections, recycling under POST load loses "
             "nothing") {
     HostProcess host({"--app", "echo", "--workers", "2", "--max-requests", "100",
                       "--max-requests-jitter", "20"});

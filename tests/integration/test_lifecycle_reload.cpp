@@ -9,45 +9,62 @@
 
 using namespace std::chrono_literals;
 using fcgi_test::Millis;
+using it::HostOptions;
 using it::HostProcess;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// `n` reloads one after the other: each HUP is sent once the previous reload has retired the
+// generation before it (a HUP during a reload would only be queued, and HUPs coalesce).
+void reload_times(HostProcess& host, int n) {
+  for (int i = 0; i < n; ++i) {
+    std::size_t done = it::lines_with(host.log(), "ready; retiring").size();
+    host.signal(SIGHUP);
+    REQUIRE(host.wait_log("ready; retiring", Millis{10000}, done + 1));
+  }
+}
+
+} // namespace
+
 TEST_SUITE("lifecycle") {
 
-  TEST_CASE("20 reloads under load, 0 failures; a 3 s request in flight at a reload gets 200") {
-    HostProcess host({"--app", "echo", "--workers", "2", "--graceful-timeout", "20"});
+  TEST_CASE("20 reloads under load, 0 failures, a 3 s request in flight at a reload gets 200") {
+    HostOptions o;
+    o.args = {"--app", "echo", "--workers", "2", "--graceful-timeout", "20"};
+    o.status_socket = true;
+    HostProcess host(o);
     it::NginxProcess nginx({host.address()});
     int port = nginx.port();
+    auto load_from = Clock::now();
     it::HttpLoad load(port, "/echo?load=1", 3);
 
-    std::this_thread::sleep_for(2000ms); // the baseline: no reload
+    REQUIRE(load.wait_more(150)); // the baseline: no reload
     auto reload_from = Clock::now();
     auto slow = std::async(std::launch::async, [port] {
       return it::http_request(port, "GET", "/echo?delay_ms=3000", {}, Millis{15000}).status;
     });
-    std::this_thread::sleep_for(300ms); // a worker of generation 1 holds it
-    for (int i = 0; i < 20; ++i) {
-      host.signal(SIGHUP);
-      std::this_thread::sleep_for(250ms);
-    }
+    REQUIRE(host.wait_serving("/echo?delay_ms=3000")); // a worker of generation 1 holds it
+    reload_times(host, 20);
     auto reload_to = Clock::now();
-    std::this_thread::sleep_for(500ms);
+    CHECK(load.wait_more(50)); // and after the last one
+    CHECK(load.wait_completed(250));
     load.stop();
 
     CHECK(slow.get() == 200);
     std::size_t total = load.samples().size();
-    double p99_base = load.p99(reload_from - 2000ms, reload_from);
+    double p99_base = load.p99(load_from, reload_from);
     double p99_reload = load.p99(reload_from, reload_to);
     MESSAGE("20 reloads: " << total << " requests, " << load.failures() << " failures; p99 "
                            << p99_base << " ms without reloads ("
-                           << load.count(reload_from - 2000ms, reload_from) << " requests), "
-                           << p99_reload << " ms during reloads ("
-                           << load.count(reload_from, reload_to) << " requests)");
+                           << load.count(load_from, reload_from) << " requests), " << p99_reload
+                           << " ms during reloads (" << load.count(reload_from, reload_to)
+                           << " requests)");
     INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
     CHECK(total > 200);
     CHECK(load.failures() == 0);
     std::string log = host.log();
-    CHECK(it::lines_with(log, "ready; retiring").size() >= 5); // HUPs during a reload coalesce
+    CHECK(it::lines_with(log, "ready; retiring").size() == 20);
     CHECK(it::lines_with(log, "abandoning").empty());
     host.signal(SIGTERM);
     CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
@@ -62,12 +79,10 @@ TEST_SUITE("lifecycle") {
     options.upstream_keepalive = 8;
     it::NginxProcess nginx(options);
     it::HttpLoad load(nginx.port(), "/echo?load=1", 4, 200'000, "payload=1");
-    std::this_thread::sleep_for(500ms);
-    for (int i = 0; i < 20; ++i) {
-      host.signal(SIGHUP);
-      std::this_thread::sleep_for(250ms);
-    }
-    std::this_thread::sleep_for(500ms);
+    REQUIRE(load.wait_more(50));
+    reload_times(host, 20);
+    CHECK(load.wait_more(50)); // and after the last one
+    CHECK(load.wait_completed(250));
     load.stop();
     MESSAGE("20 reloads, POST, keep-alive: " << load.samples().size() << " requests, "
                                              << load.failures() << " failures");
@@ -82,10 +97,11 @@ TEST_SUITE("lifecycle") {
     HostProcess host({"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid"});
     std::string pidfile = host.dir().file("host.pid");
     std::string sock = host.dir().file("host.sock");
-    REQUIRE(it::read_pid(pidfile) == host.pid());
+    // Written just after the socket is bound: the socket may accept first.
+    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
     it::NginxProcess nginx({host.address()});
     it::HttpLoad load(nginx.port(), "/echo?load=1", 3);
-    std::this_thread::sleep_for(500ms);
+    REQUIRE(load.wait_more(50));
 
     host.signal(SIGUSR2);
     // The old master exits 0 once the new one is ready and its own workers are done.
@@ -93,7 +109,7 @@ TEST_SUITE("lifecycle") {
     pid_t new_master = it::read_pid(pidfile);
     CHECK(new_master != host.pid());
     CHECK(it::process_alive(new_master));
-    std::this_thread::sleep_for(500ms);
+    CHECK(load.wait_more(50)); // served by the new master alone
     load.stop();
     MESSAGE("USR2: " << load.samples().size() << " requests, " << load.failures()
                      << " failures; new master " << new_master);
@@ -105,20 +121,23 @@ TEST_SUITE("lifecycle") {
 
     // The new master stops like any other: it removes the socket file and the pidfile.
     if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
-    CHECK(it::wait_for([&] { return !it::process_alive(new_master); }, Millis{10000}));
+    CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
     CHECK(::stat(sock.c_str(), &st) != 0);
     CHECK(it::read_file(pidfile).empty());
     CHECK(it::lines_with(host.log(), "binary upgrade: new master").size() >= 2);
   }
 
   TEST_CASE("TERM drains the backlog: 50 queued connections all answered, then exit 0") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--graceful-timeout", "20"});
+    HostOptions o;
+    o.args = {"--app", "echo", "--workers", "1", "--graceful-timeout", "20"};
+    o.status_socket = true;
+    HostProcess host(o);
     auto holder = host.connect();
     holder.set_timeout(Millis{10000});
     fcgi_test::Request slow;
     slow.uri = "/echo?delay_ms=1500";
     std::uint16_t slow_id = holder.send_request(slow);
-    std::this_thread::sleep_for(200ms); // the only worker is inside the slow handler
+    REQUIRE(host.wait_active(1)); // the only worker is inside the slow handler
 
     std::vector<fcgi_test::Client> queued;
     std::vector<std::uint16_t> ids;

@@ -59,14 +59,18 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("a kept connection idle between requests is never a running request") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--request-timeout", "1"});
+    it::HostOptions o;
+    o.args = {"--app", "echo", "--workers", "1", "--request-timeout", "0.3"};
+    o.status_socket = true;
+    HostProcess host(o);
     auto c = host.connect();
     c.set_timeout(Millis{5000});
     fcgi_test::Request r;
     r.uri = "/echo?first=1";
     r.keep_conn = true;
     CHECK(c.request(r).status == 200);
-    std::this_thread::sleep_for(2000ms); // idle past the request timeout
+    test_wait::hold_for(600ms);     // the scenario: idle for twice the request timeout
+    CHECK(host.wait_master_turn()); // and the master has looked at the worker since
     r.uri = "/echo?second=1";
     CHECK(c.request(r).status == 200);
     CHECK(it::lines_with(host.log(), "killed: request").empty());
@@ -97,26 +101,32 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("recycling by --max-rss: the worker goes after the request that crossed it") {
     HostProcess host({"--app", "echo", "--workers", "1", "--max-rss", "1"});
     std::set<pid_t> workers;
+    auto first = host.wait_workers(1);
+    REQUIRE(first.size() == 1);
+    pid_t current = first[0];
     for (int i = 0; i < 4; ++i) {
       auto c = host.connect();
       CHECK(c.request("GET", "/echo").status == 200);
-      auto w = host.wait_workers(1);
-      if (!w.empty()) workers.insert(w[0]);
-      it::wait_for([&] { return it::lines_with(host.log(), "spawned").size() >= 1u + i + 1; },
-                   Millis{3000});
+      workers.insert(current);
+      // Every request crosses 1 MiB: its worker goes after it, and a new one takes its place.
+      auto next = host.wait_worker_replaced(current, 1, Millis{3000});
+      if (!next.empty()) current = next[0];
     }
     CHECK(it::lines_with(host.log(), "peak RSS above --max-rss").size() >= 3);
     CHECK(workers.size() >= 3);
   }
 
   TEST_CASE("a worker killed mid-request costs only that request") {
-    HostProcess host({"--app", "echo", "--workers", "1"});
+    it::HostOptions o;
+    o.args = {"--app", "echo", "--workers", "1"};
+    o.status_socket = true;
+    HostProcess host(o);
     auto victim = host.connect();
     victim.set_timeout(Millis{5000});
     fcgi_test::Request slow;
     slow.uri = "/echo?delay_ms=3000";
     std::uint16_t id = victim.send_request(slow);
-    std::this_thread::sleep_for(300ms);
+    REQUIRE(host.wait_active(1));
     std::vector<fcgi_test::Client> others;
     std::vector<std::uint16_t> ids;
     for (int i = 0; i < 5; ++i) {
@@ -172,6 +182,7 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("a worker that fails to boot stops the master: one clear line, exit 1") {
     it::HostOptions o;
     o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "3"};
+    o.expect_log = {R"(\[alert\] .*worker failed to boot: database unreachable \(test\))"};
     it::RunResult r = it::run_host(o, Millis{10000});
     INFO("output:\n" << r.output);
     CHECK(r.status == 1);
@@ -191,8 +202,11 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
-    HostProcess host({"--workers", "2", "--env", "FIXTURE_WHO=exec-test", "--graceful-timeout", "5",
-                      "--exec", FCGI_TEST_LIBFCGI_ECHO});
+    it::HostOptions o;
+    o.args = {"--workers",          "2", "--env",  "FIXTURE_WHO=exec-test",
+              "--graceful-timeout", "5", "--exec", FCGI_TEST_LIBFCGI_ECHO};
+    o.status_socket = true;
+    HostProcess host(o);
     auto pids = host.wait_workers(2);
     REQUIRE(pids.size() == 2);
     std::set<std::string> served_by;
@@ -205,19 +219,14 @@ TEST_SUITE("lifecycle") {
     CHECK(served_by.size() >= 1);
     // Respawned when killed.
     ::kill(pids[0], SIGKILL);
-    CHECK(it::wait_for(
-        [&] {
-          auto now = host.worker_pids();
-          return now.size() == 2 && std::find(now.begin(), now.end(), pids[0]) == now.end();
-        },
-        Millis{3000}));
+    CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);
     // Reloaded: a request in flight at the HUP completes (libfcgi exits after it on TERM).
     auto slow = host.connect();
     slow.set_timeout(Millis{5000});
     fcgi_test::Request sr;
     sr.uri = "/x?delay_ms=1000";
     std::uint16_t id = slow.send_request(sr);
-    std::this_thread::sleep_for(200ms);
+    REQUIRE(host.wait_accepted()); // a worker has it
     auto before = host.worker_pids();
     host.signal(SIGHUP);
     INFO("host log:\n" << host.log());
@@ -251,20 +260,22 @@ TEST_SUITE("lifecycle") {
     CHECK(r.status == 200);
     CHECK(r.body.starts_with("php ok "));
     host.signal(SIGHUP);
-    std::this_thread::sleep_for(500ms);
+    CHECK(host.wait_log("ready; retiring"));
     CHECK(host.connect().request("GET", "/hello.php", {}, p).body.starts_with("php ok "));
     host.signal(SIGTERM);
     CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
   }
 
   TEST_CASE("--pm ondemand: no worker at start, one for a request, none after idle-timeout") {
-    HostProcess host(
-        {"--app", "echo", "--pm", "ondemand", "--max-workers", "2", "--idle-timeout", "1"});
+    it::HostOptions o;
+    o.args = {"--app", "echo", "--pm", "ondemand", "--max-workers", "2", "--idle-timeout", "1"};
+    o.status_socket = true;
+    HostProcess host(o);
     // The harness's readiness probe was a connection: it got a worker, which goes after the
     // idle timeout.
     CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
     CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
-    std::this_thread::sleep_for(300ms);
+    CHECK(host.wait_master_turn()); // it has looked again: nothing to start
     CHECK(host.worker_pids().empty());
     auto t0 = Clock::now();
     CHECK(host.connect().request("GET", "/echo?x=1").status == 200);

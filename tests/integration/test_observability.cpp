@@ -4,6 +4,7 @@
 // the access log with USR1, and the `fcgi-host status|ping` health-check exit codes.
 #include "checks.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <regex>
@@ -40,6 +41,8 @@ long json_number(const std::string& json, const std::string& key) {
 }
 
 // Sends requests that stay in the handler for `ms`; returns the open clients (keep them alive).
+// The host needs its status socket: each request is sent once the previous one is inside its
+// handler, so each lands on a different worker.
 std::vector<fcgi_test::Client> hold_requests(const HostProcess& host, int n, int ms) {
   std::vector<fcgi_test::Client> held;
   for (int i = 0; i < n; ++i) {
@@ -47,9 +50,7 @@ std::vector<fcgi_test::Client> hold_requests(const HostProcess& host, int n, int
     fcgi_test::Request r;
     r.uri = "/echo?delay_ms=" + std::to_string(ms);
     held.back().send_request(r);
-    // One at a time: a worker already in its handler cannot take the next one, so each lands
-    // on a different worker.
-    std::this_thread::sleep_for(150ms);
+    REQUIRE(host.wait_active(i + 1));
   }
   return held;
 }
@@ -105,7 +106,7 @@ print("VALUE", found)
 
 TEST_SUITE("observability") {
 
-  TEST_CASE("N requests held in handlers show exactly N active, W - N idle; the page never "
+  TEST_CASE("N requests held in handlers show exactly N active, W - N idle, the page never "
             "counts itself") {
     const int W = 3, N = 2;
     HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--status-path", "/status",
@@ -134,13 +135,13 @@ TEST_SUITE("observability") {
     CHECK(r.body.find("\"request uri\":\"/echo?delay_ms=2000\"") != std::string::npos);
     for (auto& c : held)
       c.read_response(1);
+    CHECK(host.wait_active(0)); // the workers leave their request once the answer is written
     json = get(status_socket(host), "/status?json").body;
-    CHECK(json_number(json, "active processes") == 0);
     CHECK(json_number(json, "max active processes") >= N);
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("per-handler counts are exact across workers, a recycled worker and a reload; "
+  TEST_CASE("per-handler counts are exact across workers, a recycled worker and a reload, "
             "OpenMetrics passes a real parser") {
     const int W = 2, K1 = 40, K2 = 25;
     HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--max-requests", "15",
@@ -164,7 +165,16 @@ TEST_SUITE("observability") {
     for (int i = 0; i < K2; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
 
-    std::string text = get(status_socket(host), "/status?openmetrics").body;
+    // A worker counts a request once its answer is sent: the last one may be counted a moment
+    // after the client has it.
+    std::string text;
+    it::wait_for(
+        [&] {
+          text = get(status_socket(host), "/status?openmetrics").body;
+          return text.find("fcgihost_handler_calls_total{route=\"/a\"} " + std::to_string(K1 + K2) +
+                           "\n") != std::string::npos;
+        },
+        Millis{5000});
     std::string out =
         parse_openmetrics(host.dir(), text, "fcgihost_handler_calls_total{route=\"/a\"}");
     INFO(text);
@@ -240,7 +250,7 @@ TEST_SUITE("observability") {
     CHECK(run_binary("ping --connect " + status_socket(host)).status == 0);
   }
 
-  TEST_CASE("--status-allow refuses a TCP peer not in the list; Unix peers pass") {
+  TEST_CASE("--status-allow refuses a TCP peer not in the list, Unix peers pass") {
     int port = it::free_tcp_port();
     HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status",
                       "--status-listen", "127.0.0.1:" + std::to_string(port), "--status-allow",
@@ -280,13 +290,13 @@ TEST_SUITE("observability") {
     CHECK(run_binary("status --connect " + host.address() + " --bogus").status == 2);
   }
 
-  TEST_CASE("ping on a host without --ping-path goes to the handler; non-200 is unhealthy") {
+  TEST_CASE("ping on a host without --ping-path goes to the handler, non-200 is unhealthy") {
     HostProcess host({"--app", "echo", "--workers", "1"});
     CHECK(run_binary("ping --connect " + host.address() + " --path /not-found").status == 1);
     CHECK(run_binary("ping --connect " + host.address() + " --path /fine").status == 0);
   }
 
-  TEST_CASE("the access log: one line per request in the given format; USR1 reopens it") {
+  TEST_CASE("the access log: one line per request in the given format, USR1 reopens it") {
     // On USR1 the workers reopen the log themselves: they must be able to open the master's
     // file in the test's private directory, so they keep the test's user (root in CI) instead of
     // dropping to nobody.
@@ -308,7 +318,15 @@ TEST_SUITE("observability") {
       CHECK(std::regex_search(line, line_re));
     REQUIRE(::rename(path.c_str(), (path + ".1").c_str()) == 0);
     host.signal(SIGUSR1);
-    std::this_thread::sleep_for(300ms);
+    REQUIRE(host.wait_log("USR1: logs reopened"));
+    // Each worker reopens on its own USR1: done when none holds the renamed file any more.
+    REQUIRE(it::wait_for(
+        [&] {
+          auto workers = host.worker_pids();
+          return std::none_of(workers.begin(), workers.end(),
+                              [&](pid_t w) { return it::holds_open(w, path + ".1"); });
+        },
+        Millis{5000}));
     for (int i = 0; i < 4; ++i)
       CHECK(host.connect().request("GET", "/after").status == 200);
     REQUIRE(

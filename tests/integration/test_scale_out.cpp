@@ -6,6 +6,7 @@
 // and must take traffic again.
 #include "checks.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <csignal>
@@ -25,9 +26,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kClients = 4;    // client threads; each has at most one request in flight
-constexpr int kDelayMs = 20;   // echo's delay_ms: requests are in flight long enough to be hit
-constexpr Millis kPhase{1500}; // how long each phase runs under load
+constexpr int kClients = 4;        // client threads; each has at most one request in flight
+constexpr int kDelayMs = 20;       // echo's delay_ms: requests are in flight long enough to be hit
+constexpr int kPhaseRequests = 40; // answers each phase carries before the next one starts
+constexpr Millis kPhaseBound{15000}; // ... within this bound
 constexpr Millis kLoadBudget{40000}; // hard stop for the load threads, whatever happens
 
 // One nginx with an upstream of `servers`, on a free port of 127.0.0.1. Its own process group;
@@ -239,14 +241,27 @@ TEST_SUITE("scale out") {
           if (t.joinable()) t.join();
       }
     } joiner{stop, clients};
+    // The current phase has carried kPhaseRequests answers (and `also` holds).
+    auto phase_carried = [&](Phase p, auto also) {
+      return it::wait_for(
+          [&] {
+            std::lock_guard lock(tally.m);
+            return tally.ok[p] >= kPhaseRequests && also();
+          },
+          kPhaseBound);
+    };
+    auto nothing_more = [] { return true; };
 
-    std::this_thread::sleep_for(kPhase);
+    CHECK(phase_carried(Warmup, [&] {
+      return std::all_of(addr.begin(), addr.end(),
+                         [&](const std::string& a) { return tally.by_upstream[Warmup][a] > 0; });
+    }));
 
     // Graceful stop of 127.0.0.3: it finishes what it accepted; nginx finds it closed and moves on.
     phase = Graceful;
     host[1]->signal(SIGTERM);
     std::optional<int> term_status = host[1]->wait_exit(Millis{15000});
-    std::this_thread::sleep_for(kPhase);
+    CHECK(phase_carried(Graceful, nothing_more));
 
     // 127.0.0.4 dies at once, master and workers (one process group): a crashed machine.
     std::vector<pid_t> killed = it::pids_in_group(host[2]->pid());
@@ -255,7 +270,7 @@ TEST_SUITE("scale out") {
     std::optional<int> kill_status = host[2]->wait_exit(Millis{5000});
     bool group_gone =
         it::wait_for([&] { return it::pids_in_group(host[2]->pid()).empty(); }, Millis{5000});
-    std::this_thread::sleep_for(kPhase);
+    CHECK(phase_carried(Killed, nothing_more));
 
     // Both come back on the same addresses. nginx tries them again after fail_timeout (1 s).
     phase = Restarted;
@@ -267,7 +282,7 @@ TEST_SUITE("scale out") {
              tally.by_upstream[Restarted][addr[2]] >= 5;
     };
     bool back = it::wait_for(restarted_served, Millis{15000});
-    std::this_thread::sleep_for(Millis{500});
+    CHECK(phase_carried(Restarted, nothing_more));
     stop = true;
     for (auto& t : clients)
       t.join();

@@ -163,7 +163,7 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a client that stops reading an 8 MiB response does not hold the worker; the "
+  TEST_CASE("a client that stops reading an 8 MiB response does not hold the worker, the "
             "response is cut at --write-timeout") {
     HostProcess host(slow_args("1", {"--max-body", "9M"}));
     auto workers = host.wait_workers(1);
@@ -273,9 +273,10 @@ TEST_SUITE("slow clients") {
     }
     std::atomic<bool> stop{false};
     std::atomic<int> trickle_errors{0};
+    std::atomic<int> rounds{0};              // bytes sent on every trickling connection so far
+    constexpr auto trickle_interval = 200ms; // the attack's pace: 1 byte per connection
     std::thread trickler([&] {
-      // 1 byte per connection every 200 ms, for at most 4 s.
-      auto deadline = Clock::now() + 4s;
+      auto deadline = Clock::now() + 4s; // at most
       for (std::size_t pos = 0; !stop && Clock::now() < deadline; ++pos) {
         for (std::size_t i = 0; i < trickling.size(); ++i) {
           try {
@@ -284,14 +285,16 @@ TEST_SUITE("slow clients") {
             ++trickle_errors;
           }
         }
-        std::this_thread::sleep_for(200ms);
+        ++rounds;
+        test_wait::hold_for(trickle_interval);
       }
     });
-    std::this_thread::sleep_for(300ms); // the attack is under way
+    // Normal requests spread over the attack: one after each of its rounds, from the second on.
     double worst = 0;
     for (int i = 0; i < 10; ++i) {
+      int round = rounds;
+      REQUIRE(it::wait_for([&] { return rounds > std::max(round, 1); }, Millis{2000}));
       worst = std::max(worst, timed_request(host, "/normal/" + std::to_string(i)));
-      std::this_thread::sleep_for(100ms);
     }
     stop = true;
     trickler.join();

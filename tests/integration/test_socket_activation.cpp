@@ -55,19 +55,19 @@ pid_t start_with_socket(int socket, int target, bool systemd, const std::vector<
   return pid;
 }
 
-void stop(pid_t pid) {
+// TERM, then the checks the harness makes of a HostProcess: it exits, and its log holds no
+// alert or sanitizer line.
+void stop(pid_t pid, const std::string& log) {
   kill(pid, SIGTERM);
-  bool gone = it::wait_for(
-      [pid] {
-        int status;
-        return waitpid(pid, &status, WNOHANG) == pid;
-      },
-      fcgi_test::Millis{10000});
+  bool gone = test_wait::wait_child_exit(pid, fcgi_test::Millis{10000}).has_value();
   if (!gone) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
+  std::string text = it::read_file(log);
+  INFO("host log:\n" << text);
   CHECK(gone);
+  CHECK(it::alarming_lines(text).empty());
 }
 
 std::string ok_body(const std::string& address) {
@@ -98,7 +98,7 @@ TEST_CASE("systemd socket activation: the passed socket is served, even with --l
   CHECK(ok_body("unix:" + activated) == "OK");
   struct stat st;
   CHECK(stat(configured.c_str(), &st) != 0); // the configured path was never bound
-  stop(host);
+  stop(host, dir.file("host.log"));
 }
 
 TEST_CASE("spawn-fcgi convention: a listening socket on fd 0 is served without --listen") {
@@ -108,5 +108,5 @@ TEST_CASE("spawn-fcgi convention: a listening socket on fd 0 is served without -
   pid_t host = start_with_socket(fd, 0, false, {"--workers", "2"}, dir.file("host.log"));
   close(fd);
   CHECK(ok_body("unix:" + path) == "OK");
-  stop(host);
+  stop(host, dir.file("host.log"));
 }

@@ -116,7 +116,7 @@ TEST_CASE("GET_VALUES: each variable answered once, truthfully, padded to 8 byte
                       {"FCGI_MAX_CONNS", "8"}, {"FCGI_MAX_REQS", "4"}, {"FCGI_MPXS_CONNS", "0"}});
 }
 
-TEST_CASE("unknown management types get FCGI_UNKNOWN_TYPE; a flood is cut") {
+TEST_CASE("unknown management types get FCGI_UNKNOWN_TYPE, a flood is cut") {
   GuardLimits limits;
   limits.max_management_records = 5;
   Feed f(limits);
@@ -140,7 +140,7 @@ TEST_CASE("a management record in the middle of a request is answered and remove
   CHECK(f.reply_records().size() == 1);
 }
 
-TEST_CASE("a second BEGIN on one connection: FCGI_CANT_MPX_CONN; the same id again: closed") {
+TEST_CASE("a second BEGIN on one connection: FCGI_CANT_MPX_CONN, the same id again: closed") {
   Feed f;
   std::string begin1 =
       fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());

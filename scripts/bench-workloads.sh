@@ -1,0 +1,535 @@
+#!/usr/bin/env bash
+# scripts/bench-workloads.sh — beyond "OK": the same realistic work in fcgi-host, a libfcgi C
+# loop, php-fpm and Plack, behind one private nginx. scripts/bench.sh measures the "OK" handler;
+# this script measures CPU-bound and I/O-wait handlers, uploads and downloads (with worker RSS),
+# and open-loop overload. Run `scripts/bench-workloads.sh --help` for the options.
+#
+# Absolute figures on a shared 2-core machine are noise: compare contenders within one run.
+
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/scripts/bench/lib.sh"
+COMMAND_LINE="scripts/bench-workloads.sh${*:+ $*}"
+
+usage() {
+  cat <<'EOF'
+Usage: scripts/bench-workloads.sh [OPTIONS]
+
+The same work in every contender, behind one private nginx (1 worker):
+  fcgi-host  the bench plugin scripts/bench/work_plugin.cpp (--app libbench_work.so)
+  libfcgi    scripts/bench/work_libfcgi.c, an FCGX_Accept_r loop under spawn-fcgi -F W
+  php-fpm    scripts/bench/work.php, pm=static, opcache
+  plack      scripts/bench/work.psgi, plackup -s FCGI --manager FCGI::ProcManager
+(php-fpm and plack are skipped with a note when their Debian packages are missing.)
+
+Scenarios (--scenarios):
+  cpu       /cpu?n=N: a deterministic integer loop of ~200 µs of CPU per request, at
+            W = 1, 2 (cores), 15; wrk -t1 -c50. N is calibrated per language at the start
+            (the same loop runs ~10-60x slower per turn in PHP and Perl than in C), so
+            every contender burns about the same CPU time per request: the N of each is
+            printed with the results.
+  io        /io?ms=5: sleeps 5 ms (a database call) at W = 2, 15; wrk -t1 -c50.
+  updown    uploads (1 MiB POST bodies, wrk -c8) and downloads (10 MiB streamed
+            responses, wrk -c4) at W = 2, in MB/s, with the workers' RSS before, at
+            the peak during, and after the run; nginx serving the same 10 MiB from a
+            static file is the download ceiling.
+  overload  open-loop arrivals at 0.8x, 1.5x and 3x each contender's capacity
+            (req/s of /cpu at W = 2, wrk -c50, measured right before its cells),
+            from scripts/bench/open_loop.c (fixed arrival rate over kept connections
+            to nginx; a request unanswered after 1 s is given up and its connection
+            closed, as a client with a 1 s timeout does; why not h2load --h1 --rate:
+            see that file): goodput (2xx within 1 s per second), p50/p99 of those,
+            errors by kind (503, other 5xx, no answer within 1 s, connection
+            errors). fcgi-host runs twice: as is, and with --max-queue-time.
+Default: all four.
+
+Options:
+  --scenarios "LIST"    among cpu io updown overload (default: all)
+  --contenders "LIST"   among fcgi-host libfcgi php-fpm plack (default: all)
+  --duration S          seconds per cell (default 3)
+  --cpu-us US           CPU time per /cpu request to calibrate for (default 200)
+  --max-queue-time MS   fcgi-host's shedding threshold in the overload scenario
+                        (default 300: under the 1 s client timeout with room for the
+                        handler and nginx)
+  --host-args "ARGS"    extra fcgi-host arguments, in every scenario
+  --out FILE            also write the Markdown report to FILE
+  --chart FILE          PNG chart of the overload curves via gnuplot (default:
+                        bench-workloads-chart.png next to --out)
+  --build-dir DIR       a Release CMake build directory (default: build-bench/)
+  --keep-tmp            keep the temp dir (logs, configs, h2load logs)
+  -h, --help            this text
+
+Only 127.0.0.1 and Unix sockets are used. Every process started is tracked by pid and
+stopped on exit, Ctrl-C included; every load run is bounded in time.
+EOF
+}
+
+SCENARIOS="cpu io updown overload"
+CONTENDERS="fcgi-host libfcgi php-fpm plack"
+DURATION=3
+CPU_US=200
+MAX_QUEUE_MS=300
+HOST_ARGS=""
+OUT=""
+CHART=""
+BUILD_DIR="$REPO/build-bench"
+KEEP_TMP=0
+
+die() { echo "bench-workloads.sh: $*" >&2; exit 1; }
+note() { echo "bench-workloads.sh: $*" >&2; }
+need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --scenarios) need_arg "$@"; SCENARIOS=$2; shift 2 ;;
+    --contenders) need_arg "$@"; CONTENDERS=$2; shift 2 ;;
+    --duration) need_arg "$@"; DURATION=$2; shift 2 ;;
+    --cpu-us) need_arg "$@"; CPU_US=$2; shift 2 ;;
+    --max-queue-time) need_arg "$@"; MAX_QUEUE_MS=$2; shift 2 ;;
+    --host-args) need_arg "$@"; HOST_ARGS=$2; shift 2 ;;
+    --out) need_arg "$@"; OUT=$(realpath -m "$2"); shift 2 ;;
+    --chart) need_arg "$@"; CHART=$(realpath -m "$2"); shift 2 ;;
+    --build-dir) need_arg "$@"; BUILD_DIR=$(realpath -m "$2"); shift 2 ;;
+    --keep-tmp) KEEP_TMP=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "--duration: whole seconds"
+[[ $CPU_US =~ ^[1-9][0-9]*$ ]] || die "--cpu-us: a positive integer"
+[[ $MAX_QUEUE_MS =~ ^[1-9][0-9]*$ ]] || die "--max-queue-time: a positive integer"
+for s in $SCENARIOS; do case $s in cpu | io | updown | overload) ;; *) die "--scenarios: cpu io updown overload" ;; esac; done
+for c in $CONTENDERS; do case $c in fcgi-host | libfcgi | php-fpm | plack) ;; *) die "--contenders: fcgi-host libfcgi php-fpm plack" ;; esac; done
+read -ra HOST_EXTRA <<<"$HOST_ARGS"
+if [[ -z $CHART && -n $OUT ]]; then CHART="$(dirname "$OUT")/bench-workloads-chart.png"; fi
+
+have() { command -v "$1" >/dev/null 2>&1; }
+has() { [[ " $1 " == *" $2 "* ]]; }
+for tool in nginx wrk curl spawn-fcgi cmake cc pkg-config; do
+  have "$tool" || die "missing $tool (Debian: nginx-light wrk curl spawn-fcgi cmake gcc pkg-config)"
+done
+PHP_FPM=/usr/sbin/php-fpm8.2
+if has "$CONTENDERS" php-fpm && { [[ ! -x $PHP_FPM ]] || ! have php; }; then
+  note "php-fpm 8.2 / php CLI not installed (apt-get install -y php8.2-fpm php8.2-cli): skipping php-fpm"
+  CONTENDERS=${CONTENDERS/php-fpm/}
+fi
+if has "$CONTENDERS" plack && ! perl -MPlack::Handler::FCGI -MFCGI::ProcManager -e1 2>/dev/null; then
+  note "Plack not installed (apt-get install -y libplack-perl libfcgi-perl libfcgi-procmanager-perl): skipping plack"
+  CONTENDERS=${CONTENDERS/plack/}
+fi
+read -ra CTS <<<"$CONTENDERS"
+((${#CTS[@]})) || die "no contender left"
+
+# ------------------------------------------------------- process control --
+T=$(mktemp -d /tmp/fcgi-workloads.XXXXXX)
+mkdir -p "$T"/{bin,sock,log,nginx,static,run,out}
+PIDS=() # every process started and not yet stopped: stopped by pid on every exit path
+
+
+stop_pids() { # PID...: TERM, up to 5 s, then KILL; workers of a master too
+  local p i left all=("$@")
+  for p in "$@"; do mapfile -t -O "${#all[@]}" all < <(children_of "$p"); done
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    left=0
+    for p in "${all[@]}"; do alive "$p" && left=1; done
+    ((left)) || break
+    sleep 0.1
+  done
+  for p in "${all[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
+  for p in "$@"; do wait "$p" 2>/dev/null || true; done
+  local keep=() q
+  for q in "${PIDS[@]}"; do has "$*" "$q" || keep+=("$q"); done
+  PIDS=("${keep[@]}")
+}
+
+cleanup() {
+  trap - EXIT INT TERM
+  ((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
+  if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+
+# ------------------------------------------------------------------ build --
+[[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$T/log/build.log" 2>&1 ||
+  die "cmake configure failed (see $T/log/build.log)"
+grep -q '^CMAKE_BUILD_TYPE:STRING=Release' "$BUILD_DIR/CMakeCache.txt" || die "$BUILD_DIR is not a Release build"
+note "building fcgi-host, the bench plugin and the libfcgi loop in $BUILD_DIR"
+cmake --build "$BUILD_DIR" -j2 --target fcgi-host bench_work work-libfcgi >>"$T/log/build.log" 2>&1 ||
+  { tail -20 "$T/log/build.log" >&2; die "build failed"; }
+# Private copies: others may rebuild the tree during the run.
+cp "$BUILD_DIR/fcgi_host/fcgi-host" "$BUILD_DIR/scripts/bench/libbench_work.so" \
+  "$BUILD_DIR/scripts/bench/work-libfcgi" "$T/bin/"
+cp "$REPO/scripts/bench/work.php" "$REPO/scripts/bench/work.psgi" "$T/bin/"
+cc -O2 -o "$T/bin/open-loop" "$REPO/scripts/bench/open_loop.c" || die "building open_loop.c failed"
+touch -d '1 hour ago' "$T/bin/work.php" # opcache skips files younger than 2 s
+head -c $((10 << 20)) /dev/zero | tr '\0' 'd' >"$T/static/10m.bin"
+head -c $((1 << 20)) /dev/zero | tr '\0' 'u' >"$T/upload.bin"
+
+# ------------------------------------------------------------ calibration --
+# Turns of the loop per second in each language, from a 0.2-0.5 s run of the same loop; N for
+# --cpu-us is then turns/s x cpu-us. C is the loop of work_plugin.cpp and work_libfcgi.c.
+cat >"$T/calib.c" <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static uint64_t spin(long n) {
+  uint64_t x = 1;
+  for (long i = 0; i < n; ++i) x = (x * 1103515245u + 12345u) & 0x7fffffffu;
+  return x;
+}
+int main(int argc, char** argv) {
+  long n = atol(argv[1]);
+  struct timespec a, b;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+  volatile uint64_t r = spin(n);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+  (void)r;
+  printf("%.0f\n", n / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9));
+  return 0;
+}
+EOF
+cc -O2 -o "$T/bin/calib" "$T/calib.c"
+best_of_3() { # command...: the highest of three rates (the least disturbed by other load)
+  local best=0 r i
+  for i in 1 2 3; do r=$("$@"); r=${r%.*}; ((r > best)) && best=$r; done
+  echo "$best"
+}
+RATE_C=$(best_of_3 "$T/bin/calib" 200000000)
+N_C=$((RATE_C * CPU_US / 1000000))
+N_PHP="" N_PERL=""
+if has "$CONTENDERS" php-fpm; then
+  # CPU time, not wall time: on a loaded machine wall time would count other processes' turns.
+  RATE_PHP=$(best_of_3 php -n -r '$n=5000000;$c=function(){$r=getrusage();return $r["ru_utime.tv_sec"]+$r["ru_utime.tv_usec"]/1e6;};$t=$c();$x=1;for($i=0;$i<$n;$i++)$x=($x*1103515245+12345)&0x7fffffff;printf("%.0f",$n/($c()-$t));')
+  N_PHP=$((RATE_PHP * CPU_US / 1000000))
+fi
+if has "$CONTENDERS" plack; then
+  RATE_PERL=$(best_of_3 perl -e 'my $n=3000000;my $t=(times)[0];my $x=1;for(my $i=0;$i<$n;$i++){$x=($x*1103515245+12345)&0x7fffffff;} printf("%.0f",$n/((times)[0]-$t));')
+  N_PERL=$((RATE_PERL * CPU_US / 1000000))
+fi
+cpu_n() { case $1 in php-fpm) echo "$N_PHP" ;; plack) echo "$N_PERL" ;; *) echo "$N_C" ;; esac; }
+note "loop turns for ${CPU_US} µs: C/C++ $N_C${N_PHP:+, PHP $N_PHP}${N_PERL:+, Perl $N_PERL}"
+
+# ------------------------------------------------------------- contenders --
+# start_contender NAME W [EXTRA fcgi-host args...]: sets ADDR (unix:path), STOP (pids), and
+# waits until a request through a fresh nginx answers (see start_nginx).
+SEQ=0
+start_contender() {
+  local ct=$1 w=$2
+  shift 2
+  SEQ=$((SEQ + 1))
+  ADDR="unix:$T/sock/$ct-$SEQ.sock"
+  local path=${ADDR#unix:}
+  case $ct in
+    fcgi-host)
+      "$T/bin/fcgi-host" --listen "$ADDR" --workers "$w" --app "$T/bin/libbench_work.so" \
+        --max-body 4m "${HOST_EXTRA[@]}" "$@" >>"$T/log/fcgi-host.log" 2>&1 &
+      STOP=($!) ;;
+    libfcgi)
+      spawn-fcgi -F "$w" -s "$path" -P "$T/run/libfcgi-$SEQ.pid" -- "$T/bin/work-libfcgi" \
+        >>"$T/log/libfcgi.log" 2>&1 || die "spawn-fcgi failed"
+      mapfile -t STOP < <(tr -s ' \n' '\n' <"$T/run/libfcgi-$SEQ.pid" | grep -E '^[0-9]+$')
+      ((${#STOP[@]} == w)) || die "spawn-fcgi recorded ${#STOP[@]} of $w pids" ;;
+    php-fpm)
+      local user=""
+      [[ $(id -u) == 0 ]] && user=$'user = root\ngroup = root'
+      cat >"$T/run/fpm-$SEQ.conf" <<EOF
+[global]
+pid = $T/run/php-fpm-$SEQ.pid
+error_log = $T/log/php-fpm.log
+daemonize = no
+[work]
+$user
+listen = $path
+listen.backlog = 1024
+pm = static
+pm.max_children = $w
+pm.max_requests = 0
+EOF
+      "$PHP_FPM" -F -R -y "$T/run/fpm-$SEQ.conf" -d opcache.enable=1 -d opcache.validate_timestamps=0 \
+        -d post_max_size=4M >>"$T/log/php-fpm.log" 2>&1 &
+      STOP=($!) ;;
+    plack)
+      plackup -s FCGI --listen "$path" --nproc "$w" --manager FCGI::ProcManager --backlog 1024 \
+        -E deployment "$T/bin/work.psgi" >>"$T/log/plack.log" 2>&1 &
+      STOP=($!) ;;
+  esac
+  PIDS+=("${STOP[@]}")
+  CT=$ct
+}
+
+# The workers: a master's children, or the spawn-fcgi processes themselves.
+workers_of() {
+  if [[ $CT == libfcgi ]]; then printf '%s\n' "${STOP[@]}"; else children_of "${STOP[0]}"; fi
+}
+
+stop_contender() { stop_pids "${STOP[@]}"; STOP=(); }
+
+# One nginx for the contender: all paths to it, /static/ from a file, arrival stamps on.
+NGX_PID=""
+start_nginx() {
+  NGX_PORT=$(free_port)
+  cat >"$T/nginx/nginx.conf" <<EOF
+worker_processes 1;
+user root;
+daemon off;
+pid $T/nginx/nginx.pid;
+error_log $T/log/nginx-error.log warn;
+worker_rlimit_nofile 16384;
+events { worker_connections 8192; }
+http {
+    access_log off;
+$(nginx_temp_paths "$T/nginx")
+    keepalive_requests 1000000;
+    client_max_body_size 4m;
+    client_body_buffer_size 2m;
+    server {
+        listen 127.0.0.1:$NGX_PORT backlog=4096;
+        location /static/ { root $T; }
+        location / {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME $T/bin/work.php;
+            fastcgi_param HTTP_X_REQUEST_START "t=\${msec}";
+            fastcgi_pass $ADDR;
+        }
+    }
+}
+EOF
+  nginx -p "$T/nginx" -e "$T/log/nginx-error.log" -c "$T/nginx/nginx.conf" >>"$T/log/nginx.log" 2>&1 &
+  NGX_PID=$!
+  PIDS+=("$NGX_PID")
+  # Ready when a real request through nginx gets the contender's answer (not when a socket
+  # exists). Bounded: 15 s.
+  local i body=""
+  for ((i = 0; i < 150; i++)); do
+    body=$(curl -fsS -m 2 "http://127.0.0.1:$NGX_PORT/" 2>/dev/null || true)
+    [[ $body == OK ]] && return 0
+    sleep 0.1
+  done
+  tail -5 "$T"/log/*.log >&2
+  die "no OK from $CT through nginx"
+}
+stop_nginx() { [[ -n $NGX_PID ]] && stop_pids "$NGX_PID"; NGX_PID=""; }
+
+# ------------------------------------------------------------------- load --
+# wrk_run CONNS PATH OUT [LUA]: prints "rps,p50_ms,p99_ms,errors,MB/s".
+wrk_run() {
+  local lua=()
+  [[ -n ${4:-} ]] && lua=(-s "$4")
+  wrk -t1 -c"$1" -d"${DURATION}s" --latency --timeout 10s "${lua[@]}" "http://127.0.0.1:$NGX_PORT$2" >"$3" 2>&1 || true
+  awk '
+    function ms(v,  n, u) { n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
+      return u == "us" ? n / 1000 : u == "s" ? n * 1000 : u == "m" ? n * 60000 : n }
+    function mb(v,  n, u) { n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
+      return u == "GB" ? n * 1024 : u == "KB" ? n / 1024 : u == "B" ? n / 1048576 : n }
+    /^Requests\/sec:/ { rps = $2 } /^Transfer\/sec:/ { tput = mb($2) }
+    $1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) }
+    /Non-2xx/ { err += $NF } /Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
+    END { printf "%.0f,%.2f,%.2f,%d,%.1f\n", rps, p50, p99, err, tput }' "$3"
+}
+
+rss_sum_kib() { # the workers' VmRSS, summed, and the largest: "sum max"
+  local p r sum=0 max=0
+  for p in $(workers_of); do
+    r=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    sum=$((sum + r)); ((r > max)) && max=$r
+  done
+  echo "$sum $max"
+}
+
+# ---------------------------------------------------------------- results --
+RES="$T/results.csv" # scenario,contender,W,conns,rps,p50,p99,errors,MBps,extra...
+: >"$RES"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+START_TS=$(date +%s)
+
+cpu_cell() { # CT W: one wrk run of /cpu
+  local n out
+  n=$(cpu_n "$1")
+  out=$(wrk_run 50 "/cpu?n=$n" "$T/out/cpu-$1-w$2.txt")
+  echo "cpu,$1,$2,50,$out,$n" >>"$RES"
+  note "cpu      $1 W=$2: $out (n=$n)"
+}
+
+if has "$SCENARIOS" cpu; then
+  for w in 1 2 15; do
+    for ct in "${CTS[@]}"; do
+      start_contender "$ct" "$w"; start_nginx
+      cpu_cell "$ct" "$w"
+      stop_nginx; stop_contender
+    done
+  done
+fi
+
+if has "$SCENARIOS" io; then
+  for w in 2 15; do
+    for ct in "${CTS[@]}"; do
+      start_contender "$ct" "$w"; start_nginx
+      out=$(wrk_run 50 "/io?ms=5" "$T/out/io-$ct-w$w.txt")
+      echo "io,$ct,$w,50,$out," >>"$RES"
+      note "io       $ct W=$w: $out"
+      stop_nginx; stop_contender
+    done
+  done
+fi
+
+if has "$SCENARIOS" updown; then
+  cat >"$T/upload.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/octet-stream"
+local f = io.open("$T/upload.bin", "rb")
+wrk.body = f:read("*a")
+f:close()
+EOF
+  for ct in "${CTS[@]}"; do
+    for what in upload download; do
+      start_contender "$ct" 2; start_nginx
+      read -r before _ < <(rss_sum_kib)
+      peak=0
+      # RSS sampled every 0.2 s while the load runs (bounded by the run's own length).
+      (for ((i = 0; i < DURATION * 5 + 10; i++)); do rss_sum_kib; sleep 0.2; done) >"$T/out/rss-$ct-$what.txt" &
+      sampler=$!
+      PIDS+=("$sampler")
+      if [[ $what == upload ]]; then
+        out=$(wrk_run 8 "/upload" "$T/out/up-$ct.txt" "$T/upload.lua")
+      else
+        out=$(wrk_run 4 "/download?mb=10" "$T/out/down-$ct.txt")
+      fi
+      stop_pids "$sampler"
+      peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$T/out/rss-$ct-$what.txt")
+      read -r after _ < <(rss_sum_kib)
+      echo "$what,$ct,2,$([[ $what == upload ]] && echo 8 || echo 4),$out,$before $peak $after" >>"$RES"
+      note "$what $ct W=2: $out; RSS of the 2 workers (kB) before $before, peak $peak, after $after"
+      stop_nginx; stop_contender
+    done
+  done
+  # The ceiling: nginx sending the same 10 MiB from a file (any contender behind it).
+  start_contender "${CTS[0]}" 1; start_nginx
+  out=$(wrk_run 4 "/static/10m.bin" "$T/out/down-static.txt")
+  echo "download,nginx static,-,4,$out," >>"$RES"
+  note "download nginx static file: $out"
+  stop_nginx; stop_contender
+fi
+
+# ---------------------------------------------------------------- overload --
+# scripts/bench/open_loop.c: RATE requests a second whatever the answers, for DURATION seconds,
+# each given up after 1 s (the client timeout). Why not h2load: see the comment in open_loop.c.
+overload_cell() { # LABEL CT CAPACITY FACTOR [fcgi-host args...]
+  local label=$1 ct=$2 cap=$3 f=$4 rate res
+  shift 4
+  rate=$(awk -v c="$cap" -v f="$f" 'BEGIN { printf "%.0f", c * f }')
+  start_contender "$ct" 2 "$@"; start_nginx
+  res=$(timeout $((DURATION + 30)) "$T/bin/open-loop" "$NGX_PORT" "/cpu?n=$(cpu_n "$ct")" "$rate" \
+    "$DURATION" 1000 3500 2>>"$T/log/open-loop.log") || res="0,0,0,0,0,0,0,0,0,0"
+  echo "overload,$label,2,$f,$cap,$rate,$res" >>"$T/overload.csv"
+  note "overload $label ${f}x of $cap req/s ($rate/s offered): sent,ok,p50,p99,503,5xx,other,timeouts,conn errors,no conn = $res"
+  stop_nginx; stop_contender
+}
+
+if has "$SCENARIOS" overload; then
+  : >"$T/overload.csv"
+  # Each contender's capacity is measured right before its overload cells (the machine's speed
+  # drifts when it is shared), then 0.8x, 1.5x, 3x of it.
+  for ct in "${CTS[@]}"; do
+    start_contender "$ct" 2; start_nginx
+    cap=$(wrk_run 50 "/cpu?n=$(cpu_n "$ct")" "$T/out/cap-$ct.txt" | cut -d, -f1)
+    stop_nginx; stop_contender
+    note "capacity $ct W=2: $cap req/s"
+    for f in 0.8 1.5 3; do
+      overload_cell "$ct" "$ct" "$cap" "$f"
+      if [[ $ct == fcgi-host ]]; then
+        overload_cell "fcgi-host+shed" fcgi-host "$cap" "$f" --max-queue-time "$MAX_QUEUE_MS"
+      fi
+    done
+  done
+fi
+
+# ------------------------------------------------------------------ report --
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+ELAPSED=$(($(date +%s) - START_TS))
+{
+  echo "# fcgi-host: realistic workloads"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load average $LOAD_BEFORE before, $LOAD_AFTER after (the machine is shared: compare within this run only)"
+  echo "- command: \`$COMMAND_LINE\` ($((ELAPSED / 60)) min $((ELAPSED % 60)) s); fcgi-host commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- nginx 1 worker in front of each; wrk -t1 (-c as given) for ${DURATION}s per cell; overload with scripts/bench/open_loop.c"
+  echo "- /cpu loop turns for ~${CPU_US} µs of CPU (calibrated at the start of this run): C and C++ $N_C${N_PHP:+, PHP $N_PHP}${N_PERL:+, Perl $N_PERL}"
+  for sc in cpu io; do
+    grep -q "^$sc," "$RES" || continue
+    echo
+    [[ $sc == cpu ]] && echo "## CPU-bound handler (~${CPU_US} µs per request), wrk -c50" || echo "## I/O-wait handler (sleeps 5 ms), wrk -c50"
+    echo
+    echo "| W | contender | req/s | p50 ms | p99 ms | errors | ÷ fcgi-host |"
+    echo "|---:|---|---:|---:|---:|---:|---:|"
+    awk -F, -v sc="$sc" '$1 == sc { k = $3; if ($2 == "fcgi-host") h[k] = $5; row[++n] = $0 }
+      END { for (i = 1; i <= n; i++) { split(row[i], f, ",")
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[5], f[6], f[7], f[8],
+          (h[f[3]] > 0 ? sprintf("%.2f", f[5] / h[f[3]]) : "–") } }' "$RES"
+  done
+  if grep -q "^upload,\|^download," "$RES"; then
+    echo
+    echo "## Uploads (1 MiB POST, wrk -c8) and downloads (10 MiB streamed, wrk -c4), W = 2"
+    echo
+    echo "| transfer | contender | req/s | MB/s | p99 ms | errors | RSS of the workers kB: before / peak / after |"
+    echo "|---|---|---:|---:|---:|---:|---|"
+    awk -F, '$1 == "upload" || $1 == "download" { split($10, r, " ")
+      mbs = ($1 == "upload" ? $5 * 1.048576 : $9 * 1.048576)
+      printf "| %s | %s | %s | %.0f | %s | %s | %s |\n", $1, $2, $5, mbs, $7, $8,
+        ($10 == "" ? "–" : r[1] " / " r[2] " / " r[3]) }' "$RES"
+    echo
+    echo "MB/s: uploads = req/s × 1 MiB; downloads = wrk's Transfer/sec (10^6 bytes per MB)."
+  fi
+  if [[ -s $T/overload.csv ]]; then
+    echo
+    echo "## Overload: open-loop arrivals, W = 2, the CPU-bound handler, 1 s client timeout"
+    echo
+    echo "Capacity = req/s of /cpu at W = 2 (wrk -c50), measured for each contender right before its cells; fcgi-host+shed = \`--max-queue-time $MAX_QUEUE_MS\`."
+    echo
+    echo "| contender | offered | capacity req/s | offered req/s | goodput req/s | goodput ÷ capacity | p50 ms | p99 ms (answered in time) | 503 | other 5xx | no answer within 1 s | connection errors |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F, -v d="$DURATION" '{ good = $8 / d
+      printf "| %s | %s× | %s | %s | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n", $2, $4, $5, $6, good,
+        ($5 > 0 ? good / $5 : 0), $9, $10, $11, $12, $14, $15 + $16 }' "$T/overload.csv"
+  fi
+  if [[ -s $T/log/nginx-error.log ]]; then
+    echo
+    echo "nginx error log: $(wc -l <"$T/log/nginx-error.log") lines; by kind:"
+    echo
+    echo '```'
+    sed -E 's/^[0-9\/: ]+\[[a-z]+\] [0-9#]+: \*[0-9]+ //; s/, client:.*//; s/unix:[^ ]*/unix:SOCK/; s/[0-9]+: //' "$T/log/nginx-error.log" |
+      sort | uniq -c | sort -rn | head -8
+    echo '```'
+  fi
+} >"$T/report.md"
+cat "$T/report.md"
+if [[ -n $OUT ]]; then cp "$T/report.md" "$OUT"; note "wrote $OUT"; fi
+if [[ -n $OUT ]]; then
+  cp "$RES" "${OUT%.md}.csv"
+  [[ -s $T/overload.csv ]] && cp "$T/overload.csv" "${OUT%.md}-overload.csv"
+fi
+
+if [[ -n $CHART && -s $T/overload.csv ]] && have gnuplot; then
+  # Goodput vs offered load (both as multiples of each contender's capacity), one line each.
+  awk -F, -v d="$DURATION" '{ print $2, $4, ($5 > 0 ? $8 / d / $5 : 0) }' "$T/overload.csv" >"$T/chart.dat"
+  labels=$(cut -d' ' -f1 "$T/chart.dat" | awk '!seen[$0]++' | tr '\n' ' ')
+  plot=""
+  for l in $labels; do plot+="\"< grep '^$l ' $T/chart.dat\" using 2:3 with linespoints lw 2 title \"$l\", "; done
+  gnuplot <<EOF 2>>"$T/log/gnuplot.log" && note "wrote $CHART" || note "gnuplot failed"
+set terminal pngcairo size 900,560 font ",11"
+set output "$CHART"
+set title "Goodput under open-loop overload (CPU-bound handler, W=2, 1 s client timeout, $(date +%Y-%m-%d))"
+set xlabel "offered load (x capacity)"
+set ylabel "goodput (x capacity): answers within 1 s"
+set yrange [0:1.6]
+set xrange [0.5:3.3]
+set grid
+set key top left
+plot ${plot%, }, x with lines dt 2 lc "gray" title "offered", 1 with lines dt 3 lc "black" title "capacity"
+EOF
+fi
