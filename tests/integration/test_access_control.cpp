@@ -166,7 +166,7 @@ TEST_SUITE("access control") {
     CHECK(fds == std::set<std::string>{"0", "1", "2", "3"});
   }
 
-  TEST_CASE("--status-allow fails closed on a REMOTE_ADDR it cannot parse; `unix` lets Unix "
+  TEST_CASE("--status-allow fails closed on a REMOTE_ADDR it cannot parse, `unix` lets Unix "
             "clients in") {
     HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status", "--ping-path",
                       "/ping", "--status-allow", "127.0.0.1"});

@@ -182,7 +182,7 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("a worker that fails to boot stops the master: one clear line, exit 1") {
     it::HostOptions o;
     o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "3"};
-    o.expect_log = {R"(\[alert\] .*worker failed to boot: database unreachable \(test\))"};
+    o.expect_log = {R"(\[error\] .*worker [0-9]+ failed to boot: database unreachable \(test\))"};
     it::RunResult r = it::run_host(o, Millis{10000});
     INFO("output:\n" << r.output);
     CHECK(r.status == 1);

@@ -39,7 +39,7 @@ TEST_CASE("master: a worker killed with SIGKILL is replaced within 1 s") {
   CHECK(m.wait_exit(3s) == exit_code::kOk);
 }
 
-TEST_CASE("master: a slot whose workers crash at once backs off alone; a killed healthy worker "
+TEST_CASE("master: a slot whose workers crash at once backs off alone, a killed healthy worker "
           "in another slot is replaced at once") {
   // Slot 0 crashes right after its start, in a loop (never ready); slot 1 serves.
   MasterUnderTest m(generation(2, [](const WorkerContext& ctx) {
