@@ -26,6 +26,23 @@ void Request::clear() {
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
+  loaded_body_.clear();
+  body_loaded_ = false;
+  query_parsed_ = form_parsed_ = parts_parsed_ = false;
+  parts_.clear();
+  path_params_.clear();
+  decoded_params_.clear();
+  route_ = "(handler)";
+}
+
+bool Request::release_large_buffers(std::size_t above) {
+  bool released = body_.release(above);
+  for (std::string* s : {&storage_, &loaded_body_}) {
+    if (s->capacity() < above) continue;
+    std::string().swap(*s);
+    released = true;
+  }
+  return released;
 }
 
 Request::Span Request::store(std::string_view text) {
@@ -92,19 +109,6 @@ void Request::for_each_header(
     std::string_view var = view(e.name);
     if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, view(e.value));
   }
-}
-
-std::string_view Request::query_arg(std::string_view name) const {
-  std::string_view q = query();
-  while (!q.empty()) {
-    std::size_t amp = q.find('&');
-    std::string_view pair = q.substr(0, amp);
-    std::size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    if (amp == std::string_view::npos) break;
-    q.remove_prefix(amp + 1);
-  }
-  return {};
 }
 
 } // namespace app

@@ -2,13 +2,22 @@
 // app::Request: one FastCGI request as plain values. The host copies it out of libfcgi (which
 // frees its buffers at the end of each request) into storage it reuses from request to request,
 // so a steady stream of requests allocates nothing here once the buffers have grown.
+#include "app/args.hpp"
+#include "app/multipart.hpp"
+#include "app/spill_buffer.hpp"
+
+#include <charconv>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace app {
+
+class Router;
 
 class Request {
 public:
@@ -22,9 +31,21 @@ public:
   std::string_view uri() const { return view(uri_); }
   // The path part of the URI (before '?'), still percent-encoded.
   std::string_view path() const { return view(path_); }
-  // QUERY_STRING, without the '?'.
+  // QUERY_STRING, without the '?', still percent-encoded.
   std::string_view query() const { return view(query_); }
-  const std::string& body() const { return body_; }
+
+  // The request body. Bodies above the spill threshold (default 1 MiB, set by the host:
+  // --spill-threshold) are not held in memory but in an unlinked temporary file: read them in
+  // pieces with read_body(). body() works for every body, but on a spilled one it reads the
+  // whole file into memory on its first call (kept until the next request): handlers that take
+  // large uploads use read_body() or multipart() instead.
+  const std::string& body() const;
+  std::size_t body_size() const { return body_.size(); }
+  bool body_spilled() const { return body_.spilled(); }
+  // Copies up to `size` body bytes from `offset` into `out`; returns how many (0 at the end).
+  std::size_t read_body(std::size_t offset, char* out, std::size_t size) const {
+    return body_.read(offset, out, size);
+  }
 
   // A FastCGI parameter (CGI variable) by exact name; empty when absent. When a name was sent
   // twice, the last value wins, as in PHP.
@@ -39,9 +60,52 @@ public:
   // Calls fn(name, value) for every HTTP_* parameter, with the name as sent ("HTTP_USER_AGENT").
   void for_each_header(const std::function<void(std::string_view, std::string_view)>& fn) const;
 
-  // The value of one query-string argument ("a" in "a=1&b=2"), not percent-decoded; empty when
-  // absent.
-  std::string_view query_arg(std::string_view name) const;
+  // Query-string arguments, percent- and '+'-decoded (app/url_encoding.hpp says how malformed
+  // escapes are kept). query_arg() is the first value of a name, empty when absent;
+  // query_args(name) every value ("x=1&x=2"); query_args() all pairs in order. Parsed on first
+  // use, into storage reused from request to request.
+  std::string_view query_arg(std::string_view name) const { return query_args().get(name); }
+  std::vector<std::string_view> query_args(std::string_view name) const {
+    return query_args().get_all(name);
+  }
+  const Args& query_args() const;
+  // The same for an application/x-www-form-urlencoded body (empty for other content types).
+  std::string_view form_arg(std::string_view name) const { return form_args().get(name); }
+  std::vector<std::string_view> form_args(std::string_view name) const {
+    return form_args().get_all(name);
+  }
+  const Args& form_args() const;
+
+  // The value of a cookie from the Cookie header, as sent (app/cookies.hpp: first of duplicates
+  // wins, quotes dropped, malformed pairs skipped); empty when absent.
+  std::string_view cookie(std::string_view name) const;
+  bool has_cookie(std::string_view name) const;
+
+  // The parts of a multipart/form-data body (empty for other content types), parsed on first use;
+  // parts larger than the spill threshold are in temporary files (MultipartPart::data). A
+  // malformed body throws HttpError(400). part() is the first part of that field name, or null.
+  const std::vector<MultipartPart>& multipart() const;
+  const MultipartPart* part(std::string_view name) const;
+
+  // A path parameter captured by the Router ("id" of "/users/{id}"), percent-decoded; empty when
+  // the route has no such parameter.
+  std::string_view path_param(std::string_view name) const;
+  // The same converted to a number (from_chars: the whole value must be one); nullopt when absent
+  // or not a number of that type.
+  template <class T> std::optional<T> path_param_as(std::string_view name) const {
+    static_assert(std::is_arithmetic_v<T>, "path_param_as<T>: T must be a number type");
+    std::string_view text = path_param(name);
+    T value{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+  }
+
+  // The route that took this request, for metrics and logs: its method and pattern
+  // ("GET /users/{id}") when a Router matched, "(no route)" for a 404 and "(method not allowed)"
+  // for a 405 of a Router, "(handler)" for a handler that is not a Router. The text lives as long
+  // as the Router (or forever), not only as long as the request.
+  std::string_view route() const { return route_; }
 
   // True once the web server has given up on this request (FCGI_ABORT_REQUEST, or the
   // connection closed). Asking costs one non-blocking read; handlers doing long work may poll it.
@@ -49,9 +113,19 @@ public:
 
   // Builder interface, used by the host (and by tests that call a handler directly).
   void clear();
+  // After a request: closes a spilled body's temporary file, and frees the buffers that grew to
+  // `above` bytes or more (a worker would otherwise keep the largest request's memory). Cheap
+  // when nothing is large. True when something was released.
+  bool release_large_buffers(std::size_t above);
   void add_param(std::string_view name, std::string_view value);
-  void set_body(std::string_view body) { body_.assign(body); }
-  std::string& mutable_body() { return body_; }
+  // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
+  // finish_body() at the end. set_body() does all three (tests).
+  void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
+  std::size_t spill_threshold() const { return body_.threshold(); }
+  void expect_body(std::size_t size) { body_.expect(size); }
+  void append_body(const char* data, std::size_t size) { body_.append(data, size); }
+  void finish_body() {}
+  void set_body(std::string_view body);
   // Derives method, uri, path and query from the parameters added so far.
   void finish_params();
   // A plain function and context rather than std::function: set once per request, never allocates.
@@ -61,6 +135,12 @@ public:
   }
 
 private:
+  friend class Router;
+  struct PathParam {
+    std::string_view name;  // in the Router's storage
+    std::string_view value; // in path_ or decoded_params_
+  };
+
   struct Span {
     std::size_t offset = 0;
     std::size_t size = 0;
@@ -76,9 +156,21 @@ private:
   std::string storage_;        // all names and values, back to back
   std::vector<Entry> entries_; // in arrival order
   Span method_, uri_, path_, query_;
-  std::string body_;
+  SpillBuffer body_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;
+
+  // Parsed on demand (the handler API takes a const Request): reset by clear().
+  mutable std::string loaded_body_; // a spilled body once body() read it
+  mutable bool body_loaded_ = false;
+  mutable Args query_args_, form_args_;
+  mutable bool query_parsed_ = false, form_parsed_ = false;
+  mutable std::vector<MultipartPart> parts_;
+  mutable bool parts_parsed_ = false;
+  // Set by the Router that dispatches the request.
+  mutable std::vector<PathParam> path_params_;
+  mutable std::string decoded_params_;
+  mutable std::string_view route_ = "(handler)";
 };
 
 } // namespace app

@@ -1,20 +1,12 @@
 #include "app/response.hpp"
 
+#include "app/text.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
 namespace app {
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-} // namespace
 
 void Response::set_header(std::string_view name, std::string_view value) {
   for (auto& [n, v] : headers)
@@ -40,35 +32,86 @@ void Response::set_content(std::string_view content, std::string_view content_ty
   set_header("Content-Type", content_type);
 }
 
+void Response::set_cookie(const Cookie& cookie) {
+  add_header("Set-Cookie", cookie.to_header());
+}
+
+void Response::clear_cookie(std::string_view name, std::string_view path) {
+  Cookie c;
+  c.name = name;
+  c.path = path;
+  c.max_age = 0;
+  set_cookie(c);
+}
+
+void Response::redirect(std::string_view location, int code) {
+  if (code != 301 && code != 302 && code != 303 && code != 307 && code != 308)
+    throw std::invalid_argument("redirect: status must be 301, 302, 303, 307 or 308");
+  if (location.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
+    throw std::invalid_argument("redirect: the location holds CR, LF or NUL");
+  status = code;
+  set_header("Location", location);
+  set_content(std::string(reason_phrase(code)) + ": " + std::string(location) + "\n", "text/plain");
+}
+
 bool Response::write(std::string_view chunk) {
-  if (!sink_) throw std::logic_error("Response::write: no body sink (not served by a host)");
+  if (!sink_) { // a direct unit test: keep the streamed bytes in `body`
+    head_sent_ = true;
+    if (!head_only_) body.append(chunk);
+    return true;
+  }
   if (!head_sent_) {
     sink_->send_head(*this);
     head_sent_ = true;
   }
-  return chunk.empty() || sink_->send_body(chunk);
+  return chunk.empty() || head_only_ || sink_->send_body(chunk);
 }
 
-void Response::reset(BodySink* sink) {
+void Response::clear() {
   status = 200;
   headers.clear();
   body.clear();
+}
+
+void Response::reset(BodySink* sink) {
+  clear();
   sink_ = sink;
   head_sent_ = false;
+  head_only_ = false;
 }
 
 std::string_view reason_phrase(int status) {
   switch (status) {
+  case 100:
+    return "Continue";
+  case 101:
+    return "Switching Protocols";
+  case 102:
+    return "Processing";
+  case 103:
+    return "Early Hints";
   case 200:
     return "OK";
   case 201:
     return "Created";
   case 202:
     return "Accepted";
+  case 203:
+    return "Non-Authoritative Information";
   case 204:
     return "No Content";
+  case 205:
+    return "Reset Content";
   case 206:
     return "Partial Content";
+  case 207:
+    return "Multi-Status";
+  case 208:
+    return "Already Reported";
+  case 226:
+    return "IM Used";
+  case 300:
+    return "Multiple Choices";
   case 301:
     return "Moved Permanently";
   case 302:
@@ -77,6 +120,8 @@ std::string_view reason_phrase(int status) {
     return "See Other";
   case 304:
     return "Not Modified";
+  case 305:
+    return "Use Proxy";
   case 307:
     return "Temporary Redirect";
   case 308:
@@ -85,12 +130,18 @@ std::string_view reason_phrase(int status) {
     return "Bad Request";
   case 401:
     return "Unauthorized";
+  case 402:
+    return "Payment Required";
   case 403:
     return "Forbidden";
   case 404:
     return "Not Found";
   case 405:
     return "Method Not Allowed";
+  case 406:
+    return "Not Acceptable";
+  case 407:
+    return "Proxy Authentication Required";
   case 408:
     return "Request Timeout";
   case 409:
@@ -99,16 +150,40 @@ std::string_view reason_phrase(int status) {
     return "Gone";
   case 411:
     return "Length Required";
+  case 412:
+    return "Precondition Failed";
   case 413:
     return "Content Too Large";
   case 414:
     return "URI Too Long";
   case 415:
     return "Unsupported Media Type";
+  case 416:
+    return "Range Not Satisfiable";
+  case 417:
+    return "Expectation Failed";
+  case 418:
+    return "I'm a teapot";
+  case 421:
+    return "Misdirected Request";
   case 422:
     return "Unprocessable Content";
+  case 423:
+    return "Locked";
+  case 424:
+    return "Failed Dependency";
+  case 425:
+    return "Too Early";
+  case 426:
+    return "Upgrade Required";
+  case 428:
+    return "Precondition Required";
   case 429:
     return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 451:
+    return "Unavailable For Legal Reasons";
   case 500:
     return "Internal Server Error";
   case 501:
@@ -119,8 +194,34 @@ std::string_view reason_phrase(int status) {
     return "Service Unavailable";
   case 504:
     return "Gateway Timeout";
+  case 505:
+    return "HTTP Version Not Supported";
+  case 506:
+    return "Variant Also Negotiates";
+  case 507:
+    return "Insufficient Storage";
+  case 508:
+    return "Loop Detected";
+  case 510:
+    return "Not Extended";
+  case 511:
+    return "Network Authentication Required";
   default:
-    return "Unknown";
+    break;
+  }
+  switch (status / 100) {
+  case 1:
+    return "Informational";
+  case 2:
+    return "Success";
+  case 3:
+    return "Redirection";
+  case 4:
+    return "Client Error";
+  case 5:
+    return "Server Error";
+  default:
+    return "Nonstandard Status";
   }
 }
 

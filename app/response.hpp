@@ -2,6 +2,8 @@
 // app::Response: status, headers and body. A handler either fills `body` (the host sends it after
 // the handler returns) or streams: each write() sends the head first, then the chunk, so a large
 // body never has to be held in memory.
+#include "app/cookies.hpp"
+
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,10 +35,30 @@ public:
   std::string_view header(std::string_view name) const;
   void set_content(std::string_view content, std::string_view content_type);
 
+  // Adds a Set-Cookie header (Cookie::to_header() checks it; throws std::invalid_argument).
+  void set_cookie(const Cookie& cookie);
+  // Asks the client to delete a cookie: empty value, Max-Age=0, same Path.
+  void clear_cookie(std::string_view name, std::string_view path = "/");
+  // status 301, 302, 303, 307 or 308 and a Location header, a short body. Throws
+  // std::invalid_argument for another status or a location holding CR, LF or NUL.
+  void redirect(std::string_view location, int status = 302);
+
   // Streaming: sends the head (status and headers, once) and then `chunk` at once. After the
   // first write, status and headers can no longer change and `body` is not used.
+  // Without a sink (a handler called directly in a unit test) the head is marked sent and the
+  // chunks are appended to `body`, so a test can read what was streamed (app/testing.hpp has a
+  // sink that also records the head).
   bool write(std::string_view chunk);
+  // True once the head went out: from then on a failure can only cut the body short, and the
+  // host must abort the response rather than end it cleanly.
   bool head_sent() const { return head_sent_; }
+
+  // For a HEAD request served by a GET route: write() sends the head but drops body bytes.
+  void set_head_only(bool head_only) { head_only_ = head_only; }
+  bool head_only() const { return head_only_; }
+
+  // Status 200, no headers, no body (keeps the sink); for error handlers, before the head went out.
+  void clear();
 
   // Host side.
   void reset(BodySink* sink);
@@ -45,9 +67,11 @@ public:
 private:
   BodySink* sink_ = nullptr;
   bool head_sent_ = false;
+  bool head_only_ = false;
 };
 
-// "OK", "Not Found", ... for a status code; "Unknown" for codes without a standard phrase.
+// The reason phrase of a status code: the registered one ("Not Found", "I'm a teapot" too), else
+// one by class ("Client Error" for an unregistered 4xx; "Nonstandard Status" outside 100-599).
 std::string_view reason_phrase(int status);
 
 } // namespace app

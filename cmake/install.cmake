@@ -40,7 +40,8 @@ install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_header
         EXPORT fcgi_host_targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${FCGI_HOST_INCLUDEDIR})
-# The public API: what a handler includes. Each includes only these and the standard library.
+# The public API: what a handler includes. Each includes only these and the standard library,
+# except json.hpp, which includes nlohmann/json.hpp (nlohmann-json3-dev, Recommends below).
 install(FILES
         ${PROJECT_SOURCE_DIR}/app/handler.hpp
         ${PROJECT_SOURCE_DIR}/app/request.hpp
@@ -48,6 +49,15 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/router.hpp
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp
         ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
+        ${PROJECT_SOURCE_DIR}/app/args.hpp
+        ${PROJECT_SOURCE_DIR}/app/cookies.hpp
+        ${PROJECT_SOURCE_DIR}/app/http_error.hpp
+        ${PROJECT_SOURCE_DIR}/app/json.hpp
+        ${PROJECT_SOURCE_DIR}/app/multipart.hpp
+        ${PROJECT_SOURCE_DIR}/app/spill_buffer.hpp
+        ${PROJECT_SOURCE_DIR}/app/testing.hpp
+        ${PROJECT_SOURCE_DIR}/app/text.hpp
+        ${PROJECT_SOURCE_DIR}/app/url_encoding.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/app)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
@@ -127,6 +137,8 @@ endif()
 # For building handlers: a compiler and CMake. No -dev package is needed to link an own main
 # (the config falls back to the runtime libraries), but the -dev packages are preferred.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nginx, cmake, g++, libfcgi-dev, libboost-program-options-dev")
+# app/json.hpp, for handlers that speak JSON.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "nlohmann-json3-dev")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/cmake/debian/conffiles
     ${PROJECT_SOURCE_DIR}/cmake/debian/postinst

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-300}"
-targets=(fuzz_record_guard fuzz_request_adapter)
+targets=(fuzz_record_guard fuzz_request_adapter fuzz_app_parsers)
 build=build-fuzz
 
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

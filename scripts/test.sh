@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
-          elfutils gdb php8.2-cgi curl wrk iproute2)
+          elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev)
 
 install_missing() {
   local missing=()
@@ -41,7 +41,7 @@ if [[ "${FCGI_HOST_SKIP_BENCH_SMOKE:-0}" != 1 ]]; then
   done
 fi
 
-# Fuzz the FastCGI boundary briefly: 2 targets x 10 s (plus the clang build into build-fuzz/).
+# Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang build into build-fuzz/).
 if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then
   (cd .. && bash scripts/fuzz.sh 10)
 fi

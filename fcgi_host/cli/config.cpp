@@ -109,6 +109,11 @@ po::options_description describe(const Config& d) {
            std::to_string(l.max_buffered >> 20) + "M"),
        "bytes of unfinished requests and unsent responses one worker holds; past it, the "
        "connections that made the least progress are closed") //
+      ("spill-threshold",
+       po::value<std::string>()->value_name("BYTES")->default_value(
+           std::to_string(l.spill_threshold >> 20) + "M"),
+       "a request body larger than this is kept in an unlinked temporary file, not in memory "
+       "(--max-body still caps it)") //
       ("handoff-after",
        po::value<double>()->value_name("SECONDS")->default_value(
            0.002, std::to_string(l.handoff_after.count()) + " ms"),
@@ -388,6 +393,8 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   if (l.max_buffered < l.max_body)
     throw ConfigError(origins.of("max-buffered") + ": must be at least --max-body (" +
                       std::to_string(l.max_body) + " bytes)");
+  l.spill_threshold =
+      parse_size(vm["spill-threshold"].as<std::string>(), origins.of("spill-threshold"));
   l.handoff_after =
       parse_seconds(vm["handoff-after"].as<double>(), origins.of("handoff-after"), true);
 

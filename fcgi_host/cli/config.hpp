@@ -31,6 +31,8 @@ struct Limits {
   // Bytes of unfinished requests and unsent responses one worker buffers; past it the
   // connections that made the least progress are closed.
   std::size_t max_buffered = 64u << 20;
+  // A request body larger than this goes to an unlinked temporary file instead of memory.
+  std::size_t spill_threshold = 1u << 20;
   // A kept connection moves to a free worker when its own worker's handler has run this long.
   std::chrono::milliseconds handoff_after{2};
 };

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <exception>
 
 namespace fcgi_host {
 namespace {
@@ -31,16 +32,23 @@ bool copy_request(FCGX_Request& from, std::size_t body_size, app::Request& reque
     request.add_param(std::string_view(*p, static_cast<std::size_t>(eq - *p)), eq + 1);
   }
   request.finish_params();
-  std::string& body = request.mutable_body();
-  body.resize(body_size);
+  // Bodies above the request's spill threshold go to a temporary file as they are read.
+  // A temporary file that cannot be written makes the request fail as an incomplete one.
+  char chunk[16 * 1024];
   std::size_t got = 0;
-  while (got < body_size) {
-    int n = FCGX_GetStr(body.data() + got,
-                        static_cast<int>(std::min<std::size_t>(body_size - got, 1 << 30)), from.in);
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
+  try {
+    request.expect_body(body_size);
+    while (got < body_size) {
+      int n =
+          FCGX_GetStr(chunk, static_cast<int>(std::min(body_size - got, sizeof chunk)), from.in);
+      if (n <= 0) break;
+      request.append_body(chunk, static_cast<std::size_t>(n));
+      got += static_cast<std::size_t>(n);
+    }
+    request.finish_body();
+  } catch (const std::exception&) {
+    return false;
   }
-  body.resize(got);
   return got == body_size;
 }
 

@@ -10,12 +10,10 @@ void return_large_allocations_when_freed() {
 }
 
 bool release_large_buffers(app::Request& request, app::Response& response) {
-  bool released = false;
-  for (std::string* s : {&request.mutable_body(), &response.body}) {
-    if (s->capacity() >= kLargeBufferBytes) {
-      std::string().swap(*s);
-      released = true;
-    }
+  bool released = request.release_large_buffers(kLargeBufferBytes);
+  if (response.body.capacity() >= kLargeBufferBytes) {
+    std::string().swap(response.body);
+    released = true;
   }
   return released;
 }

@@ -19,9 +19,9 @@ inline constexpr std::size_t kLargeBufferBytes = 256 * 1024;
 // dynamic raise). Costs an mmap and a munmap per large allocation, i.e. only for large requests.
 void return_large_allocations_when_freed();
 
-// After each request: a request or response body that grew past kLargeBufferBytes is freed
-// instead of kept for the next request. Two compares on an ordinary request. Returns whether
-// anything was freed.
+// After each request: a request or response buffer that grew past kLargeBufferBytes is freed
+// instead of kept for the next request, and a spilled body's temporary file is closed. A few
+// compares on an ordinary request. Returns whether anything was released.
 bool release_large_buffers(app::Request& request, app::Response& response);
 
 } // namespace fcgi_host

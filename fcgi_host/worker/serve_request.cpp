@@ -171,7 +171,7 @@ void Worker::observe(const Outcome& out) {
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
   bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
   if (ran)
-    metrics_.end(request_.path(), response_.status, request_.method(), request_.uri(),
+    metrics_.end(request_.route(), response_.status, request_.method(), request_.uri(),
                  log.enabled());
   if (!log.enabled()) return;
   AccessLog::Entry e;

@@ -214,6 +214,19 @@ int main(int argc, char** argv) {
           encode_record(RecordType::Stdin, 1, ""));
   put("record_65535", begin(1) + encode_stream(RecordType::Params, 1, encode_params(get("/b"))) +
                           encode_stream(RecordType::Stdin, 1, std::string(65535, 's')));
+
+  // fuzz_app_parsers: the first byte picks the parser (0 args, 1 cookies, 2 multipart, 3 router);
+  // for multipart 8 bytes of chunk sizes come next. (The FastCGI targets take them as garbage.)
+  put("app_query", "name=Ann%20B+C&x=1&x=2&flag&&=v&k%5B%5D=%zz%4", std::string(1, '\0'));
+  put("app_cookies", "a=1;b=2; sid=\"x y\";  flag; c=; =nameless; a=dup", std::string(1, '\1'));
+  put("app_multipart",
+      "preamble\r\n--b0\r\nContent-Disposition: form-data; name=\"t\"\r\n\r\nHello\r\n"
+      "--b0\r\nContent-Disposition: form-data; filename*=UTF-8''%C3%A9.txt; name=\"f\"\r\n"
+      "Content-Type: text/plain\r\n\r\n" +
+          std::string(100, 'd') + "\r\n--b\r\n--b0--\r\nepilogue",
+      std::string("\2\1\7\3\x20\x11\5\2\x40", 9));
+  put("app_router", "/a/-12/b/my-slug", std::string(1, '\3'));
+  put("app_router_tail", "/f/a%2Fb/c%20d", std::string(1, '\3'));
   std::fprintf(stderr, "wrote %d inputs to %s\n", written, dir.c_str());
   return 0;
 }

@@ -50,7 +50,8 @@ std::string queue_part(const std::string& json) {
   return at == std::string::npos ? std::string() : json.substr(at);
 }
 long echo_calls(const std::string& json) {
-  return number_after(json, R"("route":"/echo","calls":([0-9]+))");
+  return number_after(json,
+                      R"re("route":"ANY /\*","calls":([0-9]+))re"); // the echo app's catch-all
 }
 
 } // namespace
