@@ -89,10 +89,16 @@ struct Master::Impl {
   void begin_stop(State to, StopReason reason);
   void stop(Worker& w, StopReason reason);
   void send(Worker& w, int sig);
-  void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests);
-  void on_boot_failure(const Worker& w, const std::string& line);
-  void count_crash(LogLevel level, const std::string& line);
-  bool spawn_worker();
+  void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
+               const std::string& boot_error);
+  void on_boot_failure(const Worker& w, const std::string& line, const std::string& why);
+  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
+  void spawn_failed(const std::string& line);
+  void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
+  void release_held_slots();
+  void respawn_held_slots();
+  std::chrono::milliseconds wait_time() const;
+  bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
   void abandon_reload(const std::string& why);
   void end_reload();
@@ -109,6 +115,13 @@ struct Master::Impl {
   Reaper reaper;
   WorkerTable table;
   CrashPolicy crashes;
+  // Slots of crashed workers, kept for their replacement until the slot's backoff has passed:
+  // each slot backs off on its own (backoff.hpp), and a held slot counts toward the pool.
+  struct HeldSlot {
+    std::size_t slot;
+    std::uint64_t respawn_at_ns;
+  };
+  std::vector<HeldSlot> held;
 
   State state = State::Running;
   int exit_code = exit_code::kOk;
@@ -129,14 +142,18 @@ struct Master::Impl {
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
   std::uint64_t last_sample_ns = 0;
+  // A worker could not boot: the one line about it is written; the stop that follows is
+  // logged at debug level only.
+  bool boot_failed = false;
+  LogLevel stop_level() const { return boot_failed ? LogLevel::Debug : LogLevel::Notice; }
 };
 
 int Master::Impl::run() {
   start();
   std::vector<int> ready;
   for (;;) {
-    for (int sig : signals.wait(tick(), watched_fds(), &ready)) // a signal, a tick, or
-      dispatch(sig);                                            // -> on_term(), on_hup(), ...
+    for (int sig : signals.wait(wait_time(), watched_fds(), &ready)) // a signal, a tick, or
+      dispatch(sig);                                                 // -> on_term(), on_hup(), ...
     for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
       on_readable(fd);
     reap();                      // collect exits, then account for them
@@ -325,11 +342,16 @@ void Master::Impl::on_chld() {}
 
 void Master::Impl::begin_stop(State to, StopReason reason) {
   if (!can_override(state, to)) return; // a second TERM adds nothing
-  PM_LOG(LogLevel::Notice,
+  PM_LOG(stop_level(),
          std::string(to_string(reason)) + " of " + std::to_string(table.size()) + " worker(s)");
   if (!handed_over) notifier.notify("STOPPING=1"); // after an upgrade the service goes on
+  bool first_stop = state != State::Stopping && state != State::FastStopping;
   state = to;
   reload_queued = false;
+  if (first_stop && options.on_stop) { // refuse new connections before the workers drain
+    options.on_stop();
+    options.listen_fd = -1;
+  }
   for (Worker& w : table.all())
     stop(w, reason);
 }
@@ -365,6 +387,8 @@ void Master::Impl::reap() {
     }
     WorkerSlot& s = scoreboard.slot(w->slot);
     std::uint64_t requests = s.requests;
+    Scoreboard::RequestInfo last = Scoreboard::read_request(s);
+    std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
@@ -376,49 +400,101 @@ void Master::Impl::reap() {
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
     }
-    on_exit(*w, c, requests);
+    on_exit(*w, c, requests, boot_error);
   }
   if ((state == State::Stopping || state == State::FastStopping) && table.empty()) {
     state = State::Stopped;
-    PM_LOG(LogLevel::Notice,
-           "all workers gone; master exits with code " + std::to_string(exit_code));
+    PM_LOG(stop_level(), "all workers gone; master exits with code " + std::to_string(exit_code));
   }
 }
 
-void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests) {
+void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
+                           const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
-    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? LogLevel::Notice : LogLevel::Warn,
+    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
            line + " (" + to_string(*w.stop_reason) + ")");
   } else if (clean) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
-    on_boot_failure(w, line);
+    on_boot_failure(w, line, boot_error);
   } else {
-    count_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line);
+    std::uint64_t now = monotonic_ns();
+    CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
+    hold_for_respawn(w, d.respawn_at_ns);
+    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
   }
 }
 
-void Master::Impl::on_boot_failure(const Worker& w, const std::string& line) {
-  std::string what = "worker " + std::to_string(w.pid) + " failed to boot (exit code " +
+// The replacement of a crashed worker of the current generation goes in the same slot, so
+// that the slot's backoff follows it.
+void Master::Impl::hold_for_respawn(const Worker& w, std::uint64_t at_ns) {
+  if (w.generation != current_gen || !can_spawn(state) || !table.reserve_slot(w.slot)) return;
+  held.push_back(HeldSlot{w.slot, at_ns});
+}
+
+void Master::Impl::release_held_slots() {
+  for (const HeldSlot& h : held)
+    table.release_slot(h.slot);
+  held.clear();
+}
+
+void Master::Impl::respawn_held_slots() {
+  std::uint64_t now = monotonic_ns();
+  for (std::size_t i = 0; i < held.size();) {
+    if (held[i].respawn_at_ns > now) {
+      ++i;
+      continue;
+    }
+    std::size_t slot = held[i].slot;
+    held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!spawn_worker(slot)) return; // spawn_worker released the slot and delays the pool
+  }
+}
+
+// A tick, or sooner when a held slot's backoff ends: a replacement is not late by a tick.
+std::chrono::milliseconds Master::Impl::wait_time() const {
+  std::uint64_t now = monotonic_ns();
+  std::uint64_t wait = ns(tick());
+  for (const HeldSlot& h : held) {
+    std::uint64_t at = std::max(h.respawn_at_ns, crashes.pool_respawn_at_ns());
+    wait = std::min(wait, at > now ? at - now : 0);
+  }
+  return std::chrono::milliseconds(wait / 1'000'000 + (wait % 1'000'000 != 0));
+}
+
+// One line, whatever the number of workers: the first failure says what and why; the others
+// (the same cause, as a rule) and the stop that follows are at debug level.
+void Master::Impl::on_boot_failure(const Worker& w, const std::string& line,
+                                   const std::string& why) {
+  std::string what = "worker " + std::to_string(w.pid) + " failed to boot" +
+                     (why.empty() ? "" : ": " + why) + " (exit code " +
                      std::to_string(exit_code::kWorkerBootFailure) + ")";
-  if (w.generation != current_gen) { // an abandoned or retired generation: nothing depends on it
-    PM_LOG(LogLevel::Error, line);
+  if (boot_failed) {
+    PM_LOG(LogLevel::Debug, what);
+  } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
+    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why));
   } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
     abandon_reload(what);
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error, what + "; stopping");
+    PM_LOG(LogLevel::Error,
+           what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
+    boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
   }
 }
 
-// Crashes and failed spawns: backoff, one breaker line, at most one line per second.
-void Master::Impl::count_crash(LogLevel level, const std::string& line) {
-  CrashPolicy::Decision d = crashes.on_crash(monotonic_ns());
+void Master::Impl::spawn_failed(const std::string& line) {
+  log_crash(LogLevel::Error, line, crashes.on_spawn_failure(monotonic_ns()));
+}
+
+// Crashes and failed spawns: one breaker line, at most one line per second.
+void Master::Impl::log_crash(LogLevel level, const std::string& line,
+                             const CrashPolicy::Decision& d) {
   if (d.log)
     PM_LOG(level,
            line + (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
@@ -514,10 +590,18 @@ std::chrono::milliseconds Master::Impl::tick() const {
 
 void Master::Impl::maintain_pool() {
   if (state == State::Reloading) advance_reload();
-  if (!can_spawn(state)) return;
+  if (!can_spawn(state)) {
+    release_held_slots();
+    return;
+  }
   scale();
-  std::size_t active = table.count_active(current_gen);
-  // TTOU: retire the newest worker; the older ones hold the warmer caches.
+  std::size_t active = table.count_active(current_gen) + held.size();
+  // TTOU: give up a held slot first, then retire the newest worker; the older ones hold the
+  // warmer caches.
+  for (; active > static_cast<std::size_t>(current.pool.workers) && !held.empty(); --active) {
+    table.release_slot(held.back().slot);
+    held.pop_back();
+  }
   for (; active > static_cast<std::size_t>(current.pool.workers); --active) {
     Worker* newest = nullptr;
     for (Worker& w : table.all())
@@ -526,7 +610,8 @@ void Master::Impl::maintain_pool() {
         newest = &w;
     stop(*newest, StopReason::Retire);
   }
-  if (monotonic_ns() < crashes.respawn_at_ns()) return; // backoff or breaker pause
+  if (monotonic_ns() < crashes.pool_respawn_at_ns()) return; // breaker pause, failed spawns
+  respawn_held_slots();
   for (; active < static_cast<std::size_t>(current.pool.workers); ++active)
     if (!spawn_worker()) break;
   announce_ready();
@@ -626,19 +711,20 @@ void Master::Impl::announce_ready() {
   PM_LOG(LogLevel::Info, "generation " + std::to_string(current_gen) + " ready");
 }
 
-bool Master::Impl::spawn_worker() {
-  std::optional<std::size_t> slot = table.allocate_slot();
+bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
+  std::optional<std::size_t> slot = held_slot ? held_slot : table.allocate_slot();
   if (!slot) {
-    count_crash(LogLevel::Error, "no free scoreboard slot for a worker (capacity " +
-                                     std::to_string(scoreboard.capacity()) + ")");
+    spawn_failed("no free scoreboard slot for a worker (capacity " +
+                 std::to_string(scoreboard.capacity()) + ")");
     return false;
   }
   std::vector<int> master_fds = options.watch_fds;
+  master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
   if (upgrade_fd >= 0) master_fds.push_back(upgrade_fd);
   pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main, master_fds);
   if (pid == -1) {
     table.release_slot(*slot);
-    count_crash(LogLevel::Error, std::string("fork() failed: ") + std::strerror(errno));
+    spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
     return false;
   }
   Worker w;

@@ -57,6 +57,12 @@ struct WorkerContext {
   Scoreboard& scoreboard;
 };
 
+// A worker's entry point returns this when it cannot boot (a handler's start hook threw, the
+// privileges could not be dropped, exec failed): `why` goes to the master through the slot, and
+// the master writes the one line that says what failed and that it stops. Returns
+// exit_code::kWorkerBootFailure.
+int boot_failure(const WorkerContext& context, const std::string& why);
+
 // What one generation runs. On HUP the master asks for a new one; the old one drains.
 struct Generation {
   PoolSettings pool;
@@ -88,6 +94,13 @@ struct MasterOptions {
   // After USR2: true once the new master wrote its ready byte (this master then retires its
   // workers and exits 0), false when it exited or failed before that.
   std::function<void(bool taken_over)> on_upgrade;
+  // Called once when a stop (TERM, QUIT, INT, a boot failure, or retiring after an upgrade)
+  // begins, before any worker is signalled: the place to refuse new connections (remove the
+  // socket path, close the master's copy of the listen socket). listen_fd is not used after it.
+  std::function<void()> on_stop;
+  // Fds of the master that no worker may keep (a locked pidfile: a worker holding it would keep
+  // the lock after the master is gone). Closed in every worker right after fork.
+  std::vector<int> private_fds;
   // The new master's side of an upgrade: one byte is written here (then closed) once the first
   // generation is ready. -1: not started by an upgrade.
   int ready_fd = -1;

@@ -35,6 +35,9 @@ inline bool is_waiting(WorkerState s) {
   return s == WorkerState::Idle || s == WorkerState::Reading || s == WorkerState::KeepAliveIdle;
 }
 
+// The method a worker that cannot boot leaves in its slot, with the reason as the uri.
+inline constexpr const char* kBootFailureMethod = "(boot)";
+
 // Fixed-size strings so that the slot stays trivially shareable across processes.
 inline constexpr std::size_t kSlotMethodSize = 16;
 inline constexpr std::size_t kSlotUriSize = 232;

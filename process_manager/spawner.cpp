@@ -4,6 +4,7 @@
 #include "process_manager/log.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -64,6 +65,12 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
   }
   // _exit, not exit: no atexit handler or destructor of the master's objects runs in a worker.
   _exit(code);
+}
+
+int boot_failure(const WorkerContext& context, const std::string& why) {
+  Scoreboard::set_request(context.slot, kBootFailureMethod, std::strlen(kBootFailureMethod),
+                          why.data(), why.size());
+  return exit_code::kWorkerBootFailure;
 }
 
 } // namespace process_manager

@@ -50,6 +50,12 @@ public:
   // The lowest free slot, now reserved; nullopt when all are taken.
   std::optional<std::size_t> allocate_slot();
   void release_slot(std::size_t slot) { slot_used_.at(slot) = false; }
+  // Takes this slot again (for a crashed worker's replacement); false when it is taken.
+  bool reserve_slot(std::size_t slot) {
+    if (slot_used_.at(slot)) return false;
+    slot_used_[slot] = true;
+    return true;
+  }
 
   void add(const Worker& w) { workers_.push_back(w); }
   // Forgets the worker and frees its slot.

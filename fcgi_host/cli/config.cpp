@@ -91,20 +91,6 @@ CommandLine split_at_exec(int argc, const char* const* argv) {
   return line;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : text + ",") {
-    if (c == ',' || c == ' ' || c == '\t') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -358,13 +344,11 @@ void read_status(const Values& v, Config& c) {
 }
 
 void read_access_control(const Values& v, Config& c) {
-  c.status_allow = split_list(v.text("status-allow"));
-  c.allow_clients = split_list(v.text("allow-clients"));
-  for (const char* list : {"allow-clients", "status-allow"})
-    for (const std::string& item : split_list(v.text(list))) {
-      std::string why;
-      if (!valid_client_pattern(item, why)) throw v.error(list, "'" + item + "' " + why);
-    }
+  for (auto [list, patterns] : {std::pair{"allow-clients", &c.allow_clients},
+                                std::pair{"status-allow", &c.status_allow}}) {
+    std::string why;
+    if (v.has(list) && !parse_client_list(v.text(list), *patterns, why)) throw v.error(list, why);
+  }
   v.text("user", c.user);
   v.text("group", c.group);
 }

@@ -48,7 +48,7 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"socket-group", 0, "GROUP", "", "group of a Unix socket (default: that user's group)"},
     {"allow-clients", 0, "LIST", "",
      "only these addresses or CIDRs may connect over TCP, comma-separated, IPv4 and IPv6 "
-     "(default: everyone who can reach the socket)"},
+     "(default: everyone who can reach the socket; an empty list is an error, not everyone)"},
 
     {"workers", 'w', "N", "", "worker processes (default: the number of CPUs)"},
     {"app", 'a', "NAME|PATH.so", "hello",
@@ -63,14 +63,18 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"max-spare", 0, "N", "3", "dynamic: most idle workers"},
     {"max-workers", 0, "N", "0", "dynamic, ondemand: most workers (0: --workers)"},
     {"idle-timeout", 0, "SECONDS", "10", "ondemand: stop a worker idle this long"},
-    {"user", 0, "USER", "", "run workers as this user (the socket is bound first)"},
+    {"user", 0, "USER", "",
+     "run workers as this user (the socket is bound first; started as root without it, workers "
+     "run as nobody: give root to keep root)"},
     {"group", 0, "GROUP", "", "run workers with this group (default: the user's)"},
     {"env", 0, "NAME=VALUE", "",
      "set an environment variable for the workers (repeatable, in the file as well)",
      OptionKind::List},
     {"clear-env", 0, "", "", "start workers with only the --env variables", OptionKind::Switch},
     {"chdir", 0, "DIR", "", "the master and its workers change to this directory"},
-    {"pidfile", 0, "FILE", "", "write the master's pid here"},
+    {"pidfile", 0, "FILE", "",
+     "write the master's pid here; the file is locked for the master's life, so a second master "
+     "on it is refused before it touches the socket"},
 
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
@@ -136,7 +140,8 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"status-listen", 0, "ADDR", "",
      "the master itself serves status and ping here, also when every worker is busy"},
     {"status-allow", 0, "LIST", "",
-     "addresses or CIDRs allowed to read status and ping (default: everyone)"},
+     "addresses or CIDRs allowed to read status and ping, and unix for the clients of a Unix "
+     "socket server; what does not parse is refused (default: everyone)"},
 });
 
 constexpr const OptionSpec* find_option(std::string_view name) {

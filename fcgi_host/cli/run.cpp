@@ -15,6 +15,7 @@
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/pidfile.hpp"
@@ -45,6 +46,9 @@ constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte 
 // the new master's workers.
 constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
 constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
+// ... and the locked pidfile, taken over, and the DEV:INODE of the socket file.
+constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";
+constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE";
 
 // An fd number from the environment (removed from it, so that workers and a later upgrade do not
 // see a stale one); -1 when absent or not a number.
@@ -60,6 +64,22 @@ int take_fd_from_env(const char* name) {
   unsetenv(name);
   if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   return fd;
+}
+
+// What the master was handed on purpose, beside 0, 1 and 2: systemd's sockets, and an old
+// master's socket, ready pipe, handoff channel and pidfile at a binary upgrade. Everything else
+// it inherited is a stray and is closed (process_manager/inherited_fds.hpp).
+std::vector<int> inherited_fds_to_keep() {
+  std::vector<int> keep;
+  for (const char* name :
+       {kListenFdEnv, kUpgradeFdEnv, kHandoffSendFdEnv, kHandoffRecvFdEnv, kPidfileFdEnv})
+    if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* n = std::getenv("LISTEN_FDS");
+  if (pid && n && std::atoi(pid) == getpid())
+    for (int i = 0; i < std::atoi(n) && i < 1024; ++i)
+      keep.push_back(3 + i); // SD_LISTEN_FDS_START
+  return keep;
 }
 
 // The path to exec on USR2: the file at the path we were started from, which a package upgrade
@@ -231,8 +251,11 @@ struct Host {
   app::Handler* own = nullptr;
   Config config;
   AppSource app;
+  std::vector<int> strays;                // inherited fds closed at start
   int upgrade_fd = -1;                    // USR2: tell the old master we are ready
+  int adopted_fd = -1;                    // USR2: the old master's listening socket
   std::unique_ptr<ListenSocket> listener; // null when the socket came from the old master
+  SocketFile adopted_file;                // USR2: the socket file the old master bound
   int listen_fd = -1;
   bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
   std::unique_ptr<OutputCapture> output;
@@ -268,6 +291,12 @@ bool read_config(Host& host) {
   return false;
 }
 
+// Before the log or anything else of ours is open: whatever is open now was inherited, and
+// workers must not see it.
+void close_strays(Host& host) {
+  host.strays = process_manager::close_inherited_fds(inherited_fds_to_keep());
+}
+
 void open_logs(const Host& host) {
   try {
     configure_log(host.config);
@@ -278,14 +307,12 @@ void open_logs(const Host& host) {
 
 // Binds the socket, or takes the one of the old master after USR2.
 void open_listener(Host& host) {
-  host.upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
-  const int adopted_fd = take_fd_from_env(kListenFdEnv);
   try {
-    if (adopted_fd < 0) host.listener = std::make_unique<ListenSocket>(host.config);
+    if (host.adopted_fd < 0) host.listener = std::make_unique<ListenSocket>(host.config);
   } catch (const StartupError& e) {
     throw StartFailure{exit_code::kStartupFailure, e.what(), !host.config.error_log.empty()};
   }
-  host.listen_fd = host.listener ? host.listener->fd() : adopted_fd;
+  host.listen_fd = host.listener ? host.listener->fd() : host.adopted_fd;
   // Workers accept without blocking, so that one of them can wait on its kept connections and
   // the listening socket together. O_NONBLOCK belongs to the open socket, shared by every
   // process: in exec mode it stays blocking, as libfcgi programs expect.
@@ -372,17 +399,21 @@ void open_status_server(Host& host) {
 
 // USR2: exec the binary on disk with the socket; it takes the pidfile over once ready.
 void prepare_upgrade(Host& host) {
+  const SocketFile socket_file = host.listener ? host.listener->file() : host.adopted_file;
   host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd,
-                               exe = own_executable()](int ready_fd) {
-    // The socket and the handoff channel cross exec, nothing else of ours does.
+                               exe = own_executable(), socket_file,
+                               pidfile_fd = host.pidfile ? host.pidfile->fd() : -1](int ready_fd) {
+    // The socket, the handoff channel and the pidfile's lock cross exec, nothing else.
     if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
       PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
       return;
     }
     setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
     setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
+    if (!socket_file.empty()) setenv(kSocketFileEnv, socket_file.to_text().c_str(), 1);
     for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
-                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv}})
+                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv},
+                           std::pair{pidfile_fd, kPidfileFdEnv}})
       if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
         setenv(env, std::to_string(fd).c_str(), 1);
     std::vector<char*> argv;
@@ -396,31 +427,56 @@ void prepare_upgrade(Host& host) {
     host.handed_over = taken_over;
     if (taken_over) {
       if (host.listener) host.listener->forget_path(); // the new master serves on it, removes it
+      host.adopted_file.forget();
       return;
     }
-    try { // the failed new master removed the pidfile it had taken over
-      if (!host.config.pidfile.empty()) {
-        host.pidfile.reset();
-        host.pidfile = std::make_unique<process_manager::Pidfile>(host.config.pidfile);
-      }
+    try { // the failed new master wrote its pid there, or removed the file
+      if (host.pidfile) host.pidfile->reclaim();
     } catch (const std::exception& e) {
       PM_LOG(LogLevel::Error, std::string("pidfile: ") + e.what());
     }
   };
 }
 
+// TERM, QUIT, INT: the path goes first, so that nginx gets "no such file" and tries its next
+// upstream rather than a reset later; then the master's copy of the socket closes, so that it
+// closes for good with the last worker's copy (TCP: connections that arrive meanwhile wait in
+// the queue for a draining worker, or are reset when the last one closes it).
+void prepare_stop(Host& host) {
+  host.options.on_stop = [&host] {
+    if (host.listener) {
+      host.listener->stop_listening();
+    } else {
+      host.adopted_file.remove_if_ours();
+      ::close(host.listen_fd);
+    }
+    if (host.status_server) host.status_server->forget_pool_socket();
+  };
+}
+
+// The pidfile's lock comes before the socket: a start that is refused must touch nothing of the
+// running host, and only the lock (not a pid that may name a zombie) says whether one runs. An
+// upgrade takes the locked pidfile over from the old master (our parent).
 void take_pidfile(Host& host) {
+  host.upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
+  host.adopted_fd = take_fd_from_env(kListenFdEnv);
+  const int adopted_pidfile_fd = take_fd_from_env(kPidfileFdEnv);
   const std::string& path = host.config.pidfile;
-  if (path.empty()) return;
-  try {
-    // An upgrade takes the pidfile over from the old master (our parent) at once; the old one
-    // leaves it alone on exit, since it no longer holds its pid.
-    if (host.upgrade_fd >= 0 && process_manager::Pidfile::read(path) == getppid())
-      ::unlink(path.c_str());
-    host.pidfile = std::make_unique<process_manager::Pidfile>(path);
-  } catch (const std::exception& e) {
-    throw StartFailure{exit_code::kStartupFailure, std::string("pidfile: ") + e.what()};
+  if (!path.empty()) {
+    try {
+      host.pidfile = adopted_pidfile_fd >= 0
+                         ? std::make_unique<process_manager::Pidfile>(path, adopted_pidfile_fd)
+                         : std::make_unique<process_manager::Pidfile>(path);
+    } catch (const std::exception& e) {
+      throw StartFailure{exit_code::kStartupFailure,
+                         std::string("pidfile: ") + e.what() + "; not starting"};
+    }
+    host.options.private_fds.push_back(host.pidfile->fd());
   }
+  // The socket file an upgrade hands over: removed on stop only while it is still that file.
+  if (const char* text = std::getenv(kSocketFileEnv); text && host.adopted_fd >= 0)
+    host.adopted_file = SocketFile::from_text(host.config.listen.path, text);
+  unsetenv(kSocketFileEnv);
 }
 
 void change_directory(const Config& config) {
@@ -442,12 +498,28 @@ std::string what_is_served(const Host& host) {
 
 // The master's loop, until it stops; then the adopted socket file is removed when ours.
 int serve(Host& host) {
+  if (!host.strays.empty()) {
+    std::string fds;
+    for (int fd : host.strays)
+      fds += " " + std::to_string(fd);
+    PM_LOG(LogLevel::Notice, "closed " + std::to_string(host.strays.size()) +
+                                 " descriptor(s) inherited from the starting process, which "
+                                 "workers must not see:" +
+                                 fds);
+  }
+  const Credentials credentials = resolve_credentials(host.config); // checked: does not throw
+  std::string run_as;
+  if (credentials.default_user)
+    run_as = "; workers run as " + credentials.run_as + " (started as root without --user)";
+  else if (!credentials.run_as.empty())
+    run_as = "; workers run as " + credentials.run_as;
   PM_LOG(LogLevel::Notice,
          "fcgi-host listening on " +
              (host.listener
                   ? host.listener->description()
                   : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
-             " with " + std::to_string(host.config.workers) + " workers, " + what_is_served(host));
+             " with " + std::to_string(host.config.workers) + " workers, " + what_is_served(host) +
+             run_as);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
@@ -456,10 +528,10 @@ int serve(Host& host) {
                                  host.options);
   if (host.status_server) host.status_server->set_scoreboard(&master.scoreboard());
   int code = master.run();
-  // An adopted Unix socket's file is ours to remove now, unless handed over once more.
-  if (!host.listener && !host.handed_over && host.config.listen.kind == ListenAddress::Kind::Unix)
-    ::unlink(host.config.listen.path.c_str());
-  PM_LOG(LogLevel::Notice, "fcgi-host stopped");
+  // A stop that never began (the loop failed): the socket file is still ours to remove.
+  if (!host.handed_over) host.adopted_file.remove_if_ours();
+  // After a failure the master's last line already said why and that it exits.
+  PM_LOG(code == exit_code::kOk ? LogLevel::Notice : LogLevel::Debug, "fcgi-host stopped");
   return code;
 }
 
@@ -471,14 +543,16 @@ int run_host(int argc, char** argv, app::Handler* own) {
   host.own = own;
   try {
     if (!read_config(host)) return exit_code::kOk;
+    close_strays(host);
     open_logs(host);
+    take_pidfile(host);
     open_listener(host);
     open_handoff_channel(host);
     prepare_reload(host);
     capture_worker_output(host);
     open_status_server(host);
     prepare_upgrade(host);
-    take_pidfile(host);
+    prepare_stop(host);
     change_directory(host.config);
   } catch (const StartFailure& f) {
     std::cerr << "fcgi-host: " << f.message << "\n";

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <cstring>
 #include <netinet/in.h>
+#include <utility>
 
 namespace fcgi_host {
 namespace {
@@ -60,13 +61,44 @@ bool prefix_matches(const std::array<std::uint8_t, 16>& a, const std::array<std:
 } // namespace
 
 bool valid_client_pattern(const std::string& pattern, std::string& why) {
+  if (pattern == kUnixClientsToken) return true;
   std::array<std::uint8_t, 16> address;
   unsigned prefix;
   return parse_pattern(pattern, address, prefix, why);
 }
 
+bool parse_client_list(const std::string& list, std::vector<std::string>& patterns,
+                       std::string& why) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : list + ",") {
+    if (c != ',' && c != ' ' && c != '\t') {
+      item += c;
+      continue;
+    }
+    if (item.empty()) continue;
+    std::string reason;
+    if (!valid_client_pattern(item, reason)) {
+      why = "'" + item + "' " + reason;
+      return false;
+    }
+    out.push_back(std::exchange(item, {}));
+  }
+  if (out.empty()) {
+    why = "the list is empty, which would allow everyone; name at least one address, or leave "
+          "the option out";
+    return false;
+  }
+  patterns = std::move(out);
+  return true;
+}
+
 ClientFilter::ClientFilter(const std::vector<std::string>& patterns) {
   for (const std::string& p : patterns) {
+    if (p == kUnixClientsToken) {
+      allows_unix_ = true;
+      continue;
+    }
     Rule r;
     std::string why;
     if (parse_pattern(p, r.address, r.prefix, why)) rules_.push_back(r);
@@ -74,7 +106,7 @@ ClientFilter::ClientFilter(const std::vector<std::string>& patterns) {
 }
 
 bool ClientFilter::allows(const sockaddr* peer) const {
-  if (rules_.empty() || peer->sa_family == AF_UNIX) return true;
+  if (allows_everyone() || peer->sa_family == AF_UNIX) return true;
   std::array<std::uint8_t, 16> address{};
   if (peer->sa_family == AF_INET) {
     address[10] = address[11] = 0xff;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <utility>
 
 namespace fcgi_host {
 namespace {
@@ -96,8 +97,12 @@ ListenSocket::ListenSocket(const Config& config) {
 }
 
 ListenSocket::~ListenSocket() {
-  if (!owned_path_.empty()) unlink(owned_path_.c_str());
-  if (fd_ >= 0) close(fd_);
+  stop_listening();
+}
+
+void ListenSocket::stop_listening() {
+  file_.remove_if_ours();
+  if (fd_ >= 0) close(std::exchange(fd_, -1));
 }
 
 void ListenSocket::open_unix(const Config& config) {
@@ -121,7 +126,7 @@ void ListenSocket::open_unix(const Config& config) {
   int err = errno;
   umask(old_umask);
   if (rc != 0) throw StartupError(sys_error("bind", path, err));
-  owned_path_ = path;
+  file_ = SocketFile::record(path); // before anyone else can replace it: we just created it
   if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
       chown(path.c_str(), uid, gid) != 0)
     throw StartupError(sys_error("chown", path));

@@ -3,6 +3,7 @@
 // libfcgi's FCGX_OpenSocket is not used: it is IPv4-only, exit()s on a bind error and unlinks a
 // Unix socket path without checking whether a live server holds it.
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/socket_file.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -27,8 +28,14 @@ public:
   int fd() const { return fd_; }
   bool is_unix() const { return is_unix_; }
   const std::string& description() const { return description_; }
-  // Called in workers: the socket file belongs to the master, which removes it on exit.
-  void forget_path() { owned_path_.clear(); }
+  // The socket file this host bound (empty for TCP and inherited sockets).
+  const SocketFile& file() const { return file_; }
+  // The start of a stop: the path goes first (if it is still ours), so that a new connection
+  // gets "no such file" and nginx tries its next upstream, then this process's copy of the
+  // socket closes; the socket itself closes with the last worker's copy.
+  void stop_listening();
+  // After a binary upgrade the socket file belongs to the new master, which removes it.
+  void forget_path() { file_.forget(); }
 
 private:
   void open_unix(const Config& config);
@@ -38,7 +45,7 @@ private:
   int fd_ = -1;
   bool is_unix_ = false;
   std::string description_;
-  std::string owned_path_; // a socket file we created: removed when the master exits
+  SocketFile file_; // the socket file we created: removed when the master stops
 };
 
 } // namespace fcgi_host

@@ -553,6 +553,9 @@ void fill_response(const EndpointReply& reply, app::Response& response) {
 
 bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_addr) {
   if (filter.allows_everyone()) return true;
+  // nginx sends `unix:` for a client of a `listen unix:` server; no address at all means the
+  // same to us (a client on the host's own Unix socket). Only the `unix` token lets them in.
+  if (remote_addr.empty() || remote_addr == "unix:") return filter.allows_unix_clients();
   std::string text(remote_addr);
   sockaddr_in v4{};
   sockaddr_in6 v6{};
@@ -564,7 +567,7 @@ bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_add
     v6.sin6_family = AF_INET6;
     return filter.allows(reinterpret_cast<sockaddr*>(&v6));
   }
-  return true;
+  return false; // fail closed: what does not parse strictly (010.0.0.1, fe80::1%eth0) is no match
 }
 
 } // namespace fcgi_host

@@ -9,6 +9,7 @@
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <poll.h>
 #include <sys/socket.h>
@@ -41,6 +42,7 @@ StatusServer::StatusServer(const Config& config, ObservabilitySettings settings,
 }
 
 void StatusServer::serve() {
+  client_errors_.flush_due(process_manager::monotonic_ns());
   std::uint64_t deadline =
       process_manager::monotonic_ns() + static_cast<std::uint64_t>(kBudget.count()) * 1'000'000u;
   for (int i = 0; i < kMaxPerCall && process_manager::monotonic_ns() < deadline; ++i) {
@@ -51,7 +53,9 @@ void StatusServer::serve() {
     // --status-allow: TCP peers by address; Unix peers pass (the socket's mode governs them).
     bool allowed = peer.ss_family == AF_UNIX ||
                    settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
-    serve_connection(c, allowed, deadline);
+    std::uint64_t own_deadline = process_manager::monotonic_ns() +
+                                 static_cast<std::uint64_t>(kPerConnection.count()) * 1'000'000u;
+    serve_connection(c, allowed, std::min(deadline, own_deadline));
     ::close(c);
   }
 }
@@ -77,7 +81,8 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (v == RecordGuard::Verdict::Close || size == in.size()) return;
     std::uint64_t now = process_manager::monotonic_ns();
     if (now >= deadline) {
-      PM_LOG(LogLevel::Warn, "status-listen: request not received in time; connection closed");
+      client_errors_.write(ClientErrorLog::Kind::Request,
+                           "status-listen: request not received in time; connection closed");
       return;
     }
     pollfd p{fd, POLLIN, 0};
@@ -130,7 +135,8 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   std::uint64_t now = process_manager::monotonic_ns();
   int left_ms = now < deadline ? static_cast<int>((deadline - now) / 1'000'000 + 1) : 1;
   if (!write_all(fd, out.data(), out.size(), left_ms))
-    PM_LOG(LogLevel::Warn, "status-listen: client did not read the answer in time");
+    client_errors_.write(ClientErrorLog::Kind::Connection,
+                         "status-listen: client did not read the answer in time");
 }
 
 } // namespace fcgi_host

@@ -3,11 +3,13 @@
 // so the status page answers when every worker is busy or stuck (php-fpm's pm.status_listen needs
 // a hidden extra pool for that). The socket is non-blocking and sits in the master loop's
 // watch_fds; serve() accepts what is queued and answers each connection with a bounded budget
-// (at most kBudget for the whole call, small buffers), then closes it: a slow or hostile client
-// can delay the master loop by that much, never hold it.
+// (at most kPerConnection each, kBudget for the whole call, small buffers), then closes it: a
+// slow or hostile client can delay a turn of the master loop by that much, never hold it, and a
+// flood of them delays respawns and timeouts by at most kBudget.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/worker/client_error_log.hpp"
 
 #include <chrono>
 #include <memory>
@@ -16,7 +18,9 @@ namespace fcgi_host {
 
 class StatusServer {
 public:
-  static constexpr std::chrono::milliseconds kBudget{1000};
+  static constexpr std::chrono::milliseconds kBudget{250};
+  // A status request is one small write, there at once (and on TCP before the accept).
+  static constexpr std::chrono::milliseconds kPerConnection{100};
 
   // Binds config.status_listen (same socket mode and owner rules as --listen). Throws
   // StartupError.
@@ -25,6 +29,8 @@ public:
   int fd() const { return socket_->fd(); }
   const std::string& description() const { return socket_->description(); }
   void set_scoreboard(const process_manager::Scoreboard* s) { scoreboard_ = s; }
+  // The pool's socket is closed in the master (a stop began): no listen queue to report.
+  void forget_pool_socket() { pool_listen_fd_ = -1; }
 
   // The socket is readable: answer the queued connections.
   void serve();
@@ -36,6 +42,7 @@ private:
   ObservabilitySettings settings_;
   int pool_listen_fd_;
   const process_manager::Scoreboard* scoreboard_ = nullptr;
+  ClientErrorLog client_errors_; // slow or silent clients: rate-limited lines
 };
 
 } // namespace fcgi_host

@@ -19,11 +19,9 @@ using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
 int run_exec_worker(const process_manager::WorkerContext& context, const ExecSettings& settings) {
-  if (!drop_privileges(settings.credentials)) {
-    PM_LOG(LogLevel::Alert,
-           std::string("--exec: could not drop privileges: ") + std::strerror(errno));
-    return exit_code::kWorkerBootFailure;
-  }
+  if (!drop_privileges(settings.credentials))
+    return process_manager::boot_failure(
+        context, std::string("--exec: could not drop privileges: ") + std::strerror(errno));
   apply_environment(settings.clear_env, settings.env);
   // The program is no systemd service of its own.
   unsetenv("NOTIFY_SOCKET");
@@ -33,8 +31,7 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   int log_fd = process_manager::Log::get().fd();
   if (::dup2(settings.listen_fd, 0) != 0 || (log_fd != 1 && ::dup2(log_fd, 1) != 1) ||
       (log_fd != 2 && ::dup2(log_fd, 2) != 2)) {
-    PM_LOG(LogLevel::Alert, "--exec: " + sys_error("dup2", "fd 0, 1, 2"));
-    return exit_code::kWorkerBootFailure;
+    return process_manager::boot_failure(context, "--exec: " + sys_error("dup2", "fd 0, 1, 2"));
   }
   // The master keeps the socket blocking in exec mode (O_NONBLOCK belongs to the open file, which
   // every worker shares); make sure, since a non-blocking accept() makes libfcgi spin or fail.
@@ -55,8 +52,8 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
   ::execvp(argv[0], argv.data());
   int err = errno;
-  PM_LOG(LogLevel::Alert, "--exec: " + sys_error("execvp", settings.argv[0], err));
-  return exit_code::kWorkerBootFailure;
+  return process_manager::boot_failure(context,
+                                       "--exec: " + sys_error("execvp", settings.argv[0], err));
 }
 
 } // namespace fcgi_host

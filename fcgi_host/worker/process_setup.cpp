@@ -2,33 +2,38 @@
 
 #include "fcgi_host/net/listen_socket.hpp"
 
+#include <csignal>
 #include <cstdlib>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace fcgi_host {
 
 Credentials resolve_credentials(const Config& config) {
   Credentials c;
-  if (config.user.empty() && config.group.empty()) return c;
-  if (geteuid() != 0)
-    throw StartupError("--user/--group: fcgi-host must be started as root to change user");
+  bool root = geteuid() == 0;
+  if (config.user.empty() && config.group.empty() && !root) return c;
+  if (!root) throw StartupError("--user/--group: fcgi-host must be started as root to change user");
   c.change = true;
-  c.uid = geteuid();
-  c.gid = getegid();
-  if (!config.user.empty()) {
-    passwd* pw = getpwnam(config.user.c_str());
-    if (!pw) throw StartupError("--user: unknown user \"" + config.user + "\"");
-    c.uid = pw->pw_uid;
-    c.gid = pw->pw_gid;
-    c.user = config.user;
-  }
+  c.default_user = config.user.empty();
+  const std::string& user = c.default_user ? std::string(kDefaultWorkerUser) : config.user;
+  passwd* pw = getpwnam(user.c_str());
+  if (!pw)
+    throw StartupError(c.default_user ? "started as root without --user, and there is no user \"" +
+                                            user + "\" to run workers as; name one with --user"
+                                      : "--user: unknown user \"" + user + "\"");
+  c.uid = pw->pw_uid;
+  c.gid = pw->pw_gid;
+  c.user = user;
   if (!config.group.empty()) {
     group* gr = getgrnam(config.group.c_str());
     if (!gr) throw StartupError("--group: unknown group \"" + config.group + "\"");
     c.gid = gr->gr_gid;
   }
+  group* gr = getgrgid(c.gid);
+  c.run_as = user + ":" + (gr ? std::string(gr->gr_name) : std::to_string(c.gid));
   return c;
 }
 
@@ -36,7 +41,11 @@ bool drop_privileges(const Credentials& c) {
   if (!c.change) return true;
   bool groups_ok =
       c.user.empty() ? setgroups(0, nullptr) == 0 : initgroups(c.user.c_str(), c.gid) == 0;
+  pid_t master = getppid();
   if (!groups_ok || setgid(c.gid) != 0 || setuid(c.uid) != 0) return false;
+  // A change of user clears the parent-death signal (prctl(2)): armed again, or this worker
+  // would outlive a master killed with SIGKILL. If the master died in between, give up.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != master) return false;
   // A root that could get its privileges back has not dropped them.
   return c.uid == 0 || (setuid(0) != 0 && geteuid() == c.uid);
 }

@@ -14,10 +14,19 @@ struct Credentials {
   uid_t uid = 0;
   gid_t gid = 0;
   std::string user; // for initgroups; empty with --group alone
+  // Started as root: who the workers run as ("nobody:nogroup"), and whether that was chosen
+  // for the operator (no --user given). Empty when not started as root.
+  std::string run_as;
+  bool default_user = false;
 };
 
+// The user workers of a master started as root run as when no --user is given, as nginx does:
+// a worker never runs as root unless the operator says --user root.
+inline constexpr const char* kDefaultWorkerUser = "nobody";
+
 // Resolves --user and --group at start; throws StartupError for an unknown name, or when
-// fcgi-host is not root and would need to be.
+// fcgi-host is not root and would need to be. As root without --user: kDefaultWorkerUser with
+// its own group (nogroup on Debian), or --group.
 Credentials resolve_credentials(const Config& config);
 
 // In the worker: drops to `c` for good (supplementary groups, group, then user). False, with

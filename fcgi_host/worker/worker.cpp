@@ -20,11 +20,9 @@ namespace exit_code = process_manager::exit_code;
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
   OutputCapture::attach(settings.output_fd);
-  if (!drop_privileges(settings.credentials)) {
-    PM_LOG(LogLevel::Alert,
-           std::string("worker could not drop privileges: ") + std::strerror(errno));
-    return exit_code::kWorkerBootFailure;
-  }
+  if (!drop_privileges(settings.credentials))
+    return process_manager::boot_failure(context, std::string("could not drop privileges: ") +
+                                                      std::strerror(errno));
   apply_environment(settings.clear_env, settings.env);
   return_large_allocations_when_freed();
   HandlerPtr handler(nullptr, [](app::Handler*) {});
@@ -32,8 +30,7 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
     handler = make_handler();
     handler->on_worker_start();
   } catch (const std::exception& e) {
-    PM_LOG(LogLevel::Alert, std::string("worker failed to boot: ") + e.what());
-    return exit_code::kWorkerBootFailure;
+    return process_manager::boot_failure(context, e.what()); // the master logs it, once
   }
   int code;
   {

@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <pwd.h>
 #include <set>
 #include <sstream>
@@ -149,6 +151,9 @@ TEST_SUITE("access control") {
               "ls /proc/self/fd > {dir}/fds.txt; exec sleep 30"};
     o.listen = it::Listen::AsGiven;
     o.wait_ready = false;
+    // The program writes its report into the test's private directory: it keeps the test's user
+    // (root in CI) rather than nobody, with whom it could not.
+    if (geteuid() == 0) o.args.insert(o.args.begin(), {"--user", "root"});
     HostProcess host(o);
     REQUIRE(it::wait_for([&] { return !it::read_file(host.dir().file("fds.txt")).empty(); },
                          Millis{5000}));
@@ -159,5 +164,80 @@ TEST_SUITE("access control") {
     INFO("fds of the --exec program: " << it::read_file(host.dir().file("fds.txt")));
     // What ls inherits from the program, and its own fd 3 on /proc/self/fd.
     CHECK(fds == std::set<std::string>{"0", "1", "2", "3"});
+  }
+
+  TEST_CASE("--status-allow fails closed on a REMOTE_ADDR it cannot parse, `unix` lets Unix "
+            "clients in") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--status-path", "/status", "--ping-path",
+                      "/ping", "--status-allow", "127.0.0.1"});
+    auto c = host.connect();
+    for (const char* addr : {"", "unix:", "010.0.0.1", "127.000.0.1", "fe80::1%eth0", "::1"}) {
+      CAPTURE(addr);
+      CHECK(c.request("GET", "/status", "", {{"REMOTE_ADDR", addr}}).status == 403);
+      CHECK(c.request("GET", "/ping", "", {{"REMOTE_ADDR", addr}}).status == 403);
+    }
+    fcgi_test::Request absent;
+    absent.uri = "/status";
+    absent.params = fcgi_test::standard_params("GET", "/status", 0);
+    std::erase_if(*absent.params, [](const auto& p) { return p.first == "REMOTE_ADDR"; });
+    CHECK(c.request(absent).status == 403);
+    CHECK(c.request("GET", "/status", "", {{"REMOTE_ADDR", "127.0.0.1"}}).status == 200);
+
+    HostProcess with_unix({"--app", "echo", "--workers", "1", "--status-path", "/status",
+                           "--status-allow", "127.0.0.1, unix"});
+    auto u = with_unix.connect();
+    CHECK(u.request("GET", "/status", "", {{"REMOTE_ADDR", "unix:"}}).status == 200);
+    CHECK(u.request(absent).status == 200);
+    CHECK(u.request("GET", "/status", "", {{"REMOTE_ADDR", "010.0.0.1"}}).status == 403);
+  }
+
+  TEST_CASE("an empty --allow-clients or --status-allow is a config error naming the option") {
+    struct Case {
+      std::vector<std::string> args;
+      std::map<std::string, std::string> files;
+      std::string option;
+    };
+    std::vector<Case> cases{
+        {{"--allow-clients", ""}, {}, "--allow-clients"},
+        {{"--allow-clients", " , "}, {}, "--allow-clients"},
+        {{"--status-allow", ""}, {}, "--status-allow"},
+        {{"--config", "{dir}/h.conf"}, {{"h.conf", "allow-clients = ,\n"}}, "allow-clients"},
+    };
+    for (Case& c : cases) {
+      c.args.insert(c.args.end(), {"--app", "hello", "--listen", "unix:{dir}/s.sock"});
+      it::RunResult r = it::run_host(it::HostOptions{c.args, c.files, it::Listen::AsGiven});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == 2);
+      CHECK(r.output.find(c.option) != std::string::npos);
+      CHECK(r.output.find("empty") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("stray descriptors inherited from the starting process are closed at start") {
+    // This test process plays the careless shell: an open file without close-on-exec.
+    it::TempDir dir;
+    std::string secret = dir.write("secret.txt", "not for handlers\n");
+    int stray = ::open(secret.c_str(), O_RDONLY); // deliberately not O_CLOEXEC
+    REQUIRE(stray >= 3);
+    auto points_at_secret = [&](pid_t pid) {
+      char target[512];
+      for (int fd : open_fds(pid)) {
+        std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+        if (n > 0 && std::string(target, static_cast<std::size_t>(n)) == secret) return true;
+      }
+      return false;
+    };
+    HostProcess host({"--app", "hello", "--workers", "2"});
+    ::close(stray);
+    auto workers = host.wait_workers(2);
+    REQUIRE(workers.size() == 2);
+    CHECK_FALSE(points_at_secret(host.pid()));
+    for (pid_t w : workers)
+      CHECK_FALSE(points_at_secret(w));
+    auto closed = it::lines_with(host.log(), "inherited from the starting process");
+    REQUIRE(closed.size() == 1);
+    CHECK(closed[0].find(" " + std::to_string(stray)) != std::string::npos);
+    CHECK(host.connect().request("GET", "/").body == "OK");
   }
 }

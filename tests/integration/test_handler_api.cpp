@@ -158,6 +158,8 @@ TEST_SUITE("handler API through nginx") {
 
   TEST_CASE("the notes example behind nginx") {
     it::TempDir data;
+    // The workers create the database here: started as root, they run as nobody.
+    if (geteuid() == 0) REQUIRE(::chmod(data.path().c_str(), 0777) == 0);
     HostProcess host({"--app", FCGI_TEST_NOTES_PLUGIN, "--workers", "2", "--env",
                       "NOTES_DB=" + data.file("notes.db")});
     NginxProcess nginx({host.address()});

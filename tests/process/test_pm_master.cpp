@@ -39,6 +39,36 @@ TEST_CASE("master: a worker killed with SIGKILL is replaced within 1 s") {
   CHECK(m.wait_exit(3s) == exit_code::kOk);
 }
 
+TEST_CASE("master: a slot whose workers crash at once backs off alone, a killed healthy worker "
+          "in another slot is replaced at once") {
+  // Slot 0 crashes right after its start, in a loop (never ready); slot 1 serves.
+  MasterUnderTest m(generation(2, [](const WorkerContext& ctx) {
+    if (ctx.slot_index != 0) return serve(ctx);
+    probe().boots++;
+    return 1; // a crash: exit code 1
+  }));
+  std::uint64_t start = monotonic_ns();
+  REQUIRE(m.wait_until([&] { return m.probe().boots >= 4; }, 3s));
+  std::uint64_t fourth_boot_ms = (monotonic_ns() - start) / 1'000'000;
+  REQUIRE(m.wait_until([&] { return m.ready().size() == 1; }, 3s));
+  pid_t healthy = m.ready().front();
+  // Its backoff (0, 100, 200 ms ...) slowed slot 0 down: not hundreds of boots.
+  CHECK(fourth_boot_ms >= 250);
+  std::uint64_t killed = monotonic_ns();
+  REQUIRE(kill(healthy, SIGKILL) == 0);
+  CHECK(m.wait_until(
+      [&] {
+        auto now = m.ready();
+        return now.size() == 1 && now.front() != healthy;
+      },
+      1s));
+  MESSAGE("slot 0 crash loop: 4th boot after " << fourth_boot_ms
+                                               << " ms; slot 1's killed worker replaced in "
+                                               << (monotonic_ns() - killed) / 1'000'000 << " ms");
+  m.signal(SIGTERM);
+  CHECK(m.wait_exit(3s) == exit_code::kOk);
+}
+
 TEST_CASE("master: TERM lets the request in flight finish, then exits 0") {
   static std::filesystem::path marker;
   marker = temp_path("marker");

@@ -96,6 +96,13 @@ TEST_CASE("bad values name the option") {
   CHECK(error_of({"--graceful-timeout", "-1"}).find("--graceful-timeout") != std::string::npos);
   CHECK(error_of({"--header-timeout", "0"}).find("--header-timeout") != std::string::npos);
   CHECK(error_of({"--log-level", "loud"}).find("--log-level") != std::string::npos);
+  // An empty allow-list would allow everyone: refused, on the command line and in a file.
+  for (const char* list : {"--allow-clients", "--status-allow"})
+    for (const char* empty : {"", " , "})
+      CHECK(error_of({list, empty}).find(list) != std::string::npos);
+  TempConfig file("allow-clients = ,\n");
+  CHECK(error_of({"--config", file.path}).find("allow-clients") != std::string::npos);
+  CHECK(error_of({"--status-allow", "010.0.0.1"}).find("--status-allow") != std::string::npos);
 }
 
 TEST_CASE("sizes and durations") {

@@ -275,8 +275,38 @@ TEST_CASE("status page: REMOTE_ADDR and --status-allow") {
   CHECK(remote_addr_allowed(f, "10.1.2.3"));
   CHECK_FALSE(remote_addr_allowed(f, "192.0.2.1"));
   CHECK_FALSE(remote_addr_allowed(f, "::1"));
-  CHECK(remote_addr_allowed(f, "")); // no IP: a Unix-socket client
+  // Fail closed: what does not parse strictly, and clients of a Unix socket, are refused...
+  for (const char* addr : {"", "unix:", "010.1.2.3", "10.1.2.3%eth0", "fe80::1%eth0", "10.1.2.3 ",
+                           "10.1.2", "localhost", "::ffff:010.1.2.3"})
+    CHECK_MESSAGE(!remote_addr_allowed(f, addr), addr);
+  CHECK(remote_addr_allowed(f, "::ffff:10.1.2.3"));
+  // ...unless the list says `unix`, which lets in exactly those.
+  ClientFilter with_unix(std::vector<std::string>{"10.0.0.0/8", "unix"});
+  CHECK(remote_addr_allowed(with_unix, "unix:"));
+  CHECK(remote_addr_allowed(with_unix, ""));
+  CHECK(remote_addr_allowed(with_unix, "10.1.2.3"));
+  CHECK_FALSE(remote_addr_allowed(with_unix, "192.0.2.1"));
+  CHECK_FALSE(remote_addr_allowed(with_unix, "010.1.2.3"));
+  ClientFilter only_unix(std::vector<std::string>{"unix"});
+  CHECK_FALSE(only_unix.allows_everyone());
+  CHECK_FALSE(remote_addr_allowed(only_unix, "127.0.0.1"));
+  CHECK(remote_addr_allowed(only_unix, "unix:"));
   CHECK(remote_addr_allowed(ClientFilter(), "192.0.2.1"));
+  CHECK(remote_addr_allowed(ClientFilter(), "unix:"));
+}
+
+TEST_CASE("allow-lists: an empty list or a bad item is refused, naming the item") {
+  std::vector<std::string> patterns;
+  std::string why;
+  for (const char* empty : {"", " , ", ",", " \t "}) {
+    CHECK_FALSE(fcgi_host::parse_client_list(empty, patterns, why));
+    CHECK(why.find("empty") != std::string::npos);
+  }
+  CHECK_FALSE(fcgi_host::parse_client_list("127.0.0.1, 010.0.0.1", patterns, why));
+  CHECK(why.find("'010.0.0.1'") != std::string::npos);
+  CHECK_FALSE(fcgi_host::parse_client_list("fe80::1%eth0", patterns, why));
+  CHECK(fcgi_host::parse_client_list("127.0.0.1, ::1 10.0.0.0/8,unix", patterns, why));
+  CHECK(patterns == std::vector<std::string>{"127.0.0.1", "::1", "10.0.0.0/8", "unix"});
 }
 
 TEST_CASE("output capture: a worker's stdout and stderr lines reach the log with its pid") {

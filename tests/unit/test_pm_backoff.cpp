@@ -8,39 +8,65 @@ namespace {
 constexpr std::uint64_t kMs = 1'000'000;
 constexpr std::uint64_t kS = 1000 * kMs;
 constexpr std::uint64_t kT0 = 1000 * kS; // an arbitrary monotonic start
+constexpr std::uint64_t kYoung = 50 * kMs;
+constexpr std::uint64_t kOld = 30 * kS;
 } // namespace
 
-TEST_CASE("backoff: delay doubles from 100 ms, capped at 5 s") {
+TEST_CASE("backoff: a slot whose workers die young waits 0, then 100 ms doubling to 5 s") {
   CrashPolicy p;
   std::uint64_t t = kT0;
-  std::uint64_t expected[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
+  std::uint64_t expected[] = {0, 100, 200, 400, 800, 1600, 3200, 5000, 5000};
   for (std::uint64_t ms : expected) {
-    CHECK(p.on_crash(t).respawn_at_ns - t == ms * kMs);
+    CHECK(p.on_crash(0, kYoung, t).respawn_at_ns - t == ms * kMs);
     t += 1200 * kMs; // slow enough never to trip the breaker
   }
 }
 
-TEST_CASE("backoff: resets after 10 s without a crash") {
+TEST_CASE("backoff: a worker that lived past 1 s is replaced at once and resets its slot") {
   CrashPolicy p;
-  p.on_crash(kT0);
-  p.on_crash(kT0 + 1 * kS);
-  CHECK(p.on_crash(kT0 + 2 * kS).respawn_at_ns == kT0 + 2 * kS + 400 * kMs);
-  std::uint64_t later = kT0 + 12 * kS + 1;
-  CHECK(p.on_crash(later).respawn_at_ns == later + 100 * kMs);
+  p.on_crash(0, kYoung, kT0);
+  CHECK(p.on_crash(0, kYoung, kT0 + 1 * kS).respawn_at_ns == kT0 + 1 * kS + 100 * kMs);
+  CHECK(p.on_crash(0, kYoung, kT0 + 2 * kS).respawn_at_ns == kT0 + 2 * kS + 200 * kMs);
+  CHECK(p.on_crash(0, kOld, kT0 + 3 * kS).respawn_at_ns == kT0 + 3 * kS);
+  CHECK(p.on_crash(0, kYoung, kT0 + 4 * kS).respawn_at_ns == kT0 + 4 * kS); // a new streak
 }
 
-TEST_CASE("backoff: the breaker trips once, pauses 10 s, and is logged once") {
+TEST_CASE("backoff: each slot backs off on its own") {
+  CrashPolicy p;
+  for (int i = 0; i < 5; ++i)
+    p.on_crash(0, kYoung, kT0 + i * 1200 * kMs);
+  std::uint64_t t = kT0 + 6 * kS;
+  CHECK(p.on_crash(0, kYoung, t).respawn_at_ns - t == 1600 * kMs);
+  CHECK(p.on_crash(1, kYoung, t).respawn_at_ns == t);
+  CHECK(p.on_crash(2, kOld, t).respawn_at_ns == t);
+  CHECK(p.pool_respawn_at_ns() <= t);
+}
+
+TEST_CASE("backoff: random kills of healthy workers never delay or trip anything") {
+  CrashPolicy p;
+  int trips = 0;
+  for (int i = 0; i < 200; ++i) { // 4 slots, one killed every 0.5 s, each lived 2 s
+    std::uint64_t t = kT0 + static_cast<std::uint64_t>(i) * 500 * kMs;
+    CrashPolicy::Decision d = p.on_crash(static_cast<std::size_t>(i % 4), 2 * kS, t);
+    CHECK(d.respawn_at_ns == t);
+    trips += d.breaker_tripped;
+  }
+  CHECK(trips == 0);
+}
+
+TEST_CASE("backoff: the breaker trips once on young deaths, pauses 10 s, and is logged once") {
   CrashPolicy p;
   int trips = 0, lines = 0;
   std::uint64_t suppressed = 0;
   CrashPolicy::Decision d;
-  // 30 crashes, 10 ms apart: a storm.
+  // 30 young deaths in 30 slots, 10 ms apart: a storm no single slot's backoff slows down.
   for (int i = 0; i < 30; ++i) {
-    d = p.on_crash(kT0 + i * 10 * kMs);
+    d = p.on_crash(static_cast<std::size_t>(i), kYoung, kT0 + i * 10 * kMs);
     trips += d.breaker_tripped;
     if (i == 10) {
-      CHECK(d.breaker_tripped); // the 11th crash is "more than 10"
+      CHECK(d.breaker_tripped); // the 11th is "more than 10"
       CHECK(d.respawn_at_ns == kT0 + i * 10 * kMs + 10 * kS);
+      CHECK(p.pool_respawn_at_ns() == kT0 + i * 10 * kMs + 10 * kS);
     }
     lines += d.log;
     suppressed += d.suppressed;
@@ -50,7 +76,7 @@ TEST_CASE("backoff: the breaker trips once, pauses 10 s, and is logged once") {
   CHECK(suppressed == 0);
 
   // The next crash a second later writes a line that says how many were suppressed.
-  d = p.on_crash(kT0 + 2 * kS);
+  d = p.on_crash(0, kYoung, kT0 + 2 * kS);
   CHECK(d.log);
   CHECK(d.suppressed == 29);
   CHECK_FALSE(d.breaker_tripped); // still paused: no second breaker line
@@ -61,8 +87,16 @@ TEST_CASE("backoff: the breaker can trip again after its pause") {
   CrashPolicy p;
   int trips = 0;
   for (int i = 0; i < 11; ++i)
-    trips += p.on_crash(kT0 + i * kMs).breaker_tripped;
+    trips += p.on_crash(0, kYoung, kT0 + i * kMs).breaker_tripped;
   for (int i = 0; i < 11; ++i)
-    trips += p.on_crash(kT0 + 11 * kS + i * kMs).breaker_tripped;
+    trips += p.on_crash(0, kYoung, kT0 + 11 * kS + i * kMs).breaker_tripped;
   CHECK(trips == 2);
+}
+
+TEST_CASE("backoff: failed spawns hold the whole pool back, doubling") {
+  CrashPolicy p;
+  CHECK(p.on_spawn_failure(kT0).respawn_at_ns == kT0 + 100 * kMs);
+  CHECK(p.pool_respawn_at_ns() == kT0 + 100 * kMs);
+  CHECK(p.on_spawn_failure(kT0 + 200 * kMs).respawn_at_ns == kT0 + 300 * kMs);
+  CHECK(p.on_spawn_failure(kT0 + 400 * kMs).respawn_at_ns == kT0 + 600 * kMs);
 }
