@@ -344,8 +344,8 @@ void read_status(const Values& v, Config& c) {
 }
 
 void read_access_control(const Values& v, Config& c) {
-  for (auto [list, patterns] : {std::pair{"allow-clients", &c.allow_clients},
-                                std::pair{"status-allow", &c.status_allow}}) {
+  for (auto [list, patterns] :
+       {std::pair{"allow-clients", &c.allow_clients}, std::pair{"status-allow", &c.status_allow}}) {
     std::string why;
     if (v.has(list) && !parse_client_list(v.text(list), *patterns, why)) throw v.error(list, why);
   }

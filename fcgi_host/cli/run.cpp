@@ -170,6 +170,7 @@ process_manager::PoolSettings pool_settings(const Config& config) {
 WorkerSettings worker_settings(const Config& config, int listen_fd) {
   WorkerSettings settings;
   settings.listen_fd = listen_fd;
+  settings.close_listen_fd_on_stop = true;
   settings.allow_clients = ClientFilter(config.allow_clients);
   settings.credentials = resolve_credentials(config);
   settings.clear_env = config.clear_env;
@@ -400,8 +401,8 @@ void open_status_server(Host& host) {
 // USR2: exec the binary on disk with the socket; it takes the pidfile over once ready.
 void prepare_upgrade(Host& host) {
   const SocketFile socket_file = host.listener ? host.listener->file() : host.adopted_file;
-  host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd,
-                               exe = own_executable(), socket_file,
+  host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd, exe = own_executable(),
+                               socket_file,
                                pidfile_fd = host.pidfile ? host.pidfile->fd() : -1](int ready_fd) {
     // The socket, the handoff channel and the pidfile's lock cross exec, nothing else.
     if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
@@ -513,13 +514,12 @@ int serve(Host& host) {
     run_as = "; workers run as " + credentials.run_as + " (started as root without --user)";
   else if (!credentials.run_as.empty())
     run_as = "; workers run as " + credentials.run_as;
-  PM_LOG(LogLevel::Notice,
-         "fcgi-host listening on " +
-             (host.listener
-                  ? host.listener->description()
-                  : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
-             " with " + std::to_string(host.config.workers) + " workers, " + what_is_served(host) +
-             run_as);
+  PM_LOG(LogLevel::Notice, "fcgi-host listening on " +
+                               (host.listener ? host.listener->description()
+                                              : "fd " + std::to_string(host.listen_fd) +
+                                                    " from the previous master") +
+                               " with " + std::to_string(host.config.workers) + " workers, " +
+                               what_is_served(host) + run_as);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();

@@ -81,8 +81,7 @@ bool Worker::serve_request(Connection& c) {
     // nginx closes the connection when its client leaves; a small answer written to it would
     // still "succeed". After a long handler (when that is likely, and one system call is cheap
     // beside it) the worker looks, so that the request is logged and counted as aborted (499).
-    if (process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs &&
-        probe_aborted(&c))
+    if (process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs && probe_aborted(&c))
       out.aborted = true;
   }
   send(c, out);
@@ -120,8 +119,8 @@ bool Worker::decode(Connection& c, Outcome& out) {
 // slot stays idle, so the status page never counts itself as active.
 void Worker::answer_endpoint(Outcome& out) {
   bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
-  fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_,
-                                           settings_.listen_fd, request_.query(), allowed,
+  fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
+                                           request_.query(), allowed,
                                            request_.param("HTTP_ACCEPT")),
                 response_);
 }

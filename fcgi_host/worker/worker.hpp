@@ -21,6 +21,10 @@ using HandlerFactory = std::function<HandlerPtr()>;
 
 struct WorkerSettings {
   int listen_fd = -1;
+  // The worker process's own copy of listen_fd: closed as soon as the worker stops, so that the
+  // socket closes for good (refusing new connections) the moment the last stopping worker has
+  // taken what was queued, not when it exits. False in an in-process host (not its fd).
+  bool close_listen_fd_on_stop = false;
   HandoffChannel handoff; // disabled in an in-process host
   Limits limits;
   ServerValues server_values;

@@ -87,7 +87,8 @@ unsigned long random_up_to(unsigned long max) {
 
 Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                app::Handler& handler)
-    : slot_(context.slot), settings_(settings), handler_(handler), scoreboard_(context.scoreboard),
+    : context_(context), slot_(context.slot), settings_(settings), handler_(handler),
+      listen_fd_(settings.listen_fd), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
       metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
       queue_gate_(context.slot, settings.observe.max_queue_ns),
@@ -111,12 +112,10 @@ Worker::~Worker() {
   if (signal_fd_ >= 0) ::close(signal_fd_);
 }
 
-bool Worker::setup() {
+// The worker's own resources. An error text when it cannot serve (the master logs it, once).
+std::string Worker::setup() {
   std::string error;
-  if (!RequestCodec::init_library(error)) {
-    PM_LOG(LogLevel::Alert, error);
-    return false;
-  }
+  if (!RequestCodec::init_library(error)) return error;
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN); // the master's signals, should one reach a worker
   std::signal(SIGTTIN, SIG_IGN);
@@ -125,28 +124,25 @@ bool Worker::setup() {
   sigemptyset(&signals_);
   for (int s : {SIGTERM, SIGQUIT, SIGUSR1})
     sigaddset(&signals_, s);
-  if (pthread_sigmask(SIG_BLOCK, &signals_, nullptr) != 0) return false;
+  if (pthread_sigmask(SIG_BLOCK, &signals_, nullptr) != 0) return sys_error("pthread_sigmask", "");
   signal_fd_ = signalfd(-1, &signals_, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd_ < 0) return sys_error("signalfd", "worker");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (signal_fd_ < 0 || epoll_fd_ < 0) {
-    PM_LOG(LogLevel::Alert, sys_error(signal_fd_ < 0 ? "signalfd" : "epoll_create1", "worker"));
-    return false;
-  }
+  if (epoll_fd_ < 0) return sys_error("epoll_create1", "worker");
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = signal_fd_;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev) != 0) {
-    PM_LOG(LogLevel::Alert, sys_error("epoll_ctl", "signalfd"));
-    return false;
-  }
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev) != 0)
+    return sys_error("epoll_ctl", "signalfd");
   set_accepting(true);
   watch_channel(true);
   start_observer();
-  return true;
+  return {};
 }
 
 int Worker::run() {
-  if (!setup()) return exit_code::kWorkerBootFailure;
+  if (std::string error = setup(); !error.empty())
+    return process_manager::boot_failure(context_, error);
   // The handler runs without this lock (serve_request.cpp); see worker_handoff.cpp.
   table_lock_.lock();
   struct Unlock {
@@ -191,7 +187,7 @@ bool Worker::wait_and_dispatch() {
     int fd = events[i].data.fd;
     if (fd == signal_fd_) {
       take_signals();
-    } else if (fd == settings_.listen_fd) {
+    } else if (fd == listen_fd_) {
       if (accepting_) accept_one();
     } else if (fd == settings_.handoff.recv_fd) {
       if (watching_channel_) take_over_one();
@@ -215,9 +211,8 @@ void Worker::set_accepting(bool on) {
   if (on == accepting_) return;
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-  ev.data.fd = settings_.listen_fd;
-  if (epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, settings_.listen_fd, &ev) != 0 &&
-      on) {
+  ev.data.fd = listen_fd_;
+  if (epoll_ctl(epoll_fd_, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listen_fd_, &ev) != 0 && on) {
     PM_LOG(LogLevel::Error, sys_error("epoll_ctl", "listening socket"));
     return;
   }
@@ -252,7 +247,7 @@ bool Worker::accept_one() {
   sockaddr_storage peer;
   socklen_t peer_len = sizeof peer;
   bool check = !settings_.allow_clients.allows_everyone();
-  int fd = accept4(settings_.listen_fd, check ? reinterpret_cast<sockaddr*>(&peer) : nullptr,
+  int fd = accept4(listen_fd_, check ? reinterpret_cast<sockaddr*>(&peer) : nullptr,
                    check ? &peer_len : nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd >= 0 && check && !settings_.allow_clients.allows(reinterpret_cast<sockaddr*>(&peer))) {
     client_errors_.write(Kind::Connection, "refused a connection from " + peer_address(peer) +
@@ -592,6 +587,12 @@ void Worker::begin_stop(Stop how) {
     while (accept_one()) {}
   }
   set_accepting(false);
+  if (settings_.close_listen_fd_on_stop) {
+    // Nothing more is accepted here: once every process has let go of the socket, the kernel
+    // refuses new connections instead of queueing them for a reset at the last close.
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
   watch_channel(false);
   // Kept connections are not closed: nginx may be writing a request on one right now, and a
   // request written to a connection we close is lost (nginx retries a GET, not a POST). They

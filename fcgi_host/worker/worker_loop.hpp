@@ -34,7 +34,7 @@ private:
   enum class Stop { No, Drain, Quit };
 
   // ---- the loop (worker_loop.cpp)
-  bool setup();
+  std::string setup();
   bool wait_and_dispatch();
   bool accept_one();
   void take_over_one();
@@ -77,9 +77,11 @@ private:
   bool keep_or_close(Connection& c, Outcome& out);
   void count_request();
 
+  const process_manager::WorkerContext& context_;
   process_manager::WorkerSlot& slot_;
   const WorkerSettings& settings_;
   app::Handler& handler_;
+  int listen_fd_; // -1 once closed by a stopping worker
   const process_manager::Scoreboard& scoreboard_;
   std::size_t slot_index_;
   std::uint32_t generation_;
