@@ -35,7 +35,9 @@ request (strace -c) and worker RSS at W=1 for each contender.
 
 Handlers that do more than answer "OK" (CPU-bound, I/O wait, uploads and
 downloads with worker RSS, open-loop overload with --max-queue-time) are
-measured by scripts/bench-workloads.sh (see its --help).
+measured by scripts/bench-workloads.sh (see its --help). Head-of-line blocking
+beside slow requests, with and without upstream keep-alive (W workers, S slow
+requests of D ms, F fast connections), is measured by scripts/bench-hol.sh.
 
 Options:
   --passes N           interleaved passes; medians are over them (default 2)
