@@ -46,19 +46,13 @@ bool Worker::hand_off(Connection& c) {
   if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
       !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
     return false;
-  if (c.in_epoll) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  const bool was_watched = c.in_epoll;
+  if (was_watched) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  c.in_epoll = false;
   if (!send_connection(settings_.handoff.send_fd, c.fd,
                        std::string_view(c.in.data(), c.in.size()))) {
-    if (c.in_epoll) {
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.fd = c.fd;
-      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
-        close_connection(c); // it could be watched no more
-        return true;         // gone from here all the same
-      }
-    }
-    return false;
+    // It stays; watched again as before (a failure to do so closes it: gone all the same).
+    return was_watched && !watch_readable(c);
   }
   ::close(c.fd);
   slot_.handed_off.store(slot_.handed_off.load(std::memory_order_relaxed) + 1,

@@ -380,16 +380,21 @@ void Worker::watch(Connection& c) {
     if (c.head_deadline_ns == 0) c.head_deadline_ns = now + ns(l.header_timeout);
     c.deadline_ns = c.head_deadline_ns;
   }
-  if (!c.in_epoll) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = c.fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
-      close_connection(c, sys_error("epoll_ctl", "connection"));
-      return;
-    }
-    c.in_epoll = true;
+  watch_readable(c);
+}
+
+// Puts the connection in epoll for reading, once. False when it could not be: then it is closed.
+bool Worker::watch_readable(Connection& c) {
+  if (c.in_epoll) return true;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = c.fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
+    close_connection(c, sys_error("epoll_ctl", "connection"));
+    return false;
   }
+  c.in_epoll = true;
+  return true;
 }
 
 void Worker::watch_for_write(Connection& c, bool on) {
@@ -442,16 +447,7 @@ void Worker::reject(Connection& c) {
   c.phase = Connection::Phase::Draining;
   c.in.size() = 0;
   c.deadline_ns = process_manager::monotonic_ns() + kDrainNs;
-  if (!c.in_epoll) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = c.fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
-      close_connection(c);
-      return;
-    }
-    c.in_epoll = true;
-  }
+  watch_readable(c);
 }
 
 void Worker::close_connection(Connection& c, const std::string& why) {

@@ -45,6 +45,7 @@ private:
   void process(Connection& c);
   void flush_replies(Connection& c);
   void watch(Connection& c);
+  bool watch_readable(Connection& c);
   void watch_for_write(Connection& c, bool on);
   void continue_writing(Connection& c);
   void reject(Connection& c);
