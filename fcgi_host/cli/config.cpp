@@ -213,7 +213,8 @@ std::vector<std::string> file_line_as_argument(const po::options_description& op
 std::vector<const ConfigLine*> lines_for(const ConfigFile& file, const Config& config) {
   std::vector<const ConfigLine*> lines;
   for (const ConfigLine& l : file.globals)
-    lines.push_back(&l);
+    // status-listen before the first section is the master of the pools' own status socket.
+    if (config.pool.empty() || l.name != "status-listen") lines.push_back(&l);
   if (config.pool.empty()) return lines;
   const PoolSection* pool = file.find_pool(config.pool);
   if (!pool)

@@ -1,5 +1,8 @@
 #include "fcgi_host/cli/pool_master.hpp"
 
+#include "app/args.hpp"
+#include "fcgi_host/cli/pool_status.hpp"
+#include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
@@ -14,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -44,6 +48,7 @@ struct Pool {
   };
   explicit Pool(PoolPlan p) : plan(std::move(p)) {}
   PoolPlan plan;
+  std::string status_address; // its master's status socket (its own, or one given to it)
   State state = State::Running;
   pid_t pid = 0;
   Clock::time_point started;
@@ -59,6 +64,7 @@ public:
 
   int run(const Config& file) {
     take_pidfile(file);
+    open_status_server(file);
     signals_.install(kSignals);
     for (PoolPlan& plan : plan_pools(args_, file, check_))
       start(pools_.emplace_back(std::move(plan)));
@@ -69,9 +75,12 @@ public:
     PM_LOG(LogLevel::Notice,
            "fcgi-host running " + std::to_string(pools_.size()) + " pool(s): " + names);
     notifier_.notify("READY=1");
+    std::vector<int> watch, ready;
+    if (status_) watch.push_back(status_->fd());
     for (;;) {
-      for (int sig : signals_.wait(std::chrono::milliseconds{500}))
+      for (int sig : signals_.wait(std::chrono::milliseconds{500}, watch, &ready))
         on_signal(sig);
+      if (!ready.empty()) status_->serve();
       for (const process_manager::ExitedChild& c : reaper_.reap())
         on_exit(c);
       start_waiting_pools();
@@ -92,8 +101,35 @@ private:
     }
   }
 
-  void start(Pool& pool) {
+  // --status-listen before the first section: this master's own status page (every pool's, with
+  // a pool label) and the control socket of `fcgi-host reload POOL` and `scale POOL N`. It asks
+  // each pool's master on a status socket of its own, in a private directory, unless the pool
+  // names one.
+  void open_status_server(const Config& file) {
+    if (file.status_listen.empty()) return;
+    status_ = std::make_unique<StatusServer>(file, observability_settings(file), -1);
+    status_->set_answer([this](const StatusRequest& q) { return answer_status(q); });
+    status_->set_control(
+        [this](std::string_view verb, std::string_view args) { return control(verb, args); });
+    std::string pattern = (std::filesystem::temp_directory_path() / "fcgi-host-pools-XXXXXX");
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error(sys_error("mkdtemp", pattern));
+    status_dir_ = pattern;
+    ping_response_ = file.ping_response;
+  }
+
+  std::vector<std::string> start_args(Pool& pool) {
     std::vector<std::string> words = pool_args(args_, pool.plan.name);
+    pool.status_address = pool.plan.config.status_listen;
+    if (pool.status_address.empty() && status_) {
+      pool.status_address = "unix:" + status_dir_ + "/" + pool.plan.name + ".sock";
+      words.push_back("--status-listen");
+      words.push_back(pool.status_address);
+    }
+    return words;
+  }
+
+  void start(Pool& pool) {
+    std::vector<std::string> words = start_args(pool);
     std::vector<char*> argv;
     for (std::string& w : words)
       argv.push_back(w.data());
@@ -242,8 +278,12 @@ private:
     return code;
   }
 
+  std::optional<std::vector<PoolPlan>> read_plans();
   void reload();
-  void apply(PoolPlan next, std::string& summary);
+  EndpointReply reload_pool(const std::string& name);
+  void apply(PoolPlan next, std::string& summary, bool force = false);
+  EndpointReply answer_status(const StatusRequest& q);
+  EndpointReply control(std::string_view verb, std::string_view args);
 
   std::vector<std::string> args_;
   ApplicationCheck check_;
@@ -254,11 +294,20 @@ private:
   std::unique_ptr<process_manager::Pidfile> pidfile_;
   std::vector<Pool> pools_; // a vector of a handful: found by name or pid
   bool stopping_ = false;
+  std::unique_ptr<StatusServer> status_;
+  std::string status_dir_; // the pools' own status sockets
+  std::string ping_response_;
+
+public:
+  ~PoolMaster() {
+    if (status_dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(status_dir_, ec);
+  }
 };
 
-void PoolMaster::reload() {
-  notifier_.reloading();
-  std::vector<PoolPlan> plans;
+// Every file read again and every pool checked; empty (and one line) when any is wrong.
+std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
   try {
     std::vector<const char*> argv;
     for (const std::string& a : args_)
@@ -269,16 +318,24 @@ void PoolMaster::reload() {
     if (file.pools.empty())
       throw ConfigError("the config file defines no pools any more (a restart runs it as one "
                         "application)");
-    plans = plan_pools(args_, file, check_);
+    return plan_pools(args_, file, check_);
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error,
            std::string("reload refused, every pool keeps running as it is: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+void PoolMaster::reload() {
+  notifier_.reloading();
+  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  if (!plans) {
     notifier_.notify("READY=1");
     return;
   }
   std::string summary;
   for (Pool& p : pools_) {
-    bool kept = std::any_of(plans.begin(), plans.end(),
+    bool kept = std::any_of(plans->begin(), plans->end(),
                             [&p](const PoolPlan& n) { return n.name == p.plan.name; });
     if (kept || p.state == Pool::State::Removed) continue;
     summary += " [" + p.plan.name + "] removed;";
@@ -287,15 +344,86 @@ void PoolMaster::reload() {
   }
   std::erase_if(pools_,
                 [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
-  for (PoolPlan& plan : plans)
+  for (PoolPlan& plan : *plans)
     apply(std::move(plan), summary);
   PM_LOG(LogLevel::Notice,
          "reload:" + (summary.empty() ? std::string(" nothing changed") : summary));
   notifier_.notify("READY=1");
 }
 
+// `fcgi-host reload NAME`: that pool reloads (a new generation) even when nothing changed; the
+// others are left as they are.
+EndpointReply PoolMaster::reload_pool(const std::string& name) {
+  if (!find(name)) return plain_reply(404, "no pool [" + name + "]\n");
+  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  if (!plans)
+    return plain_reply(409, "reload refused: the configuration has an error (see the log)\n");
+  for (PoolPlan& plan : *plans) {
+    if (plan.name != name) continue;
+    std::string summary;
+    apply(std::move(plan), summary, true);
+    PM_LOG(LogLevel::Notice, "reload of one pool:" + summary);
+    return plain_reply(200, "reload:" + summary + "\n");
+  }
+  return plain_reply(409,
+                     "pool [" + name + "] is no longer in the configuration: reload them all\n");
+}
+
+EndpointReply PoolMaster::answer_status(const StatusRequest& q) {
+  if (q.path == "/ping") return plain_reply(200, ping_response_ + "\n");
+  app::Args args;
+  args.parse(q.query);
+  const std::string only(args.get("pool"));
+  std::string forwarded;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args.at(i).name != "pool")
+      forwarded += (forwarded.empty() ? "" : "&") + std::string(args.at(i).name) +
+                   (args.at(i).value.empty() ? "" : "=" + std::string(args.at(i).value));
+  std::vector<PoolPage> pages;
+  for (const Pool& p : pools_) {
+    if (!only.empty() && p.plan.name != only) continue;
+    PoolPage page{p.plan.name, std::nullopt, "not running"};
+    if (p.pid > 0) {
+      try {
+        page.reply = ask_host(p.status_address,
+                              {"GET", std::string(q.path), forwarded, std::string(q.accept)},
+                              std::chrono::milliseconds{200});
+      } catch (const std::exception& e) {
+        page.error = e.what();
+      }
+    }
+    pages.push_back(std::move(page));
+  }
+  if (!only.empty() && pages.empty()) return plain_reply(404, "no pool [" + only + "]\n");
+  return merge_pool_pages(pages);
+}
+
+EndpointReply PoolMaster::control(std::string_view verb, std::string_view text) {
+  app::Args args;
+  args.parse(text);
+  const std::string name(args.get("pool"));
+  if (verb == "reload") {
+    if (!name.empty()) return reload_pool(name);
+    reload();
+    return plain_reply(200, "reloading every pool (the log lists what changed)\n");
+  }
+  if (verb != "scale") return plain_reply(404, "unknown control '" + std::string(verb) + "'\n");
+  const Pool* pool = find(name);
+  if (name.empty()) return plain_reply(400, "scale: name the pool (fcgi-host scale POOL N)\n");
+  if (!pool || pool->pid <= 0) return plain_reply(404, "no running pool [" + name + "]\n");
+  try {
+    HostReply r =
+        ask_host(pool->status_address,
+                 {"POST", "/control/scale", "workers=" + std::string(args.get("workers")), ""},
+                 std::chrono::milliseconds{1000});
+    return plain_reply(r.status, "[" + name + "] " + r.body);
+  } catch (const std::exception& e) {
+    return plain_reply(502, "[" + name + "] did not answer: " + std::string(e.what()) + "\n");
+  }
+}
+
 // One pool of the new configuration: started, reloaded, restarted or left alone.
-void PoolMaster::apply(PoolPlan next, std::string& summary) {
+void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
   const std::string tag = " [" + next.name + "]";
   Pool* pool = find(next.name);
   if (!pool || pool->state == Pool::State::Removed) {
@@ -304,7 +432,7 @@ void PoolMaster::apply(PoolPlan next, std::string& summary) {
     return;
   }
   const bool socket_changed = pool->plan.socket != next.socket;
-  const bool changed = socket_changed || pool->plan.settings != next.settings;
+  const bool changed = force || socket_changed || pool->plan.settings != next.settings;
   pool->plan = std::move(next);
   pool->young_deaths = 0;
   if (pool->state == Pool::State::Stopped) {

@@ -3,6 +3,7 @@
 #include "app/builtin_apps.hpp"
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/master_control.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
@@ -532,7 +533,12 @@ int serve(Host& host) {
   };
   process_manager::Master master(make_generation(host.config, host.app, host.listen_fd),
                                  host.options);
-  if (host.status_server) host.status_server->set_scoreboard(&master.scoreboard());
+  if (host.status_server) {
+    host.status_server->set_scoreboard(&master.scoreboard());
+    host.status_server->set_control([&master](std::string_view verb, std::string_view args) {
+      return control_master(master, verb, args);
+    });
+  }
   int code = master.run();
   // A stop that never began (the loop failed): the socket file is still ours to remove.
   if (!host.handed_over) host.adopted_file.remove_if_ours();

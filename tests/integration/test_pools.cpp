@@ -1,6 +1,7 @@
 // Several pools under one master (config_file.hpp, pool_master.hpp): each on its own socket, as
 // its own user, with its own limits; a reload touches only the pools that changed; a pool that
 // fails stops alone. Through a real nginx with one location per pool.
+#include "commands.hpp"
 #include "harness.hpp"
 
 #include <doctest/doctest.h>
@@ -274,5 +275,57 @@ TEST_SUITE("pools") {
       CHECK(r.status == 2);
       CHECK_MESSAGE(r.output.find(k.error) != std::string::npos, r.output);
     }
+  }
+}
+
+TEST_SUITE("pools") {
+
+  TEST_CASE(
+      "the master of the pools: one status page with a pool label, reload and scale of one pool") {
+    Pools p({{"main.conf", "workers = 1\nstatus-listen = unix:{dir}/status.sock\n" +
+                               pool_section("a", "app = echo\n") +
+                               pool_section("b", "app = hello\nworkers = 2\n")}});
+    p.wait_serving({"a", "b"});
+    const std::string status = " --connect unix:" + p.host.dir().file("status.sock");
+    // OpenMetrics over every pool: one family each, a pool label on every series, valid for
+    // Prometheus's own parser.
+    it::Command om = it::run_binary("status" + status + " --openmetrics");
+    REQUIRE_MESSAGE(om.status == 0, om.output);
+    CHECK(om.output.find("fcgihost_up{pool=\"a\"} 1") != std::string::npos);
+    CHECK(om.output.find("fcgihost_up{pool=\"b\"} 1") != std::string::npos);
+    std::string parsed =
+        it::parse_openmetrics(p.host.dir(), om.output, "fcgihost_idle_processes{pool=\"b\"}");
+    INFO(parsed);
+    CHECK(parsed.find("VALUE 2") != std::string::npos);
+    CHECK(parsed.find("EXIT") == std::string::npos);
+    it::Command json = it::run_binary("status" + status + " --json");
+    CHECK(json.output.starts_with("{\"pools\":{\"a\":{\"pool\":\"a\""));
+    CHECK(json.output.find("\"b\":{\"pool\":\"b\"") != std::string::npos);
+    // One pool by name: the others are left out.
+    fcgi_test::Client c = fcgi_test::Client::connect(p.host.dir().file("status.sock"));
+    fcgi_test::Response one = c.request("GET", "/status?openmetrics&pool=b");
+    CHECK(one.body.find("pool=\"b\"") != std::string::npos);
+    CHECK(one.body.find("pool=\"a\"") == std::string::npos);
+    // Control verbs are POSTs from the master's user.
+    fcgi_test::Client get = fcgi_test::Client::connect(p.host.dir().file("status.sock"));
+    CHECK(get.request("GET", "/control/scale?pool=b&workers=3").status == 405);
+
+    const pid_t master = p.host.pid();
+    std::vector<pid_t> a = pool_workers(master, "a", 1), b = pool_workers(master, "b", 2);
+    it::Command scale = it::run_binary("scale b 3" + status);
+    CHECK_MESSAGE(scale.status == 0, scale.output);
+    CHECK(pool_workers(master, "b", 3).size() == 3);
+    CHECK(pool_workers(master, "a", 1) == a);
+    CHECK(it::run_binary("scale nosuch 3" + status).status == 1);
+
+    it::Command reload = it::run_binary("reload a" + status);
+    CHECK_MESSAGE(reload.status == 0, reload.output);
+    CHECK(it::wait_for(
+        [&] {
+          std::vector<pid_t> now = pool_workers(master, "a", 1);
+          return now.size() == 1 && now != a;
+        },
+        kWait));
+    CHECK(pool_workers(master, "b", 3).size() == 3);
   }
 }
