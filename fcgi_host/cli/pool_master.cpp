@@ -17,11 +17,15 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <memory>
+#include <netdb.h>
 #include <optional>
 #include <sstream>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace fcgi_host {
@@ -37,6 +41,22 @@ constexpr std::chrono::milliseconds kYoung{1000};
 constexpr std::chrono::milliseconds kFirstPause{100};
 constexpr std::chrono::milliseconds kMaxPause{5000};
 constexpr int kMaxYoungDeaths = 6;
+constexpr int kSystemdFd = 3; // SD_LISTEN_FDS_START
+
+// The address a listening socket is bound to, as ListenAddress::to_string() writes it.
+std::string bound_address(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";
+  if (a.ss_family == AF_UNIX)
+    return "unix:" + std::string(reinterpret_cast<sockaddr_un&>(a).sun_path);
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, port, sizeof port,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "";
+  return a.ss_family == AF_INET6 ? "[" + std::string(host) + "]:" + port
+                                 : std::string(host) + ":" + port;
+}
 
 struct Pool {
   enum class State {
@@ -63,6 +83,7 @@ public:
       : args_(std::move(args)), check_(check), executable_(std::move(executable)) {}
 
   int run(const Config& file) {
+    take_systemd_socket();
     take_pidfile(file);
     open_status_server(file);
     signals_.install(kSignals);
@@ -74,6 +95,12 @@ public:
           (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
     PM_LOG(LogLevel::Notice,
            "fcgi-host running " + std::to_string(pools_.size()) + " pool(s): " + names);
+    if (!systemd_address_.empty() &&
+        std::none_of(pools_.begin(), pools_.end(), [this](const Pool& p) {
+          return p.plan.config.listen.to_string() == systemd_address_;
+        }))
+      PM_LOG(LogLevel::Warn, "the socket systemd passed (" + systemd_address_ +
+                                 ") is no pool's listen address: no pool serves it");
     notifier_.notify("READY=1");
     std::vector<int> watch, ready;
     if (status_) watch.push_back(status_->fd());
@@ -91,6 +118,18 @@ public:
 private:
   static constexpr std::array<int, 9> kSignals = {SIGTERM, SIGQUIT, SIGINT,  SIGHUP, SIGUSR1,
                                                   SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD};
+
+  // Socket activation: systemd's socket goes to the pool that listens on its address (as a
+  // single application takes it), and no other pool sees it.
+  void take_systemd_socket() {
+    const char* pid = std::getenv("LISTEN_PID");
+    const char* fds = std::getenv("LISTEN_FDS");
+    if (!pid || !fds || std::atoi(pid) != getpid() || std::atoi(fds) < 1) return;
+    systemd_address_ = bound_address(kSystemdFd);
+    ::fcntl(kSystemdFd, F_SETFD, FD_CLOEXEC);
+    for (const char* name : {"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"})
+      ::unsetenv(name);
+  }
 
   void take_pidfile(const Config& file) {
     if (file.pidfile.empty()) return;
@@ -135,6 +174,8 @@ private:
       argv.push_back(w.data());
     argv.push_back(nullptr);
     const pid_t parent = getpid();
+    const bool systemd_socket =
+        !systemd_address_.empty() && systemd_address_ == pool.plan.config.listen.to_string();
     const sigset_t saved = process_manager::block_all_signals();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -145,6 +186,10 @@ private:
       if (getppid() != parent) _exit(exit_code::kFailure);
       ::setenv(kPoolMasterEnv, "1", 1);
       ::unsetenv("NOTIFY_SOCKET"); // systemd hears from this master only
+      if (systemd_socket && ::fcntl(kSystemdFd, F_SETFD, 0) == 0) {
+        ::setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
+        ::setenv("LISTEN_FDS", "1", 1);
+      }
       ::execv(executable_.c_str(), argv.data());
       _exit(127);
     }
@@ -297,6 +342,7 @@ private:
   std::unique_ptr<StatusServer> status_;
   std::string status_dir_; // the pools' own status sockets
   std::string ping_response_;
+  std::string systemd_address_; // of the socket systemd passed on fd 3; empty: none
 
 public:
   ~PoolMaster() {
