@@ -198,6 +198,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
     g.pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
     g.pool.resend_stop_every = std::chrono::milliseconds{500};
+    g.pool.boot_window = kExecBootWindow;
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };

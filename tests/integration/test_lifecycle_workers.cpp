@@ -201,6 +201,58 @@ TEST_SUITE("lifecycle") {
     CHECK(lines.size() == 3);
   }
 
+  TEST_CASE("a worker that dies before it is ready (abort, exit(1), --exec /bin/false) stops "
+            "the master: one line, exit 1, no respawn loop") {
+    struct Form {
+      std::vector<std::string> args;
+      std::string words;
+    };
+    const std::string plugin = FCGI_TEST_BOOT_FAILURE_PLUGIN;
+    for (const Form& f : {Form{{"--app", plugin, "--env", "FCGI_TEST_BOOT_DEATH=abort"},
+                               "died of SIGABRT before it was ready (boot failure)"},
+                          // exit() runs the sanitizers' exit checks in a sanitized build: any code.
+                          Form{{"--app", plugin, "--env", "FCGI_TEST_BOOT_DEATH=exit"},
+                               " before it was ready (boot failure)"},
+                          Form{{"--exec", "/bin/false"},
+                               "exited with code 1 before it was ready (boot failure)"}}) {
+      it::HostOptions o;
+      o.args = {"--workers", "3"};
+      o.args.insert(o.args.end(), f.args.begin(), f.args.end());
+      o.allow_log = {"LeakSanitizer"}; // exit() in a sanitized build may report leaks
+      o.expect_log = {R"(\[error\] .*worker [0-9]+ .*before it was ready \(boot failure\); )"
+                      R"(stopping, the master exits with code 1)"};
+      it::RunResult r = it::run_host(o, Millis{10000});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == 1);
+      CHECK(it::lines_with(r.output, f.words + "; stopping, the master exits with code 1").size() ==
+            1);
+      CHECK(it::lines_with(r.output, "respawn").empty());
+      CHECK(it::lines_with(r.output, "crash").empty());
+      CHECK(it::lines_with(r.output, "[alert]").empty());
+    }
+  }
+
+  TEST_CASE("a new generation whose worker aborts before it is ready is abandoned at HUP: the "
+            "old one keeps serving") {
+    it::HostOptions o;
+    o.files = {{"form", ""}};
+    o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN,         "--workers", "2",
+              "--env", "FCGI_TEST_BOOT_DEATH_FILE={dir}/form"};
+    HostProcess host(o);
+    host.expect_log("died of SIGABRT before it was ready \\(boot failure\\); abandoning "
+                    "generation 2, keeping generation 1");
+    REQUIRE(host.wait_workers(2).size() == 2);
+    std::vector<pid_t> before = host.worker_pids();
+    host.dir().write("form", "abort\n");
+    host.signal(SIGHUP);
+    CHECK(host.wait_log("abandoning generation 2, keeping generation 1", Millis{10000}));
+    CHECK(host.connect().request("GET", "/after").status == 200);
+    CHECK(it::wait_for([&] { return host.worker_pids() == before; }, Millis{5000}));
+    CHECK(it::lines_with(host.log(), "abandoning generation").size() == 1);
+    host.signal(SIGTERM);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+  }
+
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
     it::HostOptions o;
     o.args = {"--workers",          "2", "--env",  "FIXTURE_WHO=exec-test",
@@ -217,6 +269,11 @@ TEST_SUITE("lifecycle") {
       served_by.insert(body_field(r.body, "pid"));
     }
     CHECK(served_by.size() >= 1);
+    // Respawned when killed once ready (alive for the boot window: worker_exit.hpp); a death
+    // before would be a boot failure.
+    CHECK(it::wait_for(
+        [&] { return host.status_json().find("\"idle processes\":2") != std::string::npos; },
+        Millis{5000}));
     // Respawned when killed.
     ::kill(pids[0], SIGKILL);
     CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);

@@ -41,10 +41,12 @@ TEST_CASE("master: a worker killed with SIGKILL is replaced within 1 s") {
 
 TEST_CASE("master: a slot whose workers crash at once backs off alone, a killed healthy worker "
           "in another slot is replaced at once") {
-  // Slot 0 crashes right after its start, in a loop (never ready); slot 1 serves.
+  // Slot 0 crashes right after it was ready, in a loop (a death before ready would be a boot
+  // failure, test_pm_boot_deaths.cpp); slot 1 serves.
   MasterUnderTest m(generation(2, [](const WorkerContext& ctx) {
     if (ctx.slot_index != 0) return serve(ctx);
     probe().boots++;
+    ctx.slot.state = WorkerState::Idle;
     return 1; // a crash: exit code 1
   }));
   std::uint64_t start = monotonic_ns();
