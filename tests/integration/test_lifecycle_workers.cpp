@@ -235,15 +235,15 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("a new generation whose worker aborts before it is ready is abandoned at HUP: the "
             "old one keeps serving") {
     it::HostOptions o;
-    o.files = {{"form", ""}};
-    o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN,         "--workers", "2",
-              "--env", "FCGI_TEST_BOOT_DEATH_FILE={dir}/form"};
+    o.files = {{"host.conf", "env = FCGI_TEST_BOOT_DEATH=none\n"}};
+    o.args = {"--app",          FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "2", "--config",
+              "{dir}/host.conf"};
     HostProcess host(o);
     host.expect_log("died of SIGABRT before it was ready \\(boot failure\\); abandoning "
                     "generation 2, keeping generation 1");
     REQUIRE(host.wait_workers(2).size() == 2);
     std::vector<pid_t> before = host.worker_pids();
-    host.dir().write("form", "abort\n");
+    host.dir().write("host.conf", "env = FCGI_TEST_BOOT_DEATH=abort\n");
     host.signal(SIGHUP);
     CHECK(host.wait_log("abandoning generation 2, keeping generation 1", Millis{10000}));
     CHECK(host.connect().request("GET", "/after").status == 200);
