@@ -325,9 +325,10 @@ void open_listener(Host& host) {
 }
 
 // Kept connections move between the workers of every generation through one channel, made here
-// or, after USR2, taken over from the old master.
+// or, after USR2, taken over from the old master. Also with --handoff-after 0: a stopping
+// worker always passes its kept connections on.
 void open_handoff_channel(Host& host) {
-  if (host.exec_mode() || host.config.limits.handoff_after.count() <= 0) return;
+  if (host.exec_mode()) return;
   worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
   worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
   if (worker_handoff.enabled()) return;
