@@ -232,6 +232,21 @@ TEST_SUITE("lifecycle") {
     }
   }
 
+  TEST_CASE("a worker killed while it boots stops the master: one line, exit 1") {
+    it::HostOptions o;
+    o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "1",
+              "--env", "FCGI_TEST_BOOT_DEATH=hold"};
+    o.wait_ready = false;
+    o.expect_log = {R"(worker [0-9]+ died of SIGKILL before it was ready \(boot failure\); )"
+                    R"(stopping, the master exits with code 1)"};
+    HostProcess host(o);
+    std::vector<pid_t> booting = host.wait_workers(1);
+    REQUIRE(booting.size() == 1);
+    ::kill(booting[0], SIGKILL);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 1);
+    CHECK(it::lines_with(host.log(), "before it was ready").size() == 1);
+  }
+
   TEST_CASE("a new generation whose worker aborts before it is ready is abandoned at HUP: the "
             "old one keeps serving") {
     it::HostOptions o;
