@@ -99,7 +99,7 @@ struct KeptLoad {
           return o;
         }()),
         slow_threads_(static_cast<std::size_t>(slow_threads)),
-        load(nginx.port(), "/echo?load=1", 16, 100'000, body),
+        load(nginx.port(), "/echo?load=1", 16, 300'000, body),
         slow(nginx.port(), "/echo?delay_ms=2000", slow_threads, 1'000, body) {
     REQUIRE(load.wait_more(50));
   }
@@ -186,7 +186,8 @@ TEST_SUITE("kept connections") {
 
   TEST_CASE("5 USR2 upgrades in a row under POST load with 2 s requests, through nginx "
             "keep-alive: 0 lost, no reset in nginx's log") {
-    KeptLoad run({"--pidfile", "{dir}/host.pid"});
+    // Four threads of 2 s requests: every upgrade finds a slow request in most old workers.
+    KeptLoad run({"--pidfile", "{dir}/host.pid"}, "4", 4);
     pid_t master = run.host.pid();
     REQUIRE(run.slow_in_flight());
     for (int i = 0; i < 5; ++i) {
