@@ -4,6 +4,7 @@
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -247,25 +248,47 @@ TEST_SUITE("lifecycle") {
     CHECK(it::lines_with(host.log(), "before it was ready").size() == 1);
   }
 
-  TEST_CASE("a new generation whose worker aborts before it is ready is abandoned at HUP: the "
-            "old one keeps serving") {
-    it::HostOptions o;
-    o.files = {{"host.conf", "env = FCGI_TEST_BOOT_DEATH=none\n"}};
-    o.args = {"--app",          FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "2", "--config",
-              "{dir}/host.conf"};
-    HostProcess host(o);
-    host.expect_log("died of SIGABRT before it was ready \\(boot failure\\); abandoning "
-                    "generation 2, keeping generation 1");
-    REQUIRE(host.wait_workers(2).size() == 2);
-    std::vector<pid_t> before = host.worker_pids();
-    host.dir().write("host.conf", "env = FCGI_TEST_BOOT_DEATH=abort\n");
-    host.signal(SIGHUP);
-    CHECK(host.wait_log("abandoning generation 2, keeping generation 1", Millis{10000}));
-    CHECK(host.connect().request("GET", "/after").status == 200);
-    CHECK(it::wait_for([&] { return host.worker_pids() == before; }, Millis{5000}));
-    CHECK(it::lines_with(host.log(), "abandoning generation").size() == 1);
-    host.signal(SIGTERM);
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+  TEST_CASE("a new generation whose worker dies before it is ready (abort, exit(1), SIGKILL "
+            "while booting) is abandoned at HUP: the old one keeps serving") {
+    struct Form {
+      const char* form;
+      const char* words; // of the one line (a regex)
+    };
+    for (const Form& f : {Form{"abort", "died of SIGABRT"}, Form{"exit", "exited with code [0-9]+"},
+                          Form{"hold", "died of SIGKILL"}}) {
+      CAPTURE(f.form);
+      it::HostOptions o;
+      o.files = {{"host.conf", "env = FCGI_TEST_BOOT_DEATH=none\n"}};
+      o.args = {"--app",          FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "2", "--config",
+                "{dir}/host.conf"};
+      o.allow_log = {"LeakSanitizer"}; // exit() in a sanitized build may report leaks
+      const std::string line = std::string(f.words) +
+                               " before it was ready \\(boot failure\\); abandoning generation "
+                               "2, keeping generation 1";
+      o.expect_log = {line};
+      HostProcess host(o);
+      REQUIRE(host.wait_workers(2).size() == 2);
+      std::vector<pid_t> before = host.worker_pids();
+      host.dir().write("host.conf", std::string("env = FCGI_TEST_BOOT_DEATH=") + f.form + "\n");
+      host.signal(SIGHUP);
+      if (std::string(f.form) == "hold") { // kill one of the new generation while it boots
+        pid_t booting = 0;
+        CHECK(it::wait_for(
+            [&] {
+              for (pid_t p : host.worker_pids())
+                if (std::find(before.begin(), before.end(), p) == before.end()) booting = p;
+              return booting != 0;
+            },
+            Millis{5000}));
+        if (booting) ::kill(booting, SIGKILL);
+      }
+      CHECK(host.wait_log(line, Millis{10000}));
+      CHECK(host.connect().request("GET", "/after").status == 200);
+      CHECK(it::wait_for([&] { return host.worker_pids() == before; }, Millis{5000}));
+      CHECK(it::lines_with(host.log(), "abandoning generation").size() == 1);
+      host.signal(SIGTERM);
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    }
   }
 
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
