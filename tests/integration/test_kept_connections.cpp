@@ -184,6 +184,31 @@ TEST_SUITE("kept connections") {
     CHECK(handed_off(setup.host) == 0);
   }
 
+  TEST_CASE("a worker retired inside a slow handler passes its kept connections at once: a "
+            "request nginx sends on one is answered by the new generation") {
+    // --handoff-after 60: the slow handler's own nudge does not come; the retirement's does.
+    TwoKeptOnOneWorker setup("60");
+    int port = setup.nginx.port();
+    auto slow = std::async(std::launch::async, [port] {
+      return it::http_request(port, "GET", "/echo?delay_ms=3000", {}, Millis{10000}).status;
+    });
+    REQUIRE(setup.wait_busy());
+    setup.host.signal(SIGHUP);
+    REQUIRE(setup.host.wait_log("ready; retiring", Millis{10000}));
+    auto start = Clock::now();
+    it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
+    double took = it::seconds_since(start);
+    MESSAGE("fast request on a kept connection of a worker retired in a 3 s handler: " << took
+                                                                                       << " s");
+    CHECK(fast.status == 200);
+    CHECK(took < 1.5); // not after the slow handler
+    CHECK(slow.get() == 200);
+    CHECK(handed_off(setup.host) >= 1);
+    INFO("nginx: " << setup.nginx.error_log());
+    CHECK(setup.nginx.error_log().find("failed") == std::string::npos);
+    it::check_no_alerts(setup.host);
+  }
+
   TEST_CASE("5 USR2 upgrades in a row under POST load with 2 s requests, through nginx "
             "keep-alive: 0 lost, no reset in nginx's log") {
     // Four threads of 2 s requests: every upgrade finds a slow request in most old workers.
