@@ -1,7 +1,8 @@
 #pragma once
 // What a crash does to respawning, as a pure class fed with monotonic times, so that it is
 // unit-tested without processes or clocks. A crash is a worker killed by a signal or exiting
-// non-zero (other than a boot failure); clean exits and request-timeout kills never come here.
+// non-zero after it was ready (a death before is a boot failure: worker_exit.hpp); clean exits
+// and request-timeout kills never come here.
 //
 // - Backoff, per scoreboard slot: a worker that lived `young` (1 s) or more is replaced at once,
 //   and its slot starts over; one that died younger is replaced at once the first time, then

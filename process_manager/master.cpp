@@ -12,6 +12,7 @@
 #include "process_manager/spawner.hpp"
 #include "process_manager/stack_trace.hpp"
 #include "process_manager/systemd_notify.hpp"
+#include "process_manager/worker_exit.hpp"
 #include "process_manager/worker_table.hpp"
 
 #include <algorithm>
@@ -91,8 +92,9 @@ struct Master::Impl {
   void stop(Worker& w, StopReason reason);
   void send(Worker& w, int sig);
   void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
-               const std::string& boot_error);
-  void on_boot_failure(const Worker& w, const std::string& line, const std::string& why);
+               const ExitFacts& facts, const std::string& boot_error);
+  void on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
+                       const std::string& why);
   void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
   void spawn_failed(const std::string& line);
   void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
@@ -104,6 +106,7 @@ struct Master::Impl {
   void abandon_reload(const std::string& why);
   void end_reload();
   bool ready(const Worker& w) const;
+  void mark_booted_by_time();
   void scale();
   void announce_ready();
   void on_upgrade_pipe();
@@ -133,6 +136,7 @@ struct Master::Impl {
   std::optional<Generation> previous;
   std::uint32_t previous_gen = 0;
   std::uint32_t last_gen = 1;
+  std::uint32_t ready_gen = 0; // the newest generation that was ready (all its workers) once
   std::uint64_t reload_deadline_ns = 0;
   bool reload_queued = false;
 
@@ -313,6 +317,7 @@ void Master::Impl::on_upgrade_pipe() {
   PM_LOG(LogLevel::Notice,
          "binary upgrade: new master " + pid + " is ready; retiring this master's workers");
   handed_over = true;
+  scoreboard.pool().successor_master.store(true, std::memory_order_release);
   // Still the main pid: systemd accepts the new one from us, and follows it from now on.
   notifier.notify("MAINPID=" + pid + "\nREADY=1");
   if (options.on_upgrade) options.on_upgrade(true);
@@ -373,6 +378,13 @@ void Master::Impl::stop(Worker& w, StopReason reason) {
   w.stop_reason = reason;
   send(w, e.signal);
   if (e.signal == SIGKILL) return;
+  // A retired worker inside a slow request would look at its stop only after the handler: the
+  // nudge has it pass its other connections on now, to the workers that go on.
+  const WorkerSlot& s = scoreboard.slot(w.slot);
+  if (reason == StopReason::Retire && w.nudge_after.count() != 0 &&
+      s.request_start_ns.load(std::memory_order_relaxed) != 0 &&
+      s.connections.load(std::memory_order_relaxed) >= 2)
+    ::kill(w.pid, signals::nudge_signal());
   if (w.resend_stop_every.count() > 0) {
     w.stop_signal = e.signal;
     w.resend_at_ns = monotonic_ns() + ns(w.resend_stop_every);
@@ -400,6 +412,11 @@ void Master::Impl::reap() {
     std::uint64_t requests = s.requests;
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
+    ExitFacts facts;
+    facts.ready = s.state != WorkerState::Starting;
+    facts.boot_error = !boot_error.empty();
+    facts.ready_by_time = w->boot_window.count() != 0;
+    facts.generation_ready = w->generation <= ready_gen;
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
@@ -411,7 +428,7 @@ void Master::Impl::reap() {
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
     }
-    on_exit(*w, c, requests, boot_error);
+    on_exit(*w, c, requests, facts, boot_error);
   }
   if ((state == State::Stopping || state == State::FastStopping) && table.empty()) {
     state = State::Stopped;
@@ -420,18 +437,19 @@ void Master::Impl::reap() {
 }
 
 void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
-                           const std::string& boot_error) {
+                           const ExitFacts& facts, const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
+  WorkerExit kind = classify_exit(c, facts); // worker_exit.hpp: what "ready" means
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
            line + " (" + to_string(*w.stop_reason) + ")");
-  } else if (clean) { // recycled: maintain_pool() respawns at once
+  } else if (kind == WorkerExit::Done) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
-  } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
-    on_boot_failure(w, line, boot_error);
+  } else if (kind == WorkerExit::BootFailure) {
+    on_boot_failure(w, c, line, boot_error);
   } else {
     std::uint64_t now = monotonic_ns();
     CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
@@ -479,11 +497,12 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
 
 // One line, whatever the number of workers: the first failure says what and why; the others
 // (the same cause, as a rule) and the stop that follows are at debug level.
-void Master::Impl::on_boot_failure(const Worker& w, const std::string& line,
+void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
                                    const std::string& why) {
-  std::string what = "worker " + std::to_string(w.pid) + " failed to boot" +
-                     (why.empty() ? "" : ": " + why) + " (exit code " +
-                     std::to_string(exit_code::kWorkerBootFailure) + ")";
+  std::string what = "worker " + std::to_string(w.pid) +
+                     (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
+                                  : " failed to boot: " + why + " (exit code " +
+                                        std::to_string(exit_code::kWorkerBootFailure) + ")");
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
   } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
@@ -600,6 +619,7 @@ std::chrono::milliseconds Master::Impl::tick() const {
 }
 
 void Master::Impl::maintain_pool() {
+  mark_booted_by_time();
   if (state == State::Reloading) advance_reload();
   if (!can_spawn(state)) {
     release_held_slots();
@@ -714,6 +734,7 @@ void Master::Impl::announce_ready() {
     }
   if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
   announced_ready = true;
+  ready_gen = std::max(ready_gen, current_gen);
   notifier.notify("READY=1");
   if (options.ready_fd >= 0) {
     [[maybe_unused]] ssize_t n = ::write(options.ready_fd, "R", 1);
@@ -750,6 +771,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
   w.resend_stop_every = current.pool.resend_stop_every;
   w.nudge_after = current.pool.nudge_after;
+  w.boot_window = current.pool.boot_window;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
@@ -761,6 +783,18 @@ bool Master::Impl::ready(const Worker& w) const {
   return s != WorkerState::Starting && s != WorkerState::Free;
 }
 
+// A program that cannot report its own state (--exec) is ready once it has lived its pool's
+// boot window: the master writes Idle in its slot for it (the process no longer can).
+void Master::Impl::mark_booted_by_time() {
+  std::uint64_t now = monotonic_ns();
+  for (const Worker& w : table.all()) {
+    WorkerSlot& s = scoreboard.slot(w.slot);
+    if (w.boot_window.count() != 0 && s.state == WorkerState::Starting &&
+        now - w.started_at_ns >= ns(w.boot_window))
+      s.state = WorkerState::Idle;
+  }
+}
+
 void Master::Impl::advance_reload() {
   std::size_t total = 0, ready_count = 0;
   for (const Worker& w : table.all())
@@ -769,6 +803,7 @@ void Master::Impl::advance_reload() {
       ready_count += ready(w);
     }
   if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
+  ready_gen = std::max(ready_gen, current_gen);
   std::size_t retired = 0;
   for (Worker& w : table.all())
     if (w.generation != current_gen && !w.stopping()) {

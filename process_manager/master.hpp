@@ -47,6 +47,10 @@ struct PoolSettings {
   // connections gets signals::nudge_signal() once for that request (it may pass them on). While
   // any worker holds more than one connection, the master looks every millisecond.
   std::chrono::milliseconds nudge_after{0};
+  // 0: a worker says it is ready in its slot (the host's own workers). Otherwise (--exec: a
+  // program that cannot) the master takes it as ready once it has lived this long; a death
+  // before that is a boot failure while its generation was never ready (worker_exit.hpp).
+  std::chrono::milliseconds boot_window{0};
 };
 
 // Handed to a worker's entry point in the child process.

@@ -33,7 +33,8 @@ inline constexpr const char* kSignalsHelp =
 inline constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  stopped on request (TERM, QUIT, INT), or --help, --version, a good --test-config\n"
-    "  1  runtime failure: workers could not boot, or a fatal error in the master\n"
+    "  1  runtime failure: workers could not boot (died before they were ready), or a fatal\n"
+    "     error in the master\n"
     "  2  bad option or config file, or what --test-config finds (unknown user or group, missing\n"
     "     directory, program or plugin, unknown app, unresolvable address, bad log format)\n"
     "  3  start-up failure: listening socket, log file, pidfile or dropping privileges\n";

@@ -201,6 +201,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
     g.pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
     g.pool.resend_stop_every = std::chrono::milliseconds{500};
+    g.pool.boot_window = kExecBootWindow;
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
@@ -328,9 +329,10 @@ void open_listener(Host& host) {
 }
 
 // Kept connections move between the workers of every generation through one channel, made here
-// or, after USR2, taken over from the old master.
+// or, after USR2, taken over from the old master. Also with --handoff-after 0: a stopping
+// worker always passes its kept connections on.
 void open_handoff_channel(Host& host) {
-  if (host.exec_mode() || host.config.limits.handoff_after.count() <= 0) return;
+  if (host.exec_mode()) return;
   worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
   worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
   if (worker_handoff.enabled()) return;

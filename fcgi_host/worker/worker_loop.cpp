@@ -336,15 +336,8 @@ void Worker::process(Connection& c) {
     case RecordGuard::Verdict::RequestReady:
       if (!serve_request(c)) return;                     // closed, or moved
       if (c.phase == Connection::Phase::Writing) return; // continue_writing() goes on
-      if (stop_ != Stop::No && c.between_requests()) {
-        // A stopping worker passes its kept connections on; with nobody to take them, it keeps
-        // serving them for a while (see begin_stop()), then closes each after its response.
-        if (can_hand_off(false) && hand_off(c)) return;
-        if (process_manager::monotonic_ns() >= stop_serving_until_) {
-          close_connection(c);
-          return;
-        }
-      }
+      // A stopping worker passes its kept connections on (worker_handoff.cpp).
+      if (stop_ != Stop::No && c.between_requests() && release_when_stopping(c, false)) return;
       continue; // a pipelined request may already be in the buffer
     case RecordGuard::Verdict::Reject:
       reject(c);
@@ -353,6 +346,8 @@ void Worker::process(Connection& c) {
       close_connection(c, c.guard.close_reason());
       return;
     case RecordGuard::Verdict::NeedMore:
+      // Also after a backlog went out, or with part of a request: a stopping worker's go on.
+      if (stop_ != Stop::No && can_hand_off(false) && hand_off(c)) return;
       watch(c);
       return;
     }
@@ -532,8 +527,10 @@ void Worker::expire_deadlines() {
     switch (c.phase) {
     case Connection::Phase::KeptIdle:
       if (c.between_requests()) {
-        if (stop_ != Stop::No && can_hand_off(false) && hand_off(c)) break;
-        close_connection(c);
+        if (stop_ == Stop::No)
+          close_connection(c); // --keepalive-timeout
+        else if (!release_when_stopping(c, true))
+          c.deadline_ns = now + kStopIdleNs; // the next try
         break;
       }
       [[fallthrough]];
@@ -592,11 +589,12 @@ void Worker::begin_stop(Stop how) {
   watch_channel(false);
   // Kept connections are not closed: nginx may be writing a request on one right now, and a
   // request written to a connection we close is lost (nginx retries a GET, not a POST). They
-  // move to a worker that goes on (the new generation on a reload). With nobody to take them
-  // (the whole pool stops), a kept connection is closed once it has been idle for a moment:
-  // nginx reuses the most recently used connection first, and notices the close of one resting
-  // in its cache. Connections that stay busy are closed after a response once kStopServeNs
-  // has passed.
+  // move to a worker that goes on (the new generation on a reload, the new master's workers
+  // after an upgrade, the replacement when recycling; release_when_stopping()). With nobody to
+  // take them (the whole host stops), a kept connection is closed once it has been idle for a
+  // moment with nothing waiting in it: nginx reuses the most recently used connection first,
+  // and notices the close of one resting in its cache. Connections that stay busy are closed
+  // after a response, with nothing waiting, once kStopServeNs has passed.
   if (can_hand_off(false)) hand_off_waiting(-1);
   std::uint64_t now = process_manager::monotonic_ns();
   stop_serving_until_ = now + kStopServeNs;

@@ -63,6 +63,7 @@ private:
   bool can_hand_off(bool need_free) const;
   bool hand_off(Connection& c);
   void hand_off_waiting(int except_fd);
+  bool release_when_stopping(Connection& c, bool idle_deadline);
   void start_observer();
   void stop_observer();
   void observe_slow_handlers();
