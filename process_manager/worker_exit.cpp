@@ -1,5 +1,6 @@
 #include "process_manager/worker_exit.hpp"
 
+#include <csignal>
 #include <cstring>
 
 namespace process_manager {
@@ -7,6 +8,8 @@ namespace process_manager {
 WorkerExit classify_exit(const ExitedChild& c, const ExitFacts& facts) {
   if (facts.boot_error) return WorkerExit::BootFailure;
   const bool clean = c.kind == ExitedChild::Kind::Exited && c.code == 0;
+  const bool killed_from_outside = c.kind == ExitedChild::Kind::Signaled && c.signal == SIGKILL;
+  if (!facts.ready && killed_from_outside && facts.generation_ready) return WorkerExit::Crash;
   if (!facts.ready && !(facts.ready_by_time && facts.generation_ready))
     return WorkerExit::BootFailure;
   return clean ? WorkerExit::Done : WorkerExit::Crash;

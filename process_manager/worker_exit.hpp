@@ -11,6 +11,10 @@
 //   signal: abort(), exit(1), a SIGKILL while booting), and the host's own "could not boot"
 //   (exit code 3 with a reason in the slot). Respawning would only fail again: at a fresh start
 //   the master stops; at a reload the old generation keeps serving.
+//   SIGKILL is the exception once the generation was ready: it comes from outside (the OOM
+//   killer, an operator's kill -9), not from code that cannot boot, so a replacement worker
+//   killed while it boots is respawned like a crash (a whole master stopped by one OOM kill of a
+//   booting replacement would lose every request the others were serving).
 //   For an --exec program, whose readiness is only a guess by time, a death inside the boot
 //   window counts as a boot failure only while its generation has never been ready: a program
 //   that crashes on an early request later on is respawned, with backoff.

@@ -33,8 +33,17 @@ TEST_CASE("worker exit: any death before ready is a boot failure, whatever its f
     CHECK(classify_exit(c, booting()) == WorkerExit::BootFailure);
     ExitFacts generation_up = booting();
     generation_up.generation_ready = true; // a replacement that cannot boot, too
-    CHECK(classify_exit(c, generation_up) == WorkerExit::BootFailure);
+    const bool outside = c.kind == ExitedChild::Kind::Signaled && c.signal == SIGKILL;
+    CHECK(classify_exit(c, generation_up) ==
+          (outside ? WorkerExit::Crash : WorkerExit::BootFailure));
   }
+}
+
+TEST_CASE("worker exit: a SIGKILL of a booting replacement comes from outside: a crash") {
+  ExitFacts replacement = booting();
+  replacement.generation_ready = true; // the OOM killer or kill -9, while the others serve
+  CHECK(classify_exit(killed(SIGKILL), replacement) == WorkerExit::Crash);
+  CHECK(classify_exit(killed(SIGKILL), booting()) == WorkerExit::BootFailure); // at a start
 }
 
 TEST_CASE("worker exit: after ready, 0 is done, anything else a crash") {
