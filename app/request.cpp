@@ -23,6 +23,8 @@ void Request::clear() {
   storage_.clear();
   entries_.clear();
   method_ = uri_ = path_ = query_ = Span{};
+  request_id_ = traceparent_ = Span{};
+  id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
@@ -56,6 +58,51 @@ void Request::add_param(std::string_view name, std::string_view value) {
   e.name = store(name);
   e.value = store(value);
   entries_.push_back(e);
+  // The two ids are noted as they pass (a length compare per parameter) rather than looked up
+  // by name on every request: the host copies the id into the scoreboard for each one.
+  constexpr std::string_view kRequestId = "HTTP_X_REQUEST_ID", kTraceParent = "HTTP_TRACEPARENT";
+  if (name.size() == kRequestId.size() && name == kRequestId) request_id_ = e.value;
+  if (name.size() == kTraceParent.size() && name == kTraceParent) traceparent_ = e.value;
+}
+
+namespace {
+
+bool lower_hex(std::string_view s) {
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+} // namespace
+
+// W3C Trace Context: version "00" is 55 characters; a later version may append fields after a
+// '-'. All-zero ids are invalid.
+std::string_view Request::trace_id() const {
+  std::string_view tp = trace_parent();
+  if (tp.size() < 55 || (tp.size() > 55 && tp[55] != '-') || tp[2] != '-' || tp[35] != '-' ||
+      tp[52] != '-' || !lower_hex(tp.substr(0, 2)) || tp.substr(0, 2) == "ff")
+    return {};
+  std::string_view id = tp.substr(3, 32), parent = tp.substr(36, 16);
+  if (!lower_hex(id) || !lower_hex(parent) || !lower_hex(tp.substr(53, 2)) ||
+      id.find_first_not_of('0') == std::string_view::npos ||
+      parent.find_first_not_of('0') == std::string_view::npos)
+    return {};
+  return id;
+}
+
+std::string_view Request::carried_id() const {
+  if (request_id_.size != 0) return view(request_id_);
+  return traceparent_.size != 0 ? trace_id() : std::string_view{};
+}
+
+std::string_view Request::request_id() const {
+  if (std::string_view carried = carried_id(); !carried.empty()) return carried;
+  if (!id_format_) return {};
+  if (!id_generated_) {
+    id_format_(id_context_, generated_id_);
+    id_generated_ = true;
+  }
+  return {generated_id_, sizeof generated_id_};
 }
 
 const Request::Entry* Request::find(std::string_view name) const {

@@ -2,6 +2,7 @@
 
 #include "process_manager/backoff.hpp"
 #include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
@@ -68,6 +69,8 @@ struct Master::Impl {
   void start();
   void dispatch(int sig);
   void reap();
+  void take_crash_stacks();
+  void note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s);
   void enforce_timeouts();
   void nudge_slow_workers();
   void sample_pool();
@@ -156,6 +159,7 @@ int Master::Impl::run() {
       dispatch(sig);                                                 // -> on_term(), on_hup(), ...
     for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
       on_readable(fd);
+    take_crash_stacks();         // a worker waits in its crash handler: its stack, then it dies
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     nudge_slow_workers();        // a long request beside kept connections: pass them on
@@ -386,6 +390,7 @@ void Master::Impl::reap() {
       continue;
     }
     WorkerSlot& s = scoreboard.slot(w->slot);
+    note_unreported_crash(*w, c, s);
     std::uint64_t requests = s.requests;
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
@@ -413,6 +418,9 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
+  // The crash block goes with the exit line, whatever is decided about the worker's slot: the
+  // crash lines' rate limit (CrashPolicy) is the block's.
+  if (!w.crash_block.empty()) line += ":\n" + w.crash_block;
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
@@ -427,6 +435,36 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
   }
+}
+
+// A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
+// taken now, if its block will be written (the crash lines' rate limit), and it is let go.
+void Master::Impl::take_crash_stacks() {
+  for (Worker& w : table.all()) {
+    WorkerSlot& s = scoreboard.slot(w.slot);
+    if (!crash_waiting(s)) continue;
+    std::uint64_t now = monotonic_ns();
+    std::string stack =
+        crashes.log_due(now)
+            ? crashed_frames(capture_stack(w.pid, kStackTraceBudget, s.crash_tid.load()))
+            : "no stack trace: crash lines are rate-limited (at most one a second)\n";
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
+    release_crashed(s);
+  }
+}
+
+// A worker that died of a signal without its handler's report: SIGKILL (the kernel's OOM
+// killer, or another process: the master's own kills are known), or a fatal signal when the
+// worker could not wait (an --exec program has no handler). The request in flight, no stack.
+void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
+  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled) return;
+  if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
+    w.crash_block = describe_crash(s, monotonic_ns(),
+                                   "no stack trace: SIGKILL, not sent by the master (the kernel's "
+                                   "OOM killer sends it: see dmesg)");
+  else if (is_fatal_signal(c.signal))
+    w.crash_block = describe_crash(s, monotonic_ns(), "no stack trace: the worker did not wait");
 }
 
 // The replacement of a crashed worker of the current generation goes in the same slot, so

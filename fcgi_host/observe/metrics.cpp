@@ -82,8 +82,8 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
   return process_manager::claim_route(routes_, route);
 }
 
-void RequestMetrics::end(std::string_view route, int status, std::string_view method,
-                         std::string_view uri, bool need_duration, bool aborted) {
+void RequestMetrics::end(std::string_view route, int status, const app::Request& request,
+                         bool need_duration, bool aborted) {
   if (aborted) {
     slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
     status = kAbortedStatus;
@@ -105,10 +105,11 @@ void RequestMetrics::end(std::string_view route, int status, std::string_view me
   }
   if (settings_.slow_threshold_ns != 0 && duration_ns_ > settings_.slow_threshold_ns) {
     slot_.slow_requests.fetch_add(1, std::memory_order_relaxed);
-    PM_LOG(LogLevel::Warn, "slow request: \"" + std::string(method) + " " + std::string(uri) +
-                               "\" took " + seconds_text(duration_ns_) + ", status " +
-                               std::to_string(status) + " (slow-request-threshold " +
-                               seconds_text(settings_.slow_threshold_ns) + ")");
+    PM_LOG(LogLevel::Warn,
+           "slow request: \"" + std::string(request.method()) + " " + std::string(request.uri()) +
+               "\" took " + seconds_text(duration_ns_) + ", status " + std::to_string(status) +
+               ", request id " + std::string(request.request_id()) + " (slow-request-threshold " +
+               seconds_text(settings_.slow_threshold_ns) + ")");
   }
 }
 
@@ -186,6 +187,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       process_manager::Scoreboard::RequestInfo info = process_manager::Scoreboard::read_request(s);
       w.method = info.method;
       w.uri = info.uri;
+      w.request_id = info.request_id;
     }
     if (st != WorkerState::Starting) {
       ++snap.total;

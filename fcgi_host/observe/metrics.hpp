@@ -8,6 +8,7 @@
 // sampled: every kCpuSampleEvery-th request of a worker is measured, and the per-route CPU total
 // is estimated as (sampled CPU / samples) x calls. --metrics off leaves one clock read (the
 // request timeout needs it) and the scoreboard state stores.
+#include "app/request.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "process_manager/listen_queue.hpp"
@@ -59,10 +60,11 @@ public:
       cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
   }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
-  // with kAbortedStatus). Records the call under `route`; logs it when slow. Reads the clock
-  // only when something needs the duration (metrics, slow log, or `need_duration`).
-  void end(std::string_view route, int status, std::string_view method, std::string_view uri,
-           bool need_duration, bool aborted = false);
+  // with kAbortedStatus). Records the call under `route`; logs it when slow (with the
+  // request's method, URI and id). Reads the clock only when something needs the duration
+  // (metrics, slow log, or `need_duration`).
+  void end(std::string_view route, int status, const app::Request& request, bool need_duration,
+           bool aborted = false);
 
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
@@ -95,7 +97,7 @@ struct WorkerSnapshot {
   std::uint64_t requests = 0;
   std::uint64_t accepted = 0;
   std::uint64_t request_duration_ns = 0; // the current request so far (0: none)
-  std::string method, uri;               // the current request
+  std::string method, uri, request_id;   // the current request
   std::uint64_t last_duration_ns = 0;
   std::uint64_t last_cpu_ns = 0;
   bool active = false;

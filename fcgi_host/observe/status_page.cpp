@@ -237,6 +237,7 @@ std::string text_page(const Snapshot& s, bool full) {
       line("request duration", num(w.request_duration_ns / 1000)); // µs, as php-fpm
       line("request method", w.method.empty() ? "-" : w.method);
       line("request URI", w.uri.empty() ? "-" : w.uri);
+      line("request id", w.request_id.empty() ? "-" : w.request_id);
       line("last request duration", num(w.last_duration_ns / 1000));
       line("last request cpu", num(w.last_cpu_ns / 1000));
     }
@@ -320,6 +321,7 @@ std::string json_page(const Snapshot& s, bool full) {
            ",\"requests\":" + num(w.requests) + ",\"accepted conn\":" + num(w.accepted) +
            ",\"request duration\":" + num(w.request_duration_ns / 1000) +
            ",\"request method\":" + str(w.method) + ",\"request uri\":" + str(w.uri) +
+           ",\"request id\":" + str(w.request_id) +
            ",\"last request duration\":" + num(w.last_duration_ns / 1000) +
            ",\"last request cpu\":" + num(w.last_cpu_ns / 1000) + "}";
     }
@@ -488,12 +490,14 @@ std::string html_page(const Snapshot& s) {
            (r.calls ? secs(r.wall_ns / r.calls * 1000) : std::string("-")) + "</td><td>" +
            secs(r.cpu_estimate_ns()) + "</td></tr>\n";
   out += "</table>\n<table><tr><th>slot</th><th>pid</th><th>gen</th><th>state</th>"
-         "<th>requests</th><th>current request</th><th>for ms</th><th>last ms</th></tr>\n";
+         "<th>requests</th><th>current request</th><th>request id</th><th>for ms</th>"
+         "<th>last ms</th></tr>\n";
   for (const WorkerSnapshot& w : s.workers)
     out += "<tr><td>" + num(w.slot) + "</td><td>" + num(static_cast<std::uint64_t>(w.pid)) +
            "</td><td>" + num(w.generation) + "</td><td>" + process_manager::to_string(w.state) +
            "</td><td>" + num(w.requests) + "</td><td>" + html_escape(w.method + " " + w.uri) +
-           "</td><td>" + num(w.request_duration_ns / 1'000'000) + "</td><td>" +
+           "</td><td>" + html_escape(w.request_id) + "</td><td>" +
+           num(w.request_duration_ns / 1'000'000) + "</td><td>" +
            num(w.last_duration_ns / 1'000'000) + "</td></tr>\n";
   return out + "</table>\n</body></html>\n";
 }
