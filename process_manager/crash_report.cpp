@@ -32,7 +32,7 @@ std::atomic<const void*> g_describe_context{nullptr};
 
 } // namespace
 
-// extern "C" and a fixed name: crashed_frames() finds this frame in the debugger's output and
+// extern "C" and a fixed name: worker_frames() finds this frame in the debugger's output and
 // drops it and the frames above it.
 extern "C" void fcgi_host_fatal_signal_handler(int sig, siginfo_t*, void*) {
   // The handler is reset (SA_RESETHAND) and not blocked (SA_NODEFER): a second fault in here
@@ -152,7 +152,7 @@ std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const s
   return block;
 }
 
-std::string crashed_frames(const std::string& frames) {
+std::string worker_frames(const std::string& frames) {
   // A frame is its "#n" line and the indented lines after it (source, inlined frames).
   std::vector<std::string> list;
   std::istringstream in(frames);
@@ -160,17 +160,23 @@ std::string crashed_frames(const std::string& frames) {
     if (line.starts_with("#") || list.empty()) list.emplace_back();
     list.back() += line + "\n";
   }
-  std::size_t first = 0;
+  auto names = [&list](std::size_t i, std::string_view what) {
+    return list[i].substr(0, list[i].find('\n')).find(what) != std::string::npos;
+  };
+  std::size_t first = 0, end = list.size();
   for (std::size_t i = 0; i < list.size(); ++i)
-    if (list[i].substr(0, list[i].find('\n')).find("fcgi_host_fatal_signal_handler") !=
-        std::string::npos)
-      first = i + 1;
+    if (names(i, "fcgi_host_fatal_signal_handler")) first = i + 1;
   // The signal trampoline is no frame of the program.
-  if (first > 0 && first < list.size() && list[first].find("__restore_rt") != std::string::npos)
-    ++first;
-  if (first == 0 || first == list.size()) return frames;
-  std::string out;
+  if (first > 0 && first < list.size() && names(first, "__restore_rt")) ++first;
+  // Below the worker's entry point: the master's frames from before the fork.
   for (std::size_t i = first; i < list.size(); ++i)
+    if (names(i, "process_manager::Spawner::run_child")) {
+      end = i;
+      break;
+    }
+  if (first >= end) return frames;
+  std::string out;
+  for (std::size_t i = first; i < end; ++i)
     out += list[i];
   return out;
 }

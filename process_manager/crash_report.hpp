@@ -43,9 +43,10 @@ void release_crashed(WorkerSlot& slot);
 // lines, or one line saying why there is no stack).
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack);
 
-// A stack taken by the debugger keeps only the crashed thread's frames from the fatal one on:
-// the frames of the crash handler (and of the signal frame) above it are dropped.
-std::string crashed_frames(const std::string& frames);
+// The frames of a worker's stack (capture_stack()) that are the program's: those of the crash
+// handler and the signal trampoline above the faulting frame, and the master's frames from before
+// the fork below the worker's entry point, are dropped.
+std::string worker_frames(const std::string& frames);
 
 // The signals the handler catches.
 bool is_fatal_signal(int sig);

@@ -32,6 +32,9 @@ constexpr std::chrono::milliseconds kTick{100};
 // The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
+// Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
+// request is slow would have one taken for each: a bound.
+constexpr unsigned kSlowStacksPerMinute = 10;
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
@@ -73,6 +76,7 @@ struct Master::Impl {
   void note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s);
   void enforce_timeouts();
   void nudge_slow_workers();
+  void take_slow_request_stacks();
   void sample_pool();
   std::chrono::milliseconds tick() const;
   void maintain_pool();
@@ -145,6 +149,9 @@ struct Master::Impl {
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
   std::uint64_t last_sample_ns = 0;
+  std::uint64_t slow_window_ns = 0; // the minute slow-request stacks are counted in
+  unsigned slow_stacks = 0;         // taken in it
+  unsigned slow_skipped = 0;        // not taken in it, said in the next one's line
   // A worker could not boot: the one line about it is written; the stop that follows is
   // logged at debug level only.
   bool boot_failed = false;
@@ -163,6 +170,7 @@ int Master::Impl::run() {
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     nudge_slow_workers();        // a long request beside kept connections: pass them on
+    take_slow_request_stacks();  // a request past --slow-request-threshold: one stack, it goes on
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
     maintain_pool();             // finish a reload; scale; spawn or retire to the target
@@ -446,7 +454,7 @@ void Master::Impl::take_crash_stacks() {
     std::uint64_t now = monotonic_ns();
     std::string stack =
         crashes.log_due(now)
-            ? crashed_frames(capture_stack(w.pid, kStackTraceBudget, s.crash_tid.load()))
+            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, s.crash_tid.load()))
             : "no stack trace: crash lines are rate-limited (at most one a second)\n";
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
@@ -574,7 +582,9 @@ void Master::Impl::enforce_timeouts() {
       continue;
     Scoreboard::RequestInfo r = Scoreboard::read_request(s);
     // Taken before the kill: where it hangs is what the person reading this line needs.
-    std::string stack = w.stack_trace_on_timeout ? capture_stack(w.pid, kStackTraceBudget) : "";
+    std::string stack = w.stack_trace_on_timeout
+                            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                            : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
                                 "\" ran for " + seconds(now - start) + " (request_timeout " +
@@ -604,6 +614,42 @@ void Master::Impl::nudge_slow_workers() {
       continue;
     w.nudged_request_ns = start;
     ::kill(w.pid, signals::nudge_signal());
+  }
+}
+
+// --slow-request-threshold: the worker's stack while its request is still running, once per
+// request (the worker logs the request again when it ends, with its duration and status).
+void Master::Impl::take_slow_request_stacks() {
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    if (w.slow_stack_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
+    const WorkerSlot& s = scoreboard.slot(w.slot);
+    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+    if (!in_request(s.state) || start == 0 || start == w.slow_stack_request_ns || now < start ||
+        now - start <= ns(w.slow_stack_after))
+      continue;
+    w.slow_stack_request_ns = start;
+    if (now - slow_window_ns >= ns(std::chrono::minutes(1))) {
+      slow_window_ns = now;
+      slow_stacks = 0;
+    }
+    if (slow_stacks == kSlowStacksPerMinute) {
+      ++slow_skipped;
+      continue;
+    }
+    ++slow_stacks;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    // The handler runs on the worker's main thread, whose id is the pid.
+    std::string stack = worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid));
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    unsigned not_taken = std::exchange(slow_skipped, 0);
+    std::string skipped =
+        not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
+    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
+                               "\", request id " + r.request_id + ", running for " +
+                               seconds(now - start) + " (slow-request-threshold " +
+                               seconds(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
+                               stack);
   }
 }
 
@@ -777,6 +823,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
   w.resend_stop_every = current.pool.resend_stop_every;
   w.nudge_after = current.pool.nudge_after;
+  w.slow_stack_after = current.pool.slow_stack_after;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;

@@ -21,13 +21,15 @@ namespace {
 
 // eu-stack first: it attaches, unwinds and detaches in tens of milliseconds; gdb loads every
 // symbol table first and may need most of the budget.
-// -i -s: inlined frames and source lines, from debug info where it is installed. -1 -p TID: that
-// thread alone (eu-stack attaches to the thread group of any of its threads).
+// -i -s: inlined frames and source lines, from debug info where it is installed; -n: a runaway
+// recursion is not a thousand lines. -1 -p TID: that thread alone (eu-stack attaches to the
+// thread group of any of its threads).
 std::vector<std::string> debugger_argv(pid_t pid, pid_t tid) {
   std::string p = std::to_string(pid);
   if (access("/usr/bin/eu-stack", X_OK) == 0) {
-    if (tid != 0) return {"/usr/bin/eu-stack", "-1", "-i", "-s", "-p", std::to_string(tid)};
-    return {"/usr/bin/eu-stack", "-i", "-s", "-p", p};
+    if (tid != 0)
+      return {"/usr/bin/eu-stack", "-1", "-i", "-s", "-n", "64", "-p", std::to_string(tid)};
+    return {"/usr/bin/eu-stack", "-i", "-s", "-n", "64", "-p", p};
   }
   if (access("/usr/bin/gdb", X_OK) == 0)
     return {"/usr/bin/gdb", "-nx", "-batch", "-p", p, "-ex", "bt"};

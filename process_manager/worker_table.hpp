@@ -24,6 +24,7 @@ struct Worker {
   bool stack_trace_on_timeout = false;
   std::chrono::milliseconds resend_stop_every{0};
   std::chrono::milliseconds nudge_after{0};
+  std::chrono::milliseconds slow_stack_after{0};
   std::uint64_t nudged_request_ns = 0;     // the request start the last nudge was for
   int stop_signal = 0;                     // the graceful signal last sent, for resend_stop_every
   std::uint64_t resend_at_ns = 0;          // 0: nothing to repeat
