@@ -17,12 +17,12 @@ namespace process_manager {
 namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-// Longer than the master's debugger budget (1 s) plus a turn of its loop, which may itself be
+// Longer than the master's debugger budget (3 s) plus a turn of its loop, which may itself be
 // waiting for another debugger: the master is late, not gone, within this.
-constexpr std::uint64_t kWaitForMasterNs = 3'000'000'000;
+constexpr std::uint64_t kWaitForMasterNs = 8'000'000'000;
 // A hang inside the handler (a lock a fault left taken, a debugger that never detaches) still
 // ends the worker: SIGALRM's default action terminates it.
-constexpr unsigned kHandlerAlarmSeconds = 6;
+constexpr unsigned kHandlerAlarmSeconds = 10;
 constexpr std::size_t kAltStackSize = 64 * 1024;
 
 WorkerSlot* g_slot = nullptr;

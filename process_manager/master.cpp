@@ -32,6 +32,9 @@ constexpr std::chrono::milliseconds kTick{100};
 // The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
+// A crashed or slow worker's stack: rarer (rate-limited), and worth more waiting for on a loaded
+// machine, where a debugger reading the debug info of a big binary can take a second.
+constexpr std::chrono::milliseconds kForensicStackBudget{3000};
 // Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
 // request is slow would have one taken for each: a bound.
 constexpr unsigned kSlowStacksPerMinute = 10;
@@ -99,7 +102,8 @@ struct Master::Impl {
   void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
                const std::string& boot_error);
   void on_boot_failure(const Worker& w, const std::string& line, const std::string& why);
-  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
+  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d,
+                 const std::string& block = {});
   void spawn_failed(const std::string& line);
   void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
   void release_held_slots();
@@ -428,11 +432,11 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
                      " requests";
   // The crash block goes with the exit line, whatever is decided about the worker's slot: the
   // crash lines' rate limit (CrashPolicy) is the block's.
-  if (!w.crash_block.empty()) line += ":\n" + w.crash_block;
+  std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
-           line + " (" + to_string(*w.stop_reason) + ")");
+           line + " (" + to_string(*w.stop_reason) + ")" + block);
   } else if (clean) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
@@ -441,21 +445,25 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     std::uint64_t now = monotonic_ns();
     CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
     hold_for_respawn(w, d.respawn_at_ns);
-    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
+    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
+              block);
   }
 }
 
 // A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
 // taken now, if its block will be written (the crash lines' rate limit), and it is let go.
 void Master::Impl::take_crash_stacks() {
+  bool taken = false; // one a turn: the crash line that is due is the first one's
   for (Worker& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
-    std::uint64_t now = monotonic_ns();
-    std::string stack =
-        crashes.log_due(now)
-            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, s.crash_tid.load()))
-            : "no stack trace: crash lines are rate-limited (at most one a second)\n";
+    std::string stack;
+    if (!taken && crashes.log_due(monotonic_ns())) {
+      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
+      taken = true;
+    } else {
+      stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";
+    }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
     release_crashed(s);
@@ -540,11 +548,13 @@ void Master::Impl::spawn_failed(const std::string& line) {
 
 // Crashes and failed spawns: one breaker line, at most one line per second.
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
-                             const CrashPolicy::Decision& d) {
+                             const CrashPolicy::Decision& d, const std::string& block) {
   if (d.log)
     PM_LOG(level,
-           line + (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
-                                : std::string()));
+           line +
+               (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
+                             : std::string()) +
+               block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
@@ -626,7 +636,8 @@ void Master::Impl::take_slow_request_stacks() {
     const WorkerSlot& s = scoreboard.slot(w.slot);
     std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
     if (!in_request(s.state) || start == 0 || start == w.slow_stack_request_ns || now < start ||
-        now - start <= ns(w.slow_stack_after))
+        now - start <= ns(w.slow_stack_after) ||
+        s.crash_state.load(std::memory_order_acquire) != CrashState::None) // not slow: crashed
       continue;
     w.slow_stack_request_ns = start;
     if (now - slow_window_ns >= ns(std::chrono::minutes(1))) {
@@ -640,7 +651,7 @@ void Master::Impl::take_slow_request_stacks() {
     ++slow_stacks;
     Scoreboard::RequestInfo r = Scoreboard::read_request(s);
     // The handler runs on the worker's main thread, whose id is the pid.
-    std::string stack = worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid));
+    std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     unsigned not_taken = std::exchange(slow_skipped, 0);
     std::string skipped =
@@ -650,6 +661,7 @@ void Master::Impl::take_slow_request_stacks() {
                                seconds(now - start) + " (slow-request-threshold " +
                                seconds(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
                                stack);
+    return; // one a turn: a crash report does not wait for several debuggers
   }
 }
 
