@@ -71,6 +71,8 @@ public:
 
 private:
   std::size_t route_index(std::string_view route);
+  void record_exemplar(process_manager::Exemplar& e, const app::Request& request,
+                       std::uint64_t now_ns);
 
   process_manager::WorkerSlot& slot_;
   process_manager::RouteTable& routes_;
@@ -103,6 +105,14 @@ struct WorkerSnapshot {
   bool active = false;
 };
 
+// A latency bucket's exemplar (route_stats.hpp); id empty when the bucket has none.
+struct ExemplarSnapshot {
+  std::string id;
+  bool is_trace = false; // a W3C trace id (else a request id)
+  std::uint64_t value_ns = 0;
+  std::uint64_t unix_ms = 0;
+};
+
 struct RouteSnapshot {
   std::string name;
   std::uint64_t calls = 0;
@@ -111,6 +121,7 @@ struct RouteSnapshot {
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
   std::array<std::uint64_t, process_manager::kLatencyBuckets> buckets{};
+  std::array<ExemplarSnapshot, process_manager::kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.
   std::uint64_t cpu_estimate_ns() const {
     return cpu_samples ? static_cast<std::uint64_t>(static_cast<double>(cpu_ns) /

@@ -341,10 +341,17 @@ public:
     std::string shown = counter && !openmetrics_ ? name + "_total" : name;
     out_ += "# HELP " + shown + " " + help + "\n# TYPE " + shown + " " + type + "\n";
   }
-  void sample(const std::string& name, const std::string& labels, const std::string& value) {
+  void sample(const std::string& name, const std::string& labels, const std::string& value,
+              const ExemplarSnapshot* exemplar = nullptr) {
     out_ += name;
     if (!labels.empty()) out_ += "{" + labels + "}";
-    out_ += " " + value + "\n";
+    out_ += " " + value;
+    // Exemplars exist in OpenMetrics only: "# {trace_id="..."} value timestamp".
+    if (openmetrics_ && exemplar && !exemplar->id.empty())
+      out_ += std::string(" # {") + (exemplar->is_trace ? "trace_id" : "request_id") + "=\"" +
+              label_escape(exemplar->id) + "\"} " + secs(exemplar->value_ns) + " " +
+              secs(exemplar->unix_ms * 1'000'000u);
+    out_ += "\n";
   }
   void gauge(const std::string& name, const std::string& help, const std::string& value) {
     family(name, "gauge", help);
@@ -361,6 +368,7 @@ public:
     const std::array<std::uint64_t, kLatencyBuckets>* buckets;
     std::uint64_t count;
     std::uint64_t sum_ns;
+    const std::array<ExemplarSnapshot, kLatencyBuckets>* exemplars = nullptr;
   };
   void histogram(const std::string& name, const std::string& help,
                  const std::vector<Series>& series) {
@@ -370,7 +378,8 @@ public:
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         cumulative += (*h.buckets)[b];
-        sample(name + "_bucket", h.labels + sep + "le=\"" + bound(b) + "\"", num(cumulative));
+        sample(name + "_bucket", h.labels + sep + "le=\"" + bound(b) + "\"", num(cumulative),
+               h.exemplars ? &(*h.exemplars)[b] : nullptr);
       }
       sample(name + "_count", h.labels, num(h.count));
       sample(name + "_sum", h.labels, secs(h.sum_ns));
@@ -438,7 +447,7 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
     w.sample(p + "handler_cpu_seconds_total", route(r), secs(r.cpu_estimate_ns()));
   std::vector<MetricsWriter::Series> durations;
   for (const RouteSnapshot& r : s.routes)
-    durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns});
+    durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns, &r.exemplars});
   w.histogram(p + "handler_duration_seconds", "Wall time per handler route.", durations);
 
   w.histogram(

@@ -44,6 +44,27 @@ std::string crash_block(const std::string& log, int signal) {
   return rest.substr(0, end);
 }
 
+// The exemplars prometheus_client's OpenMetrics parser finds in `text`, one per line
+// ("sample le labels value"), or its error.
+std::string parsed_exemplars(const it::TempDir& dir, const std::string& text) {
+  std::string input = dir.write("om.txt", text);
+  std::string script = dir.write("exemplars.py", R"(import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+for f in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in f.samples:
+        if s.exemplar:
+            print(s.name, s.labels.get("le"), dict(s.exemplar.labels), s.exemplar.value)
+)");
+  std::string out;
+  FILE* p = popen(("/usr/bin/python3 " + script + " " + input + " 2>&1").c_str(), "r");
+  if (!p) return "popen failed";
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;)
+    out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 bool has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
@@ -205,5 +226,34 @@ TEST_SUITE("forensics") {
     std::string made_up = host.connect().request("GET", "/id").body;
     CHECK(std::regex_match(made_up, std::regex("id=[0-9a-f]{32} traceparent=\n")));
     CHECK(host.connect().request("GET", "/id").body != made_up); // one per request
+  }
+
+  TEST_CASE("exemplars: a traceparent request's trace id on its latency bucket passes the "
+            "OpenMetrics parser") {
+    HostOptions o;
+    o.args = {"--app", kCrashPlugin, "--workers", "1"};
+    o.status_socket = true;
+    HostProcess host(o);
+    auto c = host.connect();
+    fcgi_test::Request r;
+    r.uri = "/id";
+    r.extra_params = {
+        {"HTTP_TRACEPARENT", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}};
+    CHECK(c.request(r).status == 200);
+    std::string text;
+    // The worker records the call after its answer went out.
+    it::wait_for(
+        [&] {
+          auto status = fcgi_test::Client::connect("unix:" + host.dir().file("status.sock"));
+          text = status.request("GET", "/status?openmetrics").body;
+          return has(text, "4bf92f3577b34da6a3ce929d0e0e4736");
+        },
+        Millis{3000});
+    std::string parsed = parsed_exemplars(host.dir(), text);
+    INFO(text);
+    INFO(parsed);
+    CHECK(has(parsed, "fcgihost_handler_duration_seconds_bucket"));
+    CHECK(has(parsed, "{'trace_id': '4bf92f3577b34da6a3ce929d0e0e4736'}"));
+    CHECK_FALSE(has(parsed, "Traceback"));
   }
 }

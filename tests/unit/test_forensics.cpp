@@ -3,6 +3,9 @@
 #include "app/request.hpp"
 #include "app/response.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/observe/status_page.hpp"
+#include "process_manager/clock.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/request_id.hpp"
 #include "process_manager/scoreboard.hpp"
@@ -110,7 +113,7 @@ TEST_CASE("access log: %I, %{NAME}e for a parameter, %{Name}o for a response hea
   CHECK(fcgi_host::valid_access_format("%I %{A}e%{B}o", why));
 }
 
-TEST_CASE("scoreboard: the carried request id, cleaned; else the generated one") {
+TEST_CASE("scoreboard: the carried request id, cleaned, else the generated one") {
   Scoreboard sb(1);
   WorkerSlot& s = sb.slot(0);
   Scoreboard::set_request(s, "GET", 3, "/a", 2, "id\nwith\x01junk");
@@ -160,4 +163,35 @@ TEST_CASE("worker stacks: the crash handler's frames and the master's from befor
   CHECK(worker_frames("#0  0x1 f\n#1  0x2 g\n") == "#0  0x1 f\n#1  0x2 g\n");
   CHECK(worker_frames("no stack trace: no debugger installed\n") ==
         "no stack trace: no debugger installed\n");
+}
+
+TEST_CASE("exemplars: a bucket's trace id (or request id) in OpenMetrics only, refreshed at most "
+          "once a second") {
+  Scoreboard sb(1);
+  sb.slot(0).generation = 1;
+  sb.slot(0).state = WorkerState::Idle;
+  fcgi_host::ObservabilitySettings settings;
+  fcgi_host::RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  app::Request r;
+  r.set_id_source(number_seven, nullptr);
+  fill(r, {{"HTTP_TRACEPARENT", kTraceParent}});
+  m.begin(process_manager::monotonic_ns());
+  m.end("/a", 200, r, false);
+  fill(r, {{"HTTP_X_REQUEST_ID", "second"}}); // the same bucket, within the second: not taken
+  m.begin(process_manager::monotonic_ns());
+  m.end("/a", 200, r, false);
+  fill(r, {{"HTTP_X_REQUEST_ID", "slow-one"}});
+  m.begin(process_manager::monotonic_ns() - 30'000'000); // 30 ms ago: another bucket
+  m.end("/a", 200, r, false);
+  fcgi_host::Snapshot s = fcgi_host::take_snapshot(sb, -1, "static");
+  std::string type;
+  std::string om = fcgi_host::render_status(s, {fcgi_host::StatusFormat::OpenMetrics, false}, type);
+  INFO(om);
+  CHECK(om.find("le=\"0.001\"} 2 # {trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"} 0.0") !=
+        std::string::npos);
+  CHECK(om.find("le=\"0.05\"} 3 # {request_id=\"slow-one\"} 0.03") != std::string::npos);
+  CHECK(om.find("\"second\"") == std::string::npos);
+  std::string prom =
+      fcgi_host::render_status(s, {fcgi_host::StatusFormat::Prometheus, false}, type);
+  CHECK(prom.find("# {") == std::string::npos); // the 0.0.4 text format has no exemplars
 }
