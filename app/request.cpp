@@ -58,11 +58,6 @@ void Request::add_param(std::string_view name, std::string_view value) {
   e.name = store(name);
   e.value = store(value);
   entries_.push_back(e);
-  // The two ids are noted as they pass (a length compare per parameter) rather than looked up
-  // by name on every request: the host copies the id into the scoreboard for each one.
-  constexpr std::string_view kRequestId = "HTTP_X_REQUEST_ID", kTraceParent = "HTTP_TRACEPARENT";
-  if (name.size() == kRequestId.size() && name == kRequestId) request_id_ = e.value;
-  if (name.size() == kTraceParent.size() && name == kTraceParent) traceparent_ = e.value;
 }
 
 namespace {
@@ -124,15 +119,34 @@ Request::Param Request::param_at(std::size_t i) const {
   return {view(entries_[i].name), view(entries_[i].value)};
 }
 
+// One pass over the parameters for the six the host needs on every request (the ids go into the
+// scoreboard for each one), each recognised by its length first; the last of a name wins, as in
+// param().
 void Request::finish_params() {
-  auto span_of = [this](std::string_view name) {
-    const Entry* e = find(name);
-    return e ? e->value : Span{};
-  };
-  method_ = span_of("REQUEST_METHOD");
-  query_ = span_of("QUERY_STRING");
-  uri_ = span_of("REQUEST_URI");
-  if (uri_.size == 0) uri_ = span_of("SCRIPT_NAME"); // CGI servers without REQUEST_URI
+  Span script_name;
+  method_ = query_ = uri_ = request_id_ = traceparent_ = Span{};
+  for (const Entry& e : entries_) {
+    std::string_view name = view(e.name);
+    switch (name.size()) {
+    case 11:
+      if (name == "REQUEST_URI") uri_ = e.value;
+      if (name == "SCRIPT_NAME") script_name = e.value;
+      break;
+    case 12:
+      if (name == "QUERY_STRING") query_ = e.value;
+      break;
+    case 14:
+      if (name == "REQUEST_METHOD") method_ = e.value;
+      break;
+    case 16:
+      if (name == "HTTP_TRACEPARENT") traceparent_ = e.value;
+      break;
+    case 17:
+      if (name == "HTTP_X_REQUEST_ID") request_id_ = e.value;
+      break;
+    }
+  }
+  if (uri_.size == 0) uri_ = script_name; // CGI servers without REQUEST_URI
   path_ = uri_;
   std::string_view u = view(uri_);
   if (auto q = u.find('?'); q != std::string_view::npos) path_.size = q;
