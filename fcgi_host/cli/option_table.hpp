@@ -126,7 +126,8 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "web server), %d duration ms, %c CPU ms, %b body bytes, %p pid, %w worker slot, "
      "%g generation, %t time, %q queue time ms (- when not stamped), %I request id, "
      "%{NAME}e a FastCGI parameter, %{Name}o a response header, %% a percent sign"},
-    {"slow-request-threshold", 0, "SECONDS", "0", "log requests that take longer (0: off)"},
+    {"slow-request-threshold", 0, "SECONDS", "0",
+     "log requests that take longer, with one stack of the worker while they run (0: off)"},
     {"max-queue-time", 0, "MS", "0",
      "answer 503 at once, without running the handler, to a request that waited longer for a "
      "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "
