@@ -111,6 +111,17 @@ TEST_SUITE("forensics") {
     CHECK(has(block, "request id it-abort-1"));
   }
 
+  TEST_CASE("a stack overflow in a handler still gets its block (the handler's own stack)") {
+    HostProcess host({"--app", kCrashPlugin, "--workers", "1"});
+    REQUIRE(host.wait_workers(1).size() == 1);
+    CHECK_FALSE(send_with_id(host, "/crash/stack", "it-overflow-1").ended);
+    REQUIRE(host.wait_log("recurse_without_end", Millis{3000}));
+    std::string block = crash_block(host.log(), SIGSEGV);
+    INFO("block:\n" << block);
+    CHECK(has(block, "request in flight: \"GET /crash/stack\", route \"GET /crash/stack\", "
+                     "request id it-overflow-1"));
+  }
+
   TEST_CASE("a crash in on_worker_start: the block says no request was in flight, and where") {
     // Whatever the master then decides about the pool (respawn with backoff, or stop), the
     // block is written.
