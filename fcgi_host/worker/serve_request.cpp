@@ -148,7 +148,8 @@ void Worker::run_handler(Outcome& out) {
   in_handler_ = false;
   if (!failure) return;
   client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
-                                          std::string(request_.uri()) + ": " + failure +
+                                          std::string(request_.uri()) + " (request id " +
+                                          std::string(request_.request_id()) + "): " + failure +
                                           (response_.head_sent() ? " (response cut)" : ""));
   if (response_.head_sent()) {
     out.failed_after_head = true;
@@ -173,8 +174,9 @@ void Worker::send(Connection& c, Outcome& out) {
   if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)
     client_errors_.write(Kind::Connection,
                          "response to " + std::string(request_.method()) + " " +
-                             std::string(request_.uri()) +
-                             " cut: the client did not read it within --write-timeout");
+                             std::string(request_.uri()) + " (request id " +
+                             std::string(request_.request_id()) +
+                             ") cut: the client did not read it within --write-timeout");
 }
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats

@@ -53,7 +53,12 @@ namespace {
 // copies into the slot. The route is known to the worker alone (a Router sets it in handle()).
 void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
   if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
-  std::string_view route = static_cast<const app::Request*>(request)->route();
+  const app::Request& r = *static_cast<const app::Request*>(request);
+  // Again: with --metrics off the worker does not publish them per request.
+  std::string_view method = r.method(), uri = r.uri();
+  process_manager::Scoreboard::set_request(slot, method.data(), method.size(), uri.data(),
+                                           uri.size(), r.carried_id());
+  std::string_view route = r.route();
   std::size_t n = std::min(route.size(), sizeof slot.crash_route - 1);
   for (std::size_t i = 0; i < n; ++i)
     slot.crash_route[i] = route[i];

@@ -111,6 +111,16 @@ TEST_SUITE("forensics") {
     CHECK(has(block, "request id it-abort-1"));
   }
 
+  TEST_CASE("with --metrics off the block still names the request") {
+    HostProcess host({"--app", kCrashPlugin, "--workers", "1", "--metrics", "off"});
+    REQUIRE(host.wait_workers(1).size() == 1);
+    CHECK_FALSE(send_with_id(host, "/crash/segv", "it-nometrics-1").ended);
+    REQUIRE(host.wait_log("crash_in_named_function", Millis{3000}));
+    CHECK(has(crash_block(host.log(), SIGSEGV),
+              "request in flight: \"GET /crash/segv\", route \"GET /crash/segv\", request id "
+              "it-nometrics-1"));
+  }
+
   TEST_CASE("a stack overflow in a handler still gets its block (the handler's own stack)") {
     HostProcess host({"--app", kCrashPlugin, "--workers", "1"});
     REQUIRE(host.wait_workers(1).size() == 1);
