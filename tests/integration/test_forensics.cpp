@@ -6,6 +6,7 @@
 #include "checks.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <regex>
 #include <string>
 
@@ -119,6 +120,27 @@ TEST_SUITE("forensics") {
     CHECK(has(crash_block(host.log(), SIGSEGV),
               "request in flight: \"GET /crash/segv\", route \"GET /crash/segv\", request id "
               "it-nometrics-1"));
+  }
+
+  TEST_CASE("a SIGKILL the master did not send (the OOM killer's) names the request, no stack") {
+    HostOptions o;
+    o.args = {"--app", kCrashPlugin, "--workers", "1"};
+    o.status_socket = true;
+    HostProcess host(o);
+    auto workers = host.wait_workers(1);
+    REQUIRE(workers.size() == 1);
+    auto c = host.connect();
+    fcgi_test::Request r;
+    r.uri = "/slow?ms=5000";
+    r.extra_params = {{"HTTP_X_REQUEST_ID", "it-killed-1"}};
+    c.send_request(r);
+    REQUIRE(host.wait_serving("/slow?ms=5000"));
+    ::kill(workers[0], SIGKILL);
+    REQUIRE(host.wait_log("killed by signal 9", Millis{3000}));
+    std::string block = crash_block(host.log(), SIGKILL);
+    INFO("block:\n" << block);
+    CHECK(has(block, "request in flight: \"GET /slow?ms=5000\", request id it-killed-1"));
+    CHECK(has(block, "SIGKILL, not sent by the master"));
   }
 
   TEST_CASE("a stack overflow in a handler still gets its block (the handler's own stack)") {
