@@ -470,17 +470,20 @@ void Master::Impl::take_crash_stacks() {
   }
 }
 
-// A worker that died of a signal without its handler's report: SIGKILL (the kernel's OOM
-// killer, or another process: the master's own kills are known), or a fatal signal when the
-// worker could not wait (an --exec program has no handler). The request in flight, no stack.
+// A worker that died of a signal while its slot shows a request, without its handler's report:
+// SIGKILL (the kernel's OOM killer, or another process: the master's own kills are known), or a
+// fatal signal its handler did not catch (a handler the application installed instead). The
+// request in flight, no stack. (An --exec program's slot never shows a request.)
 void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
-  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled) return;
+  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !in_request(s.state))
+    return;
   if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
     w.crash_block = describe_crash(s, monotonic_ns(),
                                    "no stack trace: SIGKILL, not sent by the master (the kernel's "
                                    "OOM killer sends it: see dmesg)");
   else if (is_fatal_signal(c.signal))
-    w.crash_block = describe_crash(s, monotonic_ns(), "no stack trace: the worker did not wait");
+    w.crash_block =
+        describe_crash(s, monotonic_ns(), "no stack trace: the crash handler did not run");
 }
 
 // The replacement of a crashed worker of the current generation goes in the same slot, so
