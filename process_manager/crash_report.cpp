@@ -166,8 +166,10 @@ std::string worker_frames(const std::string& frames) {
   std::size_t first = 0, end = list.size();
   for (std::size_t i = 0; i < list.size(); ++i)
     if (names(i, "fcgi_host_fatal_signal_handler")) first = i + 1;
-  // The signal trampoline is no frame of the program.
-  if (first > 0 && first < list.size() && names(first, "__restore_rt")) ++first;
+  // The signal trampoline is no frame of the program (eu-stack names it, gdb describes it).
+  if (first > 0 && first < list.size() &&
+      (names(first, "__restore_rt") || names(first, "<signal handler called>")))
+    ++first;
   // Below the worker's entry point: the master's frames from before the fork.
   for (std::size_t i = first; i < list.size(); ++i)
     if (names(i, "process_manager::Spawner::run_child")) {

@@ -159,6 +159,11 @@ TEST_CASE("worker stacks: the crash handler's frames and the master's from befor
   CHECK(worker_frames(stack) == "#3  0x4 crash_in_named_function\n"
                                 "    crash_plugin.cpp:21:12\n"
                                 "#4  0x5 fcgi_host::run_worker(...)\n");
+  // gdb's frames: the trampoline is "<signal handler called>".
+  CHECK(worker_frames("#0  0x1 in fcgi_host_fatal_signal_handler ()\n"
+                      "#1  <signal handler called>\n"
+                      "#2  0x4 in crash_in_named_function ()\n") ==
+        "#2  0x4 in crash_in_named_function ()\n");
   // A stack without either (a slow request's, another program's) is kept as it is above them.
   CHECK(worker_frames("#0  0x1 f\n#1  0x2 g\n") == "#0  0x1 f\n#1  0x2 g\n");
   CHECK(worker_frames("no stack trace: no debugger installed\n") ==
