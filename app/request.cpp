@@ -23,6 +23,8 @@ void Request::clear() {
   storage_.clear();
   entries_.clear();
   method_ = uri_ = path_ = query_ = Span{};
+  request_id_ = traceparent_ = Span{};
+  id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
@@ -58,6 +60,46 @@ void Request::add_param(std::string_view name, std::string_view value) {
   entries_.push_back(e);
 }
 
+namespace {
+
+bool lower_hex(std::string_view s) {
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+} // namespace
+
+// W3C Trace Context: version "00" is 55 characters; a later version may append fields after a
+// '-'. All-zero ids are invalid.
+std::string_view Request::trace_id() const {
+  std::string_view tp = trace_parent();
+  if (tp.size() < 55 || (tp.size() > 55 && tp[55] != '-') || tp[2] != '-' || tp[35] != '-' ||
+      tp[52] != '-' || !lower_hex(tp.substr(0, 2)) || tp.substr(0, 2) == "ff")
+    return {};
+  std::string_view id = tp.substr(3, 32), parent = tp.substr(36, 16);
+  if (!lower_hex(id) || !lower_hex(parent) || !lower_hex(tp.substr(53, 2)) ||
+      id.find_first_not_of('0') == std::string_view::npos ||
+      parent.find_first_not_of('0') == std::string_view::npos)
+    return {};
+  return id;
+}
+
+std::string_view Request::carried_id() const {
+  if (request_id_.size != 0) return view(request_id_);
+  return traceparent_.size != 0 ? trace_id() : std::string_view{};
+}
+
+std::string_view Request::request_id() const {
+  if (std::string_view carried = carried_id(); !carried.empty()) return carried;
+  if (!id_format_) return {};
+  if (!id_generated_) {
+    id_format_(id_context_, generated_id_);
+    id_generated_ = true;
+  }
+  return {generated_id_, sizeof generated_id_};
+}
+
 const Request::Entry* Request::find(std::string_view name) const {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
     if (view(it->name) == name) return &*it;
@@ -77,15 +119,34 @@ Request::Param Request::param_at(std::size_t i) const {
   return {view(entries_[i].name), view(entries_[i].value)};
 }
 
+// One pass over the parameters for the six the host needs on every request (the ids go into the
+// scoreboard for each one), each recognised by its length first; the last of a name wins, as in
+// param().
 void Request::finish_params() {
-  auto span_of = [this](std::string_view name) {
-    const Entry* e = find(name);
-    return e ? e->value : Span{};
-  };
-  method_ = span_of("REQUEST_METHOD");
-  query_ = span_of("QUERY_STRING");
-  uri_ = span_of("REQUEST_URI");
-  if (uri_.size == 0) uri_ = span_of("SCRIPT_NAME"); // CGI servers without REQUEST_URI
+  Span script_name;
+  method_ = query_ = uri_ = request_id_ = traceparent_ = Span{};
+  for (const Entry& e : entries_) {
+    std::string_view name = view(e.name);
+    switch (name.size()) {
+    case 11:
+      if (name == "REQUEST_URI") uri_ = e.value;
+      if (name == "SCRIPT_NAME") script_name = e.value;
+      break;
+    case 12:
+      if (name == "QUERY_STRING") query_ = e.value;
+      break;
+    case 14:
+      if (name == "REQUEST_METHOD") method_ = e.value;
+      break;
+    case 16:
+      if (name == "HTTP_TRACEPARENT") traceparent_ = e.value;
+      break;
+    case 17:
+      if (name == "HTTP_X_REQUEST_ID") request_id_ = e.value;
+      break;
+    }
+  }
+  if (uri_.size == 0) uri_ = script_name; // CGI servers without REQUEST_URI
   path_ = uri_;
   std::string_view u = view(uri_);
   if (auto q = u.find('?'); q != std::string_view::npos) path_.size = q;

@@ -47,6 +47,13 @@ public:
   Decision on_crash(std::size_t slot, std::uint64_t lived_ns, std::uint64_t now_ns);
   // A spawn failed: the whole pool waits.
   Decision on_spawn_failure(std::uint64_t now_ns);
+  // Whether a crash now would have its line written (the log rate above): the master takes a
+  // crashed worker's stack only for a line that will be written.
+  bool log_due(std::uint64_t now_ns) const {
+    return !logged_once_ ||
+           now_ns - last_log_ns_ >=
+               static_cast<std::uint64_t>(std::chrono::nanoseconds(s_.log_interval).count());
+  }
   // No spawn at all before this (breaker pause, failed spawns).
   std::uint64_t pool_respawn_at_ns() const { return pool_respawn_at_ns_; }
   const Settings& settings() const { return s_; }

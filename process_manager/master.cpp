@@ -2,6 +2,7 @@
 
 #include "process_manager/backoff.hpp"
 #include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
@@ -32,6 +33,12 @@ constexpr std::chrono::milliseconds kTick{100};
 // The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
+// A crashed or slow worker's stack: rarer (rate-limited), and worth more waiting for on a loaded
+// machine, where a debugger reading the debug info of a big binary can take a second.
+constexpr std::chrono::milliseconds kForensicStackBudget{3000};
+// Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
+// request is slow would have one taken for each: a bound.
+constexpr unsigned kSlowStacksPerMinute = 10;
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
@@ -69,8 +76,11 @@ struct Master::Impl {
   void start();
   void dispatch(int sig);
   void reap();
+  void take_crash_stacks();
+  void note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s);
   void enforce_timeouts();
   void nudge_slow_workers();
+  void take_slow_request_stacks();
   void sample_pool();
   std::chrono::milliseconds tick() const;
   void maintain_pool();
@@ -95,7 +105,8 @@ struct Master::Impl {
                const ExitFacts& facts, const std::string& boot_error);
   void on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
                        const std::string& why);
-  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
+  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d,
+                 const std::string& block = {});
   void spawn_failed(const std::string& line);
   void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
   void release_held_slots();
@@ -103,7 +114,7 @@ struct Master::Impl {
   std::chrono::milliseconds wait_time() const;
   bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
-  void abandon_reload(const std::string& why);
+  void abandon_reload(const std::string& why, const std::string& block = {});
   void end_reload();
   bool ready(const Worker& w) const;
   void mark_booted_by_time();
@@ -147,6 +158,9 @@ struct Master::Impl {
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
   std::uint64_t last_sample_ns = 0;
+  std::uint64_t slow_window_ns = 0; // the minute slow-request stacks are counted in
+  unsigned slow_stacks = 0;         // taken in it
+  unsigned slow_skipped = 0;        // not taken in it, said in the next one's line
   // A worker could not boot: the one line about it is written; the stop that follows is
   // logged at debug level only.
   bool boot_failed = false;
@@ -161,9 +175,11 @@ int Master::Impl::run() {
       dispatch(sig);                                                 // -> on_term(), on_hup(), ...
     for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
       on_readable(fd);
+    take_crash_stacks();         // a worker waits in its crash handler: its stack, then it dies
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     nudge_slow_workers();        // a long request beside kept connections: pass them on
+    take_slow_request_stacks();  // a request past --slow-request-threshold: one stack, it goes on
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
     maintain_pool();             // finish a reload; scale; spawn or retire to the target
@@ -409,6 +425,7 @@ void Master::Impl::reap() {
       continue;
     }
     WorkerSlot& s = scoreboard.slot(w->slot);
+    note_unreported_crash(*w, c, s);
     std::uint64_t requests = s.requests;
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
@@ -441,11 +458,14 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
+  // The crash block goes with the exit line, whatever is decided about the worker's slot: the
+  // crash lines' rate limit (CrashPolicy) is the block's.
+  std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   WorkerExit kind = classify_exit(c, facts); // worker_exit.hpp: what "ready" means
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
-           line + " (" + to_string(*w.stop_reason) + ")");
+           line + " (" + to_string(*w.stop_reason) + ")" + block);
   } else if (kind == WorkerExit::Done) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (kind == WorkerExit::BootFailure) {
@@ -454,8 +474,45 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     std::uint64_t now = monotonic_ns();
     CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
     hold_for_respawn(w, d.respawn_at_ns);
-    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
+    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
+              block);
   }
+}
+
+// A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
+// taken now, if its block will be written (the crash lines' rate limit), and it is let go.
+void Master::Impl::take_crash_stacks() {
+  bool taken = false; // one a turn: the crash line that is due is the first one's
+  for (Worker& w : table.all()) {
+    WorkerSlot& s = scoreboard.slot(w.slot);
+    if (!crash_waiting(s)) continue;
+    std::string stack;
+    if (!taken && crashes.log_due(monotonic_ns())) {
+      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
+      taken = true;
+    } else {
+      stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";
+    }
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
+    release_crashed(s);
+  }
+}
+
+// A worker that died of a signal while its slot shows a request, without its handler's report:
+// SIGKILL (the kernel's OOM killer, or another process: the master's own kills are known), or a
+// fatal signal its handler did not catch (a handler the application installed instead). The
+// request in flight, no stack. (An --exec program's slot never shows a request.)
+void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
+  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !in_request(s.state))
+    return;
+  if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
+    w.crash_block = describe_crash(s, monotonic_ns(),
+                                   "no stack trace: SIGKILL, not sent by the master (the kernel's "
+                                   "OOM killer sends it: see dmesg)");
+  else if (is_fatal_signal(c.signal))
+    w.crash_block =
+        describe_crash(s, monotonic_ns(), "no stack trace: the crash handler did not run");
 }
 
 // The replacement of a crashed worker of the current generation goes in the same slot, so
@@ -503,15 +560,17 @@ void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const 
                      (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
                                   : " failed to boot: " + why + " (exit code " +
                                         std::to_string(exit_code::kWorkerBootFailure) + ")");
+  // A crash while booting (in on_worker_start) has its block, as any crash has.
+  const std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
   } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
-    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why));
+    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
   } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
-    abandon_reload(what);
+    abandon_reload(what, block);
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error,
-           what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
+    PM_LOG(LogLevel::Error, what + "; stopping, the master exits with code " +
+                                std::to_string(exit_code::kFailure) + block);
     boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
@@ -524,11 +583,13 @@ void Master::Impl::spawn_failed(const std::string& line) {
 
 // Crashes and failed spawns: one breaker line, at most one line per second.
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
-                             const CrashPolicy::Decision& d) {
+                             const CrashPolicy::Decision& d, const std::string& block) {
   if (d.log)
     PM_LOG(level,
-           line + (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
-                                : std::string()));
+           line +
+               (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
+                             : std::string()) +
+               block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
@@ -566,7 +627,9 @@ void Master::Impl::enforce_timeouts() {
       continue;
     Scoreboard::RequestInfo r = Scoreboard::read_request(s);
     // Taken before the kill: where it hangs is what the person reading this line needs.
-    std::string stack = w.stack_trace_on_timeout ? capture_stack(w.pid, kStackTraceBudget) : "";
+    std::string stack = w.stack_trace_on_timeout
+                            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                            : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
                                 "\" ran for " + seconds(now - start) + " (request_timeout " +
@@ -596,6 +659,44 @@ void Master::Impl::nudge_slow_workers() {
       continue;
     w.nudged_request_ns = start;
     ::kill(w.pid, signals::nudge_signal());
+  }
+}
+
+// --slow-request-threshold: the worker's stack while its request is still running, once per
+// request (the worker logs the request again when it ends, with its duration and status).
+void Master::Impl::take_slow_request_stacks() {
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    if (w.slow_stack_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
+    const WorkerSlot& s = scoreboard.slot(w.slot);
+    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+    if (!in_request(s.state) || start == 0 || start == w.slow_stack_request_ns || now < start ||
+        now - start <= ns(w.slow_stack_after) ||
+        s.crash_state.load(std::memory_order_acquire) != CrashState::None) // not slow: crashed
+      continue;
+    w.slow_stack_request_ns = start;
+    if (now - slow_window_ns >= ns(std::chrono::minutes(1))) {
+      slow_window_ns = now;
+      slow_stacks = 0;
+    }
+    if (slow_stacks == kSlowStacksPerMinute) {
+      ++slow_skipped;
+      continue;
+    }
+    ++slow_stacks;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    // The handler runs on the worker's main thread, whose id is the pid.
+    std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    unsigned not_taken = std::exchange(slow_skipped, 0);
+    std::string skipped =
+        not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
+    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
+                               "\", request id " + r.request_id + ", running for " +
+                               seconds(now - start) + " (slow-request-threshold " +
+                               seconds(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
+                               stack);
+    return; // one a turn: a crash report does not wait for several debuggers
   }
 }
 
@@ -772,6 +873,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.resend_stop_every = current.pool.resend_stop_every;
   w.nudge_after = current.pool.nudge_after;
   w.boot_window = current.pool.boot_window;
+  w.slow_stack_after = current.pool.slow_stack_after;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
@@ -815,9 +917,9 @@ void Master::Impl::advance_reload() {
   end_reload();
 }
 
-void Master::Impl::abandon_reload(const std::string& why) {
+void Master::Impl::abandon_reload(const std::string& why, const std::string& block) {
   PM_LOG(LogLevel::Error, why + "; abandoning generation " + std::to_string(current_gen) +
-                              ", keeping generation " + std::to_string(previous_gen));
+                              ", keeping generation " + std::to_string(previous_gen) + block);
   for (Worker& w : table.all())
     if (w.generation == current_gen) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);

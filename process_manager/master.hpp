@@ -43,6 +43,10 @@ struct PoolSettings {
   std::chrono::milliseconds resend_stop_every{0};
   // Log a stack trace (eu-stack or gdb, at most ~1 s) of a worker before a request-timeout kill.
   bool stack_trace_on_timeout = true;
+  // 0 = off. A worker whose slot shows one request running longer gets its stack taken once for
+  // that request (php-fpm's request_slowlog_timeout, native frames), while the request goes on;
+  // at most kSlowStacksPerMinute of them a minute.
+  std::chrono::milliseconds slow_stack_after{0};
   // 0 = off. A worker whose slot shows one request running longer while it holds other
   // connections gets signals::nudge_signal() once for that request (it may pass them on). While
   // any worker holds more than one connection, the master looks every millisecond.

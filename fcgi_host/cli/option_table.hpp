@@ -140,8 +140,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"access-format", 0, "FORMAT", "%a %m %u %s %d %b",
      "access log line: %a remote address, %m method, %u URI, %s status (499: aborted by the "
      "web server), %d duration ms, %c CPU ms, %b body bytes, %p pid, %w worker slot, "
-     "%g generation, %t time, %q queue time ms (- when not stamped), %% a percent sign"},
-    {"slow-request-threshold", 0, "SECONDS", "0", "log requests that take longer (0: off)"},
+     "%g generation, %t time, %q queue time ms (- when not stamped), %I request id, "
+     "%{NAME}e a FastCGI parameter, %{Name}o a response header, %% a percent sign"},
+    {"slow-request-threshold", 0, "SECONDS", "0",
+     "log requests that take longer, with one stack of the worker while they run (0: off)"},
     {"max-queue-time", 0, "MS", "0",
      "answer 503 at once, without running the handler, to a request that waited longer for a "
      "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "

@@ -162,6 +162,7 @@ process_manager::PoolSettings pool_settings(const Config& config) {
   pool.workers = config.workers;
   pool.graceful_timeout = config.graceful_timeout;
   pool.request_timeout = config.request_timeout;
+  pool.slow_stack_after = config.slow_request_threshold;
   pool.mode = pool_mode(config.pm);
   pool.min_spare = config.min_spare;
   pool.max_spare = config.max_spare;

@@ -31,8 +31,10 @@
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
+#include "process_manager/request_id.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -46,6 +48,22 @@
 
 namespace fcgi_host {
 namespace {
+
+// Called from the crash handler (process_manager/crash_report.hpp): only reads the request and
+// copies into the slot. The route is known to the worker alone (a Router sets it in handle()).
+void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  const app::Request& r = *static_cast<const app::Request*>(request);
+  // Again: with --metrics off the worker does not publish them per request.
+  std::string_view method = r.method(), uri = r.uri();
+  process_manager::Scoreboard::set_request(slot, method.data(), method.size(), uri.data(),
+                                           uri.size(), r.carried_id());
+  std::string_view route = r.route();
+  std::size_t n = std::min(route.size(), sizeof slot.crash_route - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    slot.crash_route[i] = route[i];
+  slot.crash_route[n] = '\0';
+}
 
 using process_manager::LogLevel;
 using process_manager::WorkerState;
@@ -99,12 +117,22 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
   guard_limits_.max_params = l.max_params;
   guard_limits_.max_records = l.max_records;
   request_.set_spill_threshold(l.spill_threshold);
+  id_prefix_ = process_manager::random_id_prefix();
+  slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
+  request_.set_id_source(
+      [](const void* w, char* out) {
+        auto& self = *static_cast<const Worker*>(w);
+        process_manager::format_generated_id(self.id_prefix_, self.request_number_, out);
+      },
+      this);
+  process_manager::set_crash_describer(describe_for_crash, &request_);
   // Each worker its own limit, so that workers started together do not all recycle together.
   if (settings.max_requests > 0)
     request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);
 }
 
 Worker::~Worker() {
+  process_manager::set_crash_describer(nullptr, nullptr);
   stop_observer();
   for (auto& c : connections_)
     if (c) ::close(c->fd);

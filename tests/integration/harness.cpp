@@ -479,6 +479,8 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "      include /etc/nginx/fastcgi_params;\n"
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"
                                "      fastcgi_param HTTP_X_REQUEST_START \"t=${msec}\";\n"
+                               "      fastcgi_param HTTP_X_REQUEST_ID $request_id;\n"
+                               "      add_header X-Request-Id $request_id always;\n"
                                "      fastcgi_pass " +
                                pass + ";\n" + keep + "    }\n" + more +
                                "  }\n"
