@@ -1,0 +1,171 @@
+// Behind every FastCGI front server Debian packages besides nginx (tests/integration/
+// front_servers.hpp), each running the snippet shipped in conf/, over a Unix socket and over TCP,
+// with and without its connection reuse: a GET with a query, HEAD, a 1 MiB POST, a chunked
+// POST, a crashing handler (the server answers 5xx and the next request works), and a reload
+// (HUP) under load with 0 failed requests. A server that is not installed is skipped, saying so.
+#include "checks.hpp"
+#include "front_servers.hpp"
+#include "lifecycle_load.hpp"
+
+#include <csignal>
+
+using fcgi_test::Millis;
+using it::Front;
+using it::FrontServer;
+using it::HostOptions;
+using it::HostProcess;
+
+namespace {
+
+// A connection-reuse mode: its name and its edits to the shipped snippet.
+struct Mode {
+  std::string name;
+  it::TextEdits edits;
+};
+
+std::string transport_name(it::Listen listen) {
+  return listen == it::Listen::Tcp ? "TCP" : "a Unix socket";
+}
+
+// HAProxy 2.6 forwards a chunked body only when it fits in one buffer (15 KiB by default) and
+// answers a larger one 400 itself, before it connects (conf/haproxy-fcgi-host.cfg).
+constexpr std::size_t kHaproxyChunkedFits = 12 * 1024;
+
+void check_requests(const FrontServer& front, Front kind) {
+  it::HttpResponse get = it::http_request(front.port(), "GET", "/echo/hi?x=1&y=%20");
+  CHECK(get.status == 200);
+  CHECK(get.body.find("\npath=/echo/hi\n") != std::string::npos);
+  CHECK(get.body.find("\nquery=x=1&y=%20\n") != std::string::npos);
+
+  it::HttpResponse head = it::http_request(front.port(), "HEAD", "/echo");
+  CHECK(head.status == 200);
+  CHECK(head.body.empty());
+
+  const std::string body = it::pattern_body(1 << 20);
+  it::HttpResponse post = it::http_request(front.port(), "POST", "/echo", body, Millis{20000});
+  CHECK(post.status == 200);
+  bool intact = it::ends_with(post.body, "\n\n" + body);
+  CHECK(intact);
+
+  // An upload of unknown length: the handler gets the whole body, whatever CONTENT_LENGTH the
+  // server sends for it (none, -1, or the length it counted after buffering).
+  const std::string chunked =
+      it::pattern_body(kind == Front::Haproxy ? kHaproxyChunkedFits : 100 * 1024);
+  it::HttpResponse up =
+      it::http_request_chunked(front.port(), "POST", "/echo", chunked, 4096, Millis{20000});
+  CHECK(up.status == 200);
+  bool chunked_intact = it::ends_with(up.body, "\n\n" + chunked);
+  CHECK(chunked_intact);
+  if (kind == Front::Haproxy) // the documented limit: HAProxy's own 400
+    CHECK(it::http_request_chunked(front.port(), "POST", "/echo", it::pattern_body(100 * 1024),
+                                   4096, Millis{20000})
+              .status == 400);
+}
+
+// The handler aborts its worker: the server answers an error, and the next request is served
+// (the other worker, or the one the master respawned).
+void check_crash(const FrontServer& front) {
+  int status = it::http_request(front.port(), "GET", "/crash").status;
+  CHECK(status >= 500);
+  CHECK(status <= 503);
+  CHECK(it::http_request(front.port(), "GET", "/echo").status == 200);
+}
+
+void check_reload_under_load(const FrontServer& front, HostProcess& host) {
+  it::HttpLoad load(front.port(), "/echo", 3, 3000);
+  REQUIRE(load.wait_more(30));
+  std::size_t done = it::lines_with(host.log(), "ready; retiring").size();
+  host.signal(SIGHUP);
+  CHECK(host.wait_log("ready; retiring", Millis{15000}, done + 1));
+  CHECK(load.wait_more(30));
+  load.stop();
+  INFO("first error: " << load.first_error());
+  CHECK(load.failures() == 0);
+  CHECK(load.samples().size() >= 60);
+}
+
+void check_mode(Front front, it::Listen listen, const std::string& what,
+                const it::TextEdits& edits) {
+  INFO(what);
+  HostOptions o;
+  o.args = {"--app", "echo", "--workers", "2"};
+  for (const std::string& a : it::reachable_socket_args())
+    o.args.push_back(a);
+  o.listen = listen;
+  HostProcess host(o);
+  it::open_socket_dir(host);
+  FrontServer server({front, host.address(), edits});
+  INFO("the server's log:\n" << server.log() << "\nits snippet:\n" << server.snippet());
+  check_requests(server, front);
+  check_crash(server);
+  check_reload_under_load(server, host);
+}
+
+void run_front(Front front, it::Listen listen, const std::vector<Mode>& modes) {
+  const std::string name = it::front_name(front) + " over " + transport_name(listen);
+  if (!it::front_installed(front)) {
+    MESSAGE(it::front_name(front) << " is not installed: skipped (scripts/test.sh installs it)");
+    return;
+  }
+  for (const Mode& mode : modes) {
+    check_mode(front, listen, name + ", " + mode.name, mode.edits);
+    MESSAGE(name << ", " << mode.name << ": checked");
+  }
+}
+
+const std::vector<Mode> kNoReuse{{"one connection per request", {}}};
+const std::vector<Mode> kApacheReuse{{"enablereuse=on", {}},
+                                     {"enablereuse=off", {{"enablereuse=on", "enablereuse=off"}}}};
+const std::vector<Mode> kH2oReuse{
+    {"keepalive", {}},
+    {"no keepalive", {{"fastcgi.timeout.keepalive: 10000", "fastcgi.timeout.keepalive: 0"}}}};
+const std::vector<Mode> kHaproxyModes{
+    {"keep-conn", {}},
+    {"no keep-conn", {{"    option keep-conn", "    no option keep-conn"}}},
+    {"keep-conn, get-values", {{"no option get-values", "option get-values"}}},
+    {"keep-conn, mpxs-conns, get-values",
+     {{"no option get-values", "option get-values"},
+      {"no option mpxs-conns", "option mpxs-conns"}}}};
+
+} // namespace
+
+TEST_SUITE("front servers") {
+
+  TEST_CASE("Apache ProxyPass over a Unix socket, enablereuse on and off") {
+    run_front(Front::ApacheProxyPass, it::Listen::UnixSocket, kApacheReuse);
+  }
+  TEST_CASE("Apache ProxyPass over TCP, enablereuse on and off") {
+    run_front(Front::ApacheProxyPass, it::Listen::Tcp, kApacheReuse);
+  }
+  TEST_CASE("Apache SetHandler over a Unix socket") {
+    run_front(Front::ApacheSetHandler, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("Apache SetHandler over TCP") {
+    run_front(Front::ApacheSetHandler, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("lighttpd over a Unix socket") {
+    run_front(Front::Lighttpd, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("lighttpd over TCP") {
+    run_front(Front::Lighttpd, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("Caddy over a Unix socket") {
+    run_front(Front::Caddy, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("Caddy over TCP") {
+    run_front(Front::Caddy, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("h2o over a Unix socket, keepalive on and off") {
+    run_front(Front::H2o, it::Listen::UnixSocket, kH2oReuse);
+  }
+  TEST_CASE("h2o over TCP, keepalive on and off") {
+    run_front(Front::H2o, it::Listen::Tcp, kH2oReuse);
+  }
+  TEST_CASE("HAProxy over a Unix socket, every fcgi-app connection mode") {
+    run_front(Front::Haproxy, it::Listen::UnixSocket, kHaproxyModes);
+  }
+  TEST_CASE("HAProxy over TCP, keep-conn on and off") {
+    run_front(Front::Haproxy, it::Listen::Tcp, {kHaproxyModes.begin(), kHaproxyModes.begin() + 2});
+  }
+
+} // TEST_SUITE
