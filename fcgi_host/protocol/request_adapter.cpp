@@ -21,17 +21,36 @@ void put_header_text(FCGX_Stream* out, std::string_view text) {
   }
 }
 
-} // namespace
-
-bool copy_request(FCGX_Request& from, std::size_t body_size, app::Request& request) {
-  request.clear();
-  for (char** p = from.envp; p && *p; ++p) {
+void copy_params(char** envp, const RequestFraming& framing, app::Request& request) {
+  unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
+  for (char** p = envp; p && *p; ++p) {
     // libfcgi stores "NAME=VALUE"; the record guard refused names holding '='.
     const char* eq = std::strchr(*p, '=');
     if (!eq) continue;
-    request.add_param(std::string_view(*p, static_cast<std::size_t>(eq - *p)), eq + 1);
+    const std::string_view name(*p, static_cast<std::size_t>(eq - *p));
+    if (!framing.length_declared && name == "CONTENT_LENGTH") continue; // added below
+    if (framing.repeated_params) {
+      const std::size_t index = interpreted_param_index(name);
+      if (index != kNotInterpreted && (added & (1u << index))) continue;
+      if (index != kNotInterpreted) added |= 1u << index;
+    }
+    request.add_param(name, eq + 1);
   }
+  if (!framing.length_declared && framing.body_size > 0) {
+    char number[24];
+    auto end = std::to_chars(number, number + sizeof number, framing.body_size);
+    request.add_param("CONTENT_LENGTH",
+                      std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+  }
+}
+
+} // namespace
+
+bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Request& request) {
+  request.clear();
+  copy_params(from.envp, framing, request);
   request.finish_params();
+  const std::size_t body_size = framing.body_size;
   // Bodies above the request's spill threshold go to a temporary file as they are read.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
   char chunk[16 * 1024];

@@ -4,6 +4,7 @@
 // (Status line, headers, blank line, body) to libfcgi's output stream.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 
 #include <cstddef>
 #include <fcgiapp.h>
@@ -11,8 +12,11 @@
 namespace fcgi_host {
 
 // Fills `request` (cleared first, its buffers reused) from libfcgi's params and reads the whole
-// body, `body_size` bytes as the record guard counted them. False if the body came up short.
-bool copy_request(FCGX_Request& from, std::size_t body_size, app::Request& request);
+// body, `framing.body_size` bytes as the record guard counted them. False if the body came up
+// short. The handler sees what the guard decided: an interpreted param sent twice with one
+// value once, and a body of unknown length (CONTENT_LENGTH absent, empty or -1) with its real
+// length as CONTENT_LENGTH.
+bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Request& request);
 
 // Writes the status line and headers, adding Content-Length for a buffered body that has none.
 // CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.

@@ -40,7 +40,8 @@ bool RequestCodec::init_library(std::string& error) {
   return failure.empty();
 }
 
-RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records, std::size_t body_size,
+RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records,
+                                           const RequestFraming& framing,
                                            std::uint64_t write_deadline_ns, app::Request& request) {
   State& s = *state_;
   s.source = libfcgi_io::Source{};
@@ -60,7 +61,7 @@ RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records, std
   }
   s.active = true;
   s.sink.attach(s.fcgx.out);
-  return copy_request(s.fcgx, body_size, request) ? Decoded::Whole : Decoded::ShortBody;
+  return copy_request(s.fcgx, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
 
 app::BodySink& RequestCodec::sink() {

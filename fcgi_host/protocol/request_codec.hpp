@@ -7,6 +7,7 @@
 //   response.write() through codec.sink()  →  codec.finish() (or codec.abort())
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -33,10 +34,10 @@ public:
     ShortBody, // the body came up shorter than the guard counted: answer 400
     Refused,   // libfcgi refused what the guard accepted: close the connection
   };
-  // Decodes the records of one request, read from `fd`'s buffer. `body_size` is the body length
-  // the guard counted. A streamed response that follows is written to `fd`, waiting for the
-  // client until `write_deadline_ns` (CLOCK_MONOTONIC) at the most.
-  Decoded decode(int fd, std::string_view records, std::size_t body_size,
+  // Decodes the records of one request, read from `fd`'s buffer, as the guard framed them. A
+  // streamed response that follows is written to `fd`, waiting for the client until
+  // `write_deadline_ns` (CLOCK_MONOTONIC) at the most.
+  Decoded decode(int fd, std::string_view records, const RequestFraming& framing,
                  std::uint64_t write_deadline_ns, app::Request& request);
 
   // Where Response::write() sends a streamed response (head, then chunks).

@@ -104,7 +104,7 @@ bool Worker::decode(Connection& c, Outcome& out) {
   out.start_ns = process_manager::monotonic_ns();
   std::string_view records(c.in.data() + g.request_begin(), g.request_end() - g.request_begin());
   RequestCodec::Decoded decoded =
-      codec_.decode(c.fd, records, g.body_size(), out.start_ns + write_timeout_ns_, request_);
+      codec_.decode(c.fd, records, g.framing(), out.start_ns + write_timeout_ns_, request_);
   if (decoded == RequestCodec::Decoded::Refused) {
     close_connection(c, "libfcgi refused a request the record guard accepted");
     return false;

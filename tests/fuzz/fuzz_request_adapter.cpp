@@ -81,7 +81,7 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   f.fcgx.keepConnection = 1;
   int rc = FCGX_Accept_r(&f.fcgx);
   FUZZ_CHECK(rc == 0); // the guard promised a request libfcgi takes
-  FUZZ_CHECK(fcgi_host::copy_request(f.fcgx, g.body_size(), f.request));
+  FUZZ_CHECK(fcgi_host::copy_request(f.fcgx, g.framing(), f.request));
   FUZZ_CHECK(f.request.body().size() == g.body_size());
 
   // A response built from what the client sent: its header values may hold CR and LF.
