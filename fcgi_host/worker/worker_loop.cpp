@@ -99,6 +99,8 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
   guard_limits_.max_params = l.max_params;
   guard_limits_.max_records = l.max_records;
   request_.set_spill_threshold(l.spill_threshold);
+  response_.set_file_offload(&settings.file_offload);
+  codec_.set_head_limit(settings.max_response_head);
   // Each worker its own limit, so that workers started together do not all recycle together.
   if (settings.max_requests > 0)
     request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);

@@ -504,7 +504,8 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "    listen 127.0.0.1:" +
                                std::to_string(port_) +
                                ";\n"
-                               "    server_name localhost;\n"
+                               "    server_name localhost;\n" +
+                               o.server_extra +
                                "    location / {\n"
                                "      include /etc/nginx/fastcgi_params;\n"
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"

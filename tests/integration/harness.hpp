@@ -197,6 +197,7 @@ struct NginxOptions {
   std::string fastcgi_address; // "unix:/p", "/p" or "host:port"
   int upstream_keepalive = 0;  // > 0: upstream block with keepalive N and fastcgi_keep_conn on
   std::string client_max_body_size = "64m";
+  std::string server_extra{}; // more directives for the server block (an internal location)
 };
 
 class NginxProcess {
