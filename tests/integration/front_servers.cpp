@@ -195,6 +195,10 @@ std::string front_conf_file(Front front) {
   return std::string(FCGI_HOST_SOURCE_DIR) + "/conf/" + spec(front).conf;
 }
 
+bool front_stamps_requests(Front front) {
+  return front != Front::Lighttpd && front != Front::H2o;
+}
+
 bool front_installed(Front front) {
   return ::access(spec(front).binary, X_OK) == 0;
 }

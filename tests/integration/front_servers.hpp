@@ -18,6 +18,9 @@ enum class Front { ApacheProxyPass, ApacheSetHandler, Lighttpd, Caddy, H2o, Hapr
 std::string front_name(Front front);
 // The shipped snippet under conf/ that this server runs.
 std::string front_conf_file(Front front);
+// Whether its shipped snippet stamps the arrival (X-Request-Start) and a request id (X-Request-Id):
+// Apache, Caddy and HAProxy can; lighttpd 1.4 and h2o 2.2 cannot.
+bool front_stamps_requests(Front front);
 // Whether its Debian binary is installed (a test skips it, with a message, when not).
 bool front_installed(Front front);
 

@@ -36,6 +36,10 @@ void check_requests(const FrontServer& front, Front kind) {
   CHECK(get.status == 200);
   CHECK(get.body.find("\npath=/echo/hi\n") != std::string::npos);
   CHECK(get.body.find("\nquery=x=1&y=%20\n") != std::string::npos);
+  if (it::front_stamps_requests(kind)) { // the params the host's queue time and logs use
+    CHECK(get.body.find("\nparam HTTP_X_REQUEST_START=t=") != std::string::npos);
+    CHECK(get.body.find("\nparam HTTP_X_REQUEST_ID=") != std::string::npos);
+  }
 
   it::HttpResponse head = it::http_request(front.port(), "HEAD", "/echo");
   CHECK(head.status == 200);
