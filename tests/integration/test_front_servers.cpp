@@ -7,7 +7,10 @@
 #include "front_servers.hpp"
 #include "lifecycle_load.hpp"
 
+#include <atomic>
 #include <csignal>
+#include <cstdlib>
+#include <thread>
 
 using fcgi_test::Millis;
 using it::Front;
@@ -131,6 +134,37 @@ const std::vector<Mode> kHaproxyModes{
      {{"no option get-values", "option get-values"},
       {"no option mpxs-conns", "option mpxs-conns"}}}};
 
+// 10 clients x 300 GETs of the hello app through the server on `port` (a new client connection
+// each): req/s, or 0 after an error.
+double rate_of(int port) {
+  std::atomic<int> errors{0};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 10; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 300 && errors == 0; ++i) {
+        try {
+          if (it::http_request(port, "GET", "/", {}, Millis{10000}).body != "OK") ++errors;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& t : clients)
+    t.join();
+  double seconds = it::seconds_since(start);
+  return errors == 0 ? 3000 / seconds : 0;
+}
+
+HostOptions hello_host(it::Listen listen) {
+  HostOptions o;
+  o.args = {"--app", "hello", "--workers", "2"};
+  for (const std::string& a : it::reachable_socket_args())
+    o.args.push_back(a);
+  o.listen = listen;
+  return o;
+}
+
 } // namespace
 
 TEST_SUITE("front servers") {
@@ -170,6 +204,48 @@ TEST_SUITE("front servers") {
   }
   TEST_CASE("HAProxy over TCP, keep-conn on and off") {
     run_front(Front::Haproxy, it::Listen::Tcp, {kHaproxyModes.begin(), kHaproxyModes.begin() + 2});
+  }
+
+  // A measurement, not a check: FCGI_HOST_FRONT_RATES=1 (with FCGI_HOST_BINARY pointing at a
+  // Release build) prints req/s through each server, as docs/front-servers.md shows them.
+  TEST_CASE("req/s of 10 clients x 300 GETs through each front server (FCGI_HOST_FRONT_RATES=1)") {
+    if (!std::getenv("FCGI_HOST_FRONT_RATES")) {
+      MESSAGE("a measurement: set FCGI_HOST_FRONT_RATES=1 to run it");
+      return;
+    }
+    struct Cell {
+      Front front;
+      std::string mode;
+      it::TextEdits edits;
+    };
+    const std::vector<Cell> cells{
+        {Front::ApacheProxyPass, "enablereuse=on", {}},
+        {Front::ApacheProxyPass, "enablereuse=off", kApacheReuse[1].edits},
+        {Front::ApacheSetHandler, "", {}},
+        {Front::Lighttpd, "", {}},
+        {Front::Caddy, "", {}},
+        {Front::H2o, "keepalive", {}},
+        {Front::H2o, "no keepalive", kH2oReuse[1].edits},
+        {Front::Haproxy, "keep-conn", {}},
+        {Front::Haproxy, "no keep-conn", kHaproxyModes[1].edits},
+    };
+    for (it::Listen listen : {it::Listen::UnixSocket, it::Listen::Tcp}) {
+      for (int keepalive : {0, 32}) { // the reference: nginx, as the other tests run it
+        HostProcess host(hello_host(listen));
+        it::NginxProcess nginx({host.address(), keepalive});
+        MESSAGE("nginx keepalive " << keepalive << " over " << transport_name(listen) << ": "
+                                   << static_cast<long>(rate_of(nginx.port())) << " req/s");
+      }
+      for (const Cell& cell : cells) {
+        if (!it::front_installed(cell.front)) continue;
+        HostProcess host(hello_host(listen));
+        it::open_socket_dir(host);
+        FrontServer server({cell.front, host.address(), cell.edits});
+        MESSAGE(it::front_name(cell.front)
+                << " " << cell.mode << " over " << transport_name(listen) << ": "
+                << static_cast<long>(rate_of(server.port())) << " req/s");
+      }
+    }
   }
 
 } // TEST_SUITE
