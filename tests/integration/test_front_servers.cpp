@@ -10,6 +10,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <regex>
 #include <thread>
 
 using fcgi_test::Millis;
@@ -24,6 +25,7 @@ namespace {
 struct Mode {
   std::string name;
   it::TextEdits edits;
+  bool reuses = false; // keeps its connections to the host between requests
 };
 
 std::string transport_name(it::Listen listen) {
@@ -91,19 +93,41 @@ void check_reload_under_load(const FrontServer& front, HostProcess& host) {
   CHECK(load.samples().size() >= 60);
 }
 
-void check_mode(Front front, it::Listen listen, const std::string& what,
-                const it::TextEdits& edits) {
+// Connections the host accepted so far (its master's status page).
+long accepted(const HostProcess& host) {
+  std::smatch m;
+  std::string json = host.status_json();
+  return std::regex_search(json, m, std::regex("\"accepted conn\":([0-9]+)")) ? std::stol(m[1])
+                                                                              : -1;
+}
+
+// 20 GETs one after the other: a server that reuses its connections makes fewer than 20.
+void check_reuse(const FrontServer& front, const HostProcess& host, bool reuses) {
+  long before = accepted(host);
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(it::http_request(front.port(), "GET", "/echo").status == 200);
+  long made = accepted(host) - before;
+  INFO("connections for 20 requests: " << made);
+  if (reuses)
+    CHECK(made < 20);
+  else
+    CHECK(made >= 20);
+}
+
+void check_mode(Front front, it::Listen listen, const std::string& what, const Mode& mode) {
   INFO(what);
   HostOptions o;
   o.args = {"--app", "echo", "--workers", "2"};
   for (const std::string& a : it::reachable_socket_args())
     o.args.push_back(a);
   o.listen = listen;
+  o.status_socket = true;
   HostProcess host(o);
   it::open_socket_dir(host);
-  FrontServer server({front, host.address(), edits});
+  FrontServer server({front, host.address(), mode.edits});
   INFO("the server's log:\n" << server.log() << "\nits snippet:\n" << server.snippet());
   check_requests(server, front);
+  check_reuse(server, host, mode.reuses);
   check_crash(server);
   check_reload_under_load(server, host);
 }
@@ -115,24 +139,24 @@ void run_front(Front front, it::Listen listen, const std::vector<Mode>& modes) {
     return;
   }
   for (const Mode& mode : modes) {
-    check_mode(front, listen, name + ", " + mode.name, mode.edits);
+    check_mode(front, listen, name + ", " + mode.name, mode);
     MESSAGE(name << ", " << mode.name << ": checked");
   }
 }
 
 const std::vector<Mode> kNoReuse{{"one connection per request", {}}};
-const std::vector<Mode> kApacheReuse{{"enablereuse=on", {}},
+const std::vector<Mode> kApacheReuse{{"enablereuse=on", {}, true},
                                      {"enablereuse=off", {{"enablereuse=on", "enablereuse=off"}}}};
 const std::vector<Mode> kH2oReuse{
-    {"keepalive", {}},
+    {"keepalive", {}, true},
     {"no keepalive", {{"fastcgi.timeout.keepalive: 10000", "fastcgi.timeout.keepalive: 0"}}}};
 const std::vector<Mode> kHaproxyModes{
-    {"keep-conn", {}},
+    {"keep-conn", {}, true},
     {"no keep-conn", {{"    option keep-conn", "    no option keep-conn"}}},
-    {"keep-conn, get-values", {{"no option get-values", "option get-values"}}},
+    {"keep-conn, get-values", {{"no option get-values", "option get-values"}}, true},
     {"keep-conn, mpxs-conns, get-values",
-     {{"no option get-values", "option get-values"},
-      {"no option mpxs-conns", "option mpxs-conns"}}}};
+     {{"no option get-values", "option get-values"}, {"no option mpxs-conns", "option mpxs-conns"}},
+     true}};
 
 // 10 clients x 300 GETs of the hello app through the server on `port` (a new client connection
 // each): req/s, or 0 after an error.
