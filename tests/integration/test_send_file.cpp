@@ -1,7 +1,9 @@
 // Front-server-aware responses through a real nginx: Response::send_file() in stream mode and in
-// X-Accel-Redirect mode (nginx sends the file from an internal location), and the response head
-// guard (a head larger than --max-response-head is the host's logged 500, not nginx's 502).
+// X-Accel-Redirect mode (nginx sends the file from an internal location), in X-Sendfile mode
+// through lighttpd (its shipped snippet enables it), and the response head guard (a head larger
+// than --max-response-head is the host's logged 500, not nginx's 502).
 #include "checks.hpp"
+#include "front_servers.hpp"
 
 #include <string>
 
@@ -60,6 +62,35 @@ TEST_SUITE("front-server-aware responses") {
       INFO("nginx error log:\n" << nginx.error_log());
       CHECK(it::lines_with(nginx.error_log(), "[crit]").empty());
     }
+  }
+
+  TEST_CASE("send_file through lighttpd in x-sendfile mode: lighttpd sends the file") {
+    if (!it::front_installed(it::Front::Lighttpd)) {
+      MESSAGE("lighttpd is not installed: skipped (scripts/test.sh installs it)");
+      return;
+    }
+    it::HostOptions o;
+    o.args = {"--app", FCGI_TEST_HANDLER_API_PLUGIN, "--workers", "1", "--user",
+              "root",  "--send-file-mode",           "x-sendfile"};
+    for (const std::string& a : it::reachable_socket_args())
+      o.args.push_back(a);
+    HostProcess host(o);
+    it::open_socket_dir(host);
+    it::TempDir files;
+    const std::string large = it::pattern_body(200 * 1024);
+    const std::string big = files.write("big.bin", large);
+    it::FrontServer lighttpd({it::Front::Lighttpd, host.address(), {}});
+    INFO("lighttpd's log:\n" << lighttpd.log());
+    fcgi_test::Response direct = host.connect().request("GET", file_target(big));
+    CHECK(direct.header("X-Sendfile") == big);
+    CHECK(direct.body.empty());
+    it::HttpResponse r = it::http_request(lighttpd.port(), "GET", file_target(big));
+    CHECK(r.status == 200);
+    bool same = r.body == large;
+    CHECK(same);
+    CHECK_FALSE(r.header("X-Sendfile"));
+    CHECK(it::http_request(lighttpd.port(), "GET", file_target(files.file("missing"))).status ==
+          404);
   }
 
   TEST_CASE("response head guard through nginx: the host's 500 and a log line, not nginx's 502") {
