@@ -99,6 +99,8 @@ install(FILES ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
 # Configuration, units, front-server recipes, man page.
 install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
         DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fcgi-host)
+install(FILES ${PROJECT_SOURCE_DIR}/conf/pools.d/www.conf
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fcgi-host/pools.d)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.service ${PROJECT_SOURCE_DIR}/conf/fcgi-host.socket
         DESTINATION ${FCGI_HOST_SYSTEMD_UNITDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/conf/nginx-fcgi-host.conf

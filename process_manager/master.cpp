@@ -83,6 +83,7 @@ struct Master::Impl {
   void on_usr1();
   void on_usr2();
   void on_ttin();
+  int resize(int target);
   void on_ttou();
   void on_chld();
 
@@ -324,6 +325,16 @@ void Master::Impl::on_ttin() {
   ++n;
   PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(n) + " worker(s)" +
                                (current.pool.mode == PoolMode::Static ? "" : " at most"));
+}
+
+int Master::Impl::resize(int target) {
+  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
+  n = std::max(1, target);
+  if (current.pool.mode != PoolMode::Static)
+    current.pool.workers = std::min(current.pool.workers, n);
+  PM_LOG(LogLevel::Notice, "resize: " + std::to_string(n) + " worker(s)" +
+                               (current.pool.mode == PoolMode::Static ? "" : " at most"));
+  return n;
 }
 
 // TTOU: one worker less in the current generation, never below one.
@@ -804,6 +815,10 @@ int Master::run() {
 }
 Scoreboard& Master::scoreboard() {
   return impl_->scoreboard;
+}
+
+int Master::resize(int n) {
+  return impl_->resize(n);
 }
 
 } // namespace process_manager

@@ -118,6 +118,10 @@ public:
 
   Scoreboard& scoreboard();
 
+  // Sets the current generation's workers (dynamic, ondemand: its most workers) to `n` (at least
+  // 1), as that many TTINs or TTOUs would. Returns the new count.
+  int resize(int n);
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -11,7 +11,13 @@ inline constexpr const char* kClientCommandsHelp =
     "  --max-queue N      status: unhealthy when no worker is idle and more than N wait\n"
     "  --timeout SECONDS  give up after this long (default: 5)\n"
     "  Exit 0: healthy; 1: unhealthy (not 200, or the queue above --max-queue); 2: usage;\n"
-    "  3: no answer, or an answer that is not fcgi-host's (no X-Fcgi-Host header)\n";
+    "  3: no answer, or an answer that is not fcgi-host's (no X-Fcgi-Host header)\n"
+    "Control, through the master's Unix --status-listen socket, as its user or root:\n"
+    "  fcgi-host reload [POOL] --connect ADDR   reload every pool, or one (a single\n"
+    "                                           application: as HUP does)\n"
+    "  fcgi-host scale [POOL] N --connect ADDR  set the workers of a pool (or of the\n"
+    "                                           application) to N\n"
+    "  Exit 0: done; 1: refused (the answer says why); 2: usage; 3: no answer\n";
 
 inline constexpr const char* kSignalsHelp =
     "Signals (send them to the master):\n"

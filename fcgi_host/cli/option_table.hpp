@@ -38,6 +38,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "check the options, the config file and everything start needs short of binding and "
      "forking, then exit",
      OptionKind::Command},
+    {"pool", 0, "NAME", "",
+     "run only this [NAME] section of a config file that defines pools (without it, the "
+     "master runs every pool)",
+     OptionKind::Command},
 
     {"listen", 'l', "ADDR", "",
      "unix:/path, /path, HOST:PORT, [IPv6]:PORT or :PORT (default: the listening socket "
@@ -75,6 +79,18 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"pidfile", 0, "FILE", "",
      "write the master's pid here; the file is locked for the master's life, so a second master "
      "on it is refused before it touches the socket"},
+    {"rlimit-files", 0, "N", "",
+     "the open-files limit (RLIMIT_NOFILE, soft and hard) of the master and its workers "
+     "(default: inherited)"},
+    {"rlimit-core", 0, "BYTES", "",
+     "the core-file size limit (RLIMIT_CORE) of the master and its workers: 0, a size with K, "
+     "M, G, or unlimited (default: inherited)"},
+    {"nice", 0, "N", "",
+     "the scheduling niceness of the master and its workers, -20 to 19 "
+     "(default: inherited)"},
+    {"max-workers-total", 0, "N", "0",
+     "pools: the most workers all pools may have together, checked against each pool's "
+     "ceiling at start and reload (0: no cap; a global option)"},
 
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},

@@ -24,6 +24,7 @@ ObservabilitySettings observability_settings(const Config& config) {
   s.ping_response = config.ping_response;
   s.status_allow = ClientFilter(config.status_allow);
   s.pool_mode = config.pm;
+  if (!config.pool.empty()) s.pool_name = config.pool;
   s.max_queue_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config.max_queue_time).count());
   return s;

@@ -37,6 +37,7 @@ struct ObservabilitySettings {
   std::string ping_response = "pong";
   ClientFilter status_allow;
   std::string pool_mode = "static";
+  std::string pool_name = "fcgi-host"; // a pool's name (docs/pools.md), php-fpm's "pool" field
   std::uint64_t max_queue_ns = 0; // --max-queue-time; 0: off
 };
 
@@ -120,6 +121,7 @@ struct RouteSnapshot {
 
 struct Snapshot {
   std::string pool_mode;
+  std::string pool_name = "fcgi-host";
   std::uint64_t start_time_s = 0; // epoch
   std::uint64_t uptime_s = 0;
   std::uint64_t accepted = 0;

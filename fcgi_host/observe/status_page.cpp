@@ -178,7 +178,7 @@ std::string label_escape(std::string_view in) {
 // The pool's fields, in php-fpm's order and words, plus ours.
 std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) {
   std::vector<std::pair<std::string, std::string>> f = {
-      {"pool", "fcgi-host"},
+      {"pool", s.pool_name},
       {"process manager", s.pool_mode},
       {"start time", start_time_text(s.start_time_s)},
       {"start since", num(s.uptime_s)},
@@ -270,7 +270,7 @@ std::string json_page(const Snapshot& s, bool full) {
     q.append(json_escape(v)).append("\"");
     return q;
   };
-  field("pool", str("fcgi-host"));
+  field("pool", str(s.pool_name));
   field("process manager", str(s.pool_mode));
   field("start time", num(s.start_time_s));
   field("start since", num(s.uptime_s));
@@ -537,6 +537,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     return reply;
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
+  snap.pool_name = settings.pool_name;
   reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);
   reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
   reply.headers.emplace_back("X-Listen-Queue",
@@ -568,6 +569,14 @@ bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_add
     return filter.allows(reinterpret_cast<sockaddr*>(&v6));
   }
   return false; // fail closed: what does not parse strictly (010.0.0.1, fe80::1%eth0) is no match
+}
+
+EndpointReply plain_reply(int status, std::string body) {
+  EndpointReply r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers.emplace_back(std::string(kHostHeader), kVersion);
+  return r;
 }
 
 } // namespace fcgi_host

@@ -132,6 +132,7 @@ TempDir::~TempDir() {
 
 std::string TempDir::write(const std::string& name, const std::string& content) const {
   std::string p = file(name);
+  std::filesystem::create_directories(std::filesystem::path(p).parent_path());
   std::ofstream out(p, std::ios::binary);
   out << content;
   if (!out) throw Error("cannot write " + p);
@@ -474,6 +475,11 @@ NginxProcess::NginxProcess(NginxOptions o) {
     pass = "host";
     keep = "      fastcgi_keep_conn on;\n";
   }
+  std::string more;
+  for (const auto& [prefix, address] : o.locations)
+    more += "    location " + prefix + " {\n      include /etc/nginx/fastcgi_params;\n" +
+            "      fastcgi_pass " + (address.starts_with("/") ? "unix:" + address : address) +
+            ";\n    }\n";
   // `user root`: nginx started as root would run its worker as www-data, which cannot reach a
   // socket inside our private 0700 temp dir (a 502 "Permission denied" that is no host bug).
   dir_.write("nginx.conf", "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
@@ -511,8 +517,7 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"
                                "      fastcgi_param HTTP_X_REQUEST_START \"t=${msec}\";\n"
                                "      fastcgi_pass " +
-                               pass + ";\n" + keep +
-                               "    }\n"
+                               pass + ";\n" + keep + "    }\n" + more +
                                "  }\n"
                                "}\n");
   // -e: the error log before the config is read would otherwise go to /var/log/nginx.

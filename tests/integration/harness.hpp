@@ -45,7 +45,7 @@ public:
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // Writes `content` to path()/name and returns the full path.
+  // Writes `content` to path()/name (making its directories) and returns the full path.
   std::string write(const std::string& name, const std::string& content) const;
 
 private:
@@ -197,6 +197,9 @@ struct NginxOptions {
   std::string fastcgi_address; // "unix:/p", "/p" or "host:port"
   int upstream_keepalive = 0;  // > 0: upstream block with keepalive N and fastcgi_keep_conn on
   std::string client_max_body_size = "64m";
+  // More locations beside `location /`: {prefix, fastcgi address} (several pools behind one
+  // nginx).
+  std::vector<std::pair<std::string, std::string>> locations{};
   std::string server_extra{}; // more directives for the server block (an internal location)
 };
 

@@ -72,12 +72,21 @@ void check_requests(const FrontServer& front, Front kind) {
 }
 
 // The handler aborts its worker: the server answers an error, and the next request is served
-// (the other worker, or the one the master respawned).
-void check_crash(const FrontServer& front) {
+// (the other worker, or the one the master respawned). The dead worker's idle kept connections
+// die with it; HAProxy with `http-reuse always` may send the next request on one of them and
+// answer it 502 (seen in about one run of ten; docs/front-servers.md), then it serves on. Behind
+// every other server and mode the very next request is served.
+void check_crash(const FrontServer& front, bool retries_on_kept) {
   int status = it::http_request(front.port(), "GET", "/crash").status;
   CHECK(status >= 500);
   CHECK(status <= 503);
-  CHECK(it::http_request(front.port(), "GET", "/echo").status == 200);
+  int failed = 0;
+  while (!retries_on_kept && failed < 3 &&
+         it::http_request(front.port(), "GET", "/echo").status == 502)
+    ++failed;
+  for (int i = 0; i < 5; ++i)
+    CHECK(it::http_request(front.port(), "GET", "/echo").status == 200);
+  if (failed > 0) MESSAGE(failed << " request(s) after the crash got HAProxy's 502");
 }
 
 void check_reload_under_load(const FrontServer& front, HostProcess& host) {
@@ -128,7 +137,7 @@ void check_mode(Front front, it::Listen listen, const std::string& what, const M
   INFO("the server's log:\n" << server.log() << "\nits snippet:\n" << server.snippet());
   check_requests(server, front);
   check_reuse(server, host, mode.reuses);
-  check_crash(server);
+  check_crash(server, !(front == Front::Haproxy && mode.reuses));
   check_reload_under_load(server, host);
 }
 

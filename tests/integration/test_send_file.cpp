@@ -35,7 +35,7 @@ TEST_SUITE("front-server-aware responses") {
       const std::string large = it::pattern_body(300 * 1024);
       const std::string big = files.write("big.bin", large);
       const std::string page = files.write("page.html", "<p>hi</p>\n");
-      NginxProcess nginx({host.address(), 0, "64m", kInternal});
+      NginxProcess nginx({.fastcgi_address = host.address(), .server_extra = kInternal});
 
       it::HttpResponse r = it::http_request(nginx.port(), "GET", file_target(big));
       CHECK(r.status == 200);
