@@ -74,7 +74,7 @@ void check_requests(const FrontServer& front, Front kind) {
 // The handler aborts its worker: the server answers an error, and the next request is served
 // (the other worker, or the one the master respawned). The dead worker's idle kept connections
 // die with it; HAProxy with `http-reuse always` may send the next request on one of them and
-// answer it 502 (seen in about one run of ten; docs/front-servers.md), then it serves on. Behind
+// answer it 502 (seen in about one check of five; docs/front-servers.md), then it serves on. Behind
 // every other server and mode the very next request is served.
 void check_crash(const FrontServer& front, bool retries_on_kept) {
   int status = it::http_request(front.port(), "GET", "/crash").status;
