@@ -76,12 +76,12 @@ void check_requests(const FrontServer& front, Front kind) {
 // die with it; HAProxy with `http-reuse always` may send the next request on one of them and
 // answer it 502 (seen in about one check of five; docs/front-servers.md), then it serves on. Behind
 // every other server and mode the very next request is served.
-void check_crash(const FrontServer& front, bool retries_on_kept) {
+void check_crash(const FrontServer& front, bool next_is_served) {
   int status = it::http_request(front.port(), "GET", "/crash").status;
   CHECK(status >= 500);
   CHECK(status <= 503);
   int failed = 0;
-  while (!retries_on_kept && failed < 3 &&
+  while (!next_is_served && failed < 3 &&
          it::http_request(front.port(), "GET", "/echo").status == 502)
     ++failed;
   for (int i = 0; i < 5; ++i)
