@@ -340,6 +340,18 @@ void read_limits(const Values& v, Limits& l) {
   l.handoff_after = v.seconds("handoff-after", true);
 }
 
+void read_responses(const Values& v, Config& c) {
+  c.max_response_head = v.size("max-response-head");
+  if (c.max_response_head < 256) throw v.error("max-response-head", "must be at least 256 bytes");
+  c.send_file_mode = v.text("send-file-mode");
+  if (c.send_file_mode != "stream" && c.send_file_mode != "x-accel-redirect" &&
+      c.send_file_mode != "x-sendfile")
+    throw v.error("send-file-mode",
+                  "'" + c.send_file_mode + "' is not one of stream, x-accel-redirect, x-sendfile");
+  c.x_accel_prefix = v.text("x-accel-prefix");
+  if (!c.x_accel_prefix.starts_with("/")) throw v.error("x-accel-prefix", "must start with /");
+}
+
 void read_logs(const Values& v, Config& c) {
   v.text("error-log", c.error_log);
   c.log_level = v.text("log-level");
@@ -477,6 +489,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_pool(values, config);
   read_lifecycle(values, config);
   read_limits(values, config.limits);
+  read_responses(values, config);
   read_logs(values, config);
   read_status(values, config);
   read_access_control(values, config);

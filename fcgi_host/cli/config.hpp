@@ -100,6 +100,11 @@ struct Config {
   int max_workers_total = 0;      // the cap over every pool's ceiling; 0: none
   std::string settings_text;      // every option given, one "name = value" line each
 
+  // Responses: the head's limit, and how Response::send_file() answers.
+  std::size_t max_response_head = default_size("max-response-head");
+  std::string send_file_mode{find_option("send-file-mode")->default_text};
+  std::string x_accel_prefix{find_option("x-accel-prefix")->default_text};
+
   // Observability.
   std::string status_path;
   std::string ping_path;

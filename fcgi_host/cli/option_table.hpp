@@ -133,6 +133,16 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "the total time a response may take to reach a client that reads it slowly (a response "
      "complete in memory goes out from the worker's event loop, so a slow reader never holds "
      "the worker)"},
+    {"max-response-head", 0, "BYTES", "4K",
+     "the buffer a response head (status line and headers) must fit in with the 8-byte header "
+     "of its FastCGI record and a byte to spare, as nginx's fastcgi_buffer_size (4K by default) "
+     "must hold it; larger: logged and answered 500, not left to become the web server's 502"},
+    {"send-file-mode", 0, "MODE", "stream",
+     "how Response::send_file() answers: stream (the host sends the file), x-accel-redirect "
+     "(nginx sends it: an X-Accel-Redirect header under --x-accel-prefix), x-sendfile (Apache "
+     "mod_xsendfile, lighttpd: an X-Sendfile header)"},
+    {"x-accel-prefix", 0, "PATH", "/internal",
+     "x-accel-redirect: the nginx internal location a sent file's absolute path goes under"},
 
     {"error-log", 0, "FILE", "", "write the log to this file (default: stderr)"},
     {"log-level", 0, "LEVEL", "notice", "debug, info, notice, warn, error or alert"},

@@ -184,6 +184,12 @@ WorkerSettings worker_settings(const Config& config, int listen_fd) {
   settings.max_requests_jitter = config.max_requests_jitter;
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.observe = observability_settings(config);
+  settings.max_response_head = config.max_response_head;
+  settings.file_offload.mode =
+      config.send_file_mode == "x-accel-redirect" ? app::FileOffload::Mode::XAccelRedirect
+      : config.send_file_mode == "x-sendfile"     ? app::FileOffload::Mode::XSendfile
+                                                  : app::FileOffload::Mode::Stream;
+  settings.file_offload.prefix = config.x_accel_prefix;
   settings.output_fd = worker_output_fd;
   settings.handoff = worker_handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);

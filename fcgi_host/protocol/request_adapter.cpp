@@ -44,6 +44,11 @@ void copy_params(char** envp, const RequestFraming& framing, app::Request& reque
   }
 }
 
+// The web server reads the head into one buffer with the header of the STDOUT record that
+// carries it (nginx: fastcgi_buffer_size holds both), and needs a byte more: nginx 1.22 answers
+// 502 for a head that does not fit, and loses the body of one that fills the buffer exactly.
+constexpr std::size_t kRecordHeader = 8;
+
 } // namespace
 
 bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Request& request) {
@@ -97,14 +102,53 @@ void write_head(const app::Response& response, bool add_content_length, FCGX_Str
   put(out, "\r\n");
 }
 
+std::size_t head_size(const app::Response& response, bool add_content_length) {
+  char number[24];
+  auto digits = [&](std::size_t n) {
+    return static_cast<std::size_t>(std::to_chars(number, number + sizeof number, n).ptr - number);
+  };
+  std::size_t size = 8 +
+                     digits(static_cast<std::size_t>(response.status < 0 ? 0 : response.status)) +
+                     1 + app::reason_phrase(response.status).size() + 2;
+  bool has_length = false;
+  for (const auto& [name, value] : response.headers) {
+    size += name.size() + 2 + value.size() + 2;
+    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
+      has_length = true;
+  }
+  if (add_content_length && !has_length) size += 16 + digits(response.body.size()) + 2;
+  return size + 2;
+}
+
+void write_head_refusal(FCGX_Stream* out) {
+  put(out, "Status: 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+           "Content-Length: 22\r\n\r\nInternal Server Error\n");
+}
+
+void StreamSink::send_head(const app::Response& response) {
+  if (std::size_t size = head_size(response, false); size + kRecordHeader >= head_limit_) {
+    refused_head_ = size;
+    write_head_refusal(out_);
+    return;
+  }
+  write_head(response, false, out_);
+}
+
 bool StreamSink::send_body(std::string_view chunk) {
+  if (refused_head_) return false; // the client has its whole 500 already
   put(out_, chunk);
   return FCGX_GetError(out_) == 0;
 }
 
-void write_response(const app::Response& response, FCGX_Stream* out) {
+std::size_t write_response(const app::Response& response, FCGX_Stream* out,
+                           std::size_t head_limit) {
+  if (std::size_t size = head_size(response, true); size + kRecordHeader >= head_limit) {
+    write_head_refusal(out);
+    return size;
+  }
   write_head(response, true, out);
   if (!response.body.empty()) put(out, response.body);
+  return 0;
 }
 
 } // namespace fcgi_host

@@ -22,19 +22,38 @@ bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Reques
 // CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out);
 
-// Streams the head and body chunks of a handler that calls Response::write().
+// The bytes write_head() writes for `response`.
+std::size_t head_size(const app::Response& response, bool add_content_length);
+
+// What answers a response whose head, with the 8-byte header of the record that carries it, is
+// larger than the limit: a whole 500 (the web server
+// would otherwise answer 502 for a head larger than its buffer, and nobody would know why).
+void write_head_refusal(FCGX_Stream* out);
+
+// Streams the head and body chunks of a handler that calls Response::write(). A head larger
+// than the limit becomes write_head_refusal(), and the body chunks after it are dropped.
 class StreamSink : public app::BodySink {
 public:
   explicit StreamSink(FCGX_Stream* out) : out_(out) {}
-  void attach(FCGX_Stream* out) { out_ = out; }
-  void send_head(const app::Response& response) override { write_head(response, false, out_); }
+  void attach(FCGX_Stream* out) {
+    out_ = out;
+    refused_head_ = 0;
+  }
+  void set_head_limit(std::size_t limit) { head_limit_ = limit; }
+  void send_head(const app::Response& response) override;
   bool send_body(std::string_view chunk) override;
+  // The size of the head refused since attach(), or 0.
+  std::size_t refused_head() const { return refused_head_; }
 
 private:
   FCGX_Stream* out_;
+  std::size_t head_limit_ = static_cast<std::size_t>(-1);
+  std::size_t refused_head_ = 0;
 };
 
-// Sends a whole buffered response: head, then body.
-void write_response(const app::Response& response, FCGX_Stream* out);
+// Sends a whole buffered response: head, then body; or write_head_refusal() when its head is
+// larger than `head_limit`. Returns the size of the refused head, or 0.
+std::size_t write_response(const app::Response& response, FCGX_Stream* out,
+                           std::size_t head_limit = static_cast<std::size_t>(-1));
 
 } // namespace fcgi_host

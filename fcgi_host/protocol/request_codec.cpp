@@ -13,7 +13,9 @@ struct RequestCodec::State {
   FCGX_Request fcgx{};
   libfcgi_io::Source source;
   StreamSink sink{nullptr};
-  bool active = false; // decoded, not yet finished or aborted
+  std::size_t head_limit = static_cast<std::size_t>(-1);
+  std::size_t refused_head = 0; // of the buffered response
+  bool active = false;          // decoded, not yet finished or aborted
 };
 
 RequestCodec::RequestCodec() : state_(std::make_unique<State>()) {
@@ -60,6 +62,7 @@ RequestCodec::Decoded RequestCodec::decode(int fd, std::string_view records,
     return Decoded::Refused;
   }
   s.active = true;
+  s.refused_head = 0;
   s.sink.attach(s.fcgx.out);
   return copy_request(s.fcgx, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
@@ -68,9 +71,18 @@ app::BodySink& RequestCodec::sink() {
   return state_->sink;
 }
 
+void RequestCodec::set_head_limit(std::size_t bytes) {
+  state_->head_limit = bytes;
+  state_->sink.set_head_limit(bytes);
+}
+
+std::size_t RequestCodec::refused_head() const {
+  return state_->refused_head ? state_->refused_head : state_->sink.refused_head();
+}
+
 void RequestCodec::send(const app::Response& response, std::string* backlog) {
   state_->source.backlog = backlog;
-  write_response(response, state_->fcgx.out);
+  state_->refused_head = write_response(response, state_->fcgx.out, state_->head_limit);
 }
 
 RequestCodec::Ending RequestCodec::finish() {

@@ -40,6 +40,13 @@ public:
   Decoded decode(int fd, std::string_view records, const RequestFraming& framing,
                  std::uint64_t write_deadline_ns, app::Request& request);
 
+  // A response head larger than `bytes` with its record's 8-byte header is answered with a whole
+  // 500 instead (buffered or streamed; the chunks of a streamed body after it are dropped):
+  // --max-response-head.
+  void set_head_limit(std::size_t bytes);
+  // The size of the head refused for the current request, or 0 (the worker logs it).
+  std::size_t refused_head() const;
+
   // Where Response::write() sends a streamed response (head, then chunks).
   app::BodySink& sink();
   // Sends a whole buffered response: status line, headers (with Content-Length), body. What

@@ -169,6 +169,14 @@ void Worker::send(Connection& c, Outcome& out) {
     return;
   }
   if (!response_.head_sent()) codec_.send(response_, &c.backlog);
+  if (std::size_t head = codec_.refused_head()) {
+    client_errors_.write(Kind::Handler,
+                         "response head of " + std::to_string(head) + " bytes to " +
+                             std::string(request_.method()) + " " + std::string(request_.uri()) +
+                             " is larger than --max-response-head (" +
+                             std::to_string(settings_.max_response_head) + "): answered 500");
+    response_.status = 500; // for the metrics and the access log
+  }
   out.ending = codec_.finish();
   if (out.ending == RequestCodec::Ending::WriteFailed && errno != ETIMEDOUT) out.aborted = true;
   if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)

@@ -126,6 +126,8 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
       },
       this);
   process_manager::set_crash_describer(describe_for_crash, &request_);
+  response_.set_file_offload(&settings.file_offload);
+  codec_.set_head_limit(settings.max_response_head);
   // Each worker its own limit, so that workers started together do not all recycle together.
   if (settings.max_requests > 0)
     request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);
