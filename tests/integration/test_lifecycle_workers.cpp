@@ -221,12 +221,16 @@ TEST_SUITE("lifecycle") {
     ::kill(pids[0], SIGKILL);
     CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);
     // Reloaded: a request in flight at the HUP completes (libfcgi exits after it on TERM).
+    // In flight means read by the program: the listen queue (wait_accepted) empties at the
+    // kernel's accept(), before libfcgi has read the request, and a TERM in that window makes
+    // its read() fail with EINTR, so it closes the connection unanswered. Only the program can
+    // say it has the request: the fixture's line in the log.
     auto slow = host.connect();
     slow.set_timeout(Millis{5000});
     fcgi_test::Request sr;
     sr.uri = "/x?delay_ms=1000";
     std::uint16_t id = slow.send_request(sr);
-    REQUIRE(host.wait_accepted()); // a worker has it
+    REQUIRE(host.wait_log("in the handler for delay_ms=1000"));
     auto before = host.worker_pids();
     host.signal(SIGHUP);
     INFO("host log:\n" << host.log());
