@@ -74,10 +74,11 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp ${PROJECT_SOURCE_DIR}/fcgi_host/cli/option_table.hpp
-        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
-        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
+# What in_process_host.hpp includes: the limits and the option table their defaults come from
+# (the ground room fcgi_host/config/; the wide Config of the command line is not installed).
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/config/limits.hpp
+              ${PROJECT_SOURCE_DIR}/fcgi_host/config/option_table.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/config)
 # The record codec the test client speaks (fcgi_host::fcgi_protocol).
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/protocol/records.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/protocol)

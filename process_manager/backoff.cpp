@@ -1,12 +1,10 @@
 #include "process_manager/backoff.hpp"
 
+#include "process_manager/clock.hpp"
+
 #include <algorithm>
 
 namespace process_manager {
-
-static std::uint64_t ns(std::chrono::milliseconds ms) {
-  return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
-}
 
 // 0 for a death that is not young or the first young one in a row; then first_delay,
 // doubling, capped at max_delay. A streak also ends after `max_delay` plus `young` without a

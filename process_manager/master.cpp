@@ -32,16 +32,6 @@ constexpr std::chrono::milliseconds kTick{100};
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
 
-std::uint64_t ns(std::chrono::milliseconds ms) {
-  return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
-}
-
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
 std::string name(const Worker& w) {
   return "worker " + std::to_string(w.pid) + " (gen " + std::to_string(w.generation) + ", slot " +
          std::to_string(w.slot) + ")";
@@ -411,8 +401,8 @@ void Master::Impl::reap() {
 void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
                            const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
-                     seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
-                     " requests";
+                     seconds_text(monotonic_ns() - w.started_at_ns) + ", " +
+                     std::to_string(requests) + " requests";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
@@ -502,8 +492,8 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
-                                " crashes within " + seconds(ns(s.breaker_window)) +
-                                "; respawning paused for " + seconds(ns(s.breaker_pause)));
+                                " crashes within " + seconds_text(ns(s.breaker_window)) +
+                                "; respawning paused for " + seconds_text(ns(s.breaker_pause)));
   }
 }
 
@@ -539,8 +529,8 @@ void Master::Impl::enforce_timeouts() {
     std::string stack = w.stack_trace_on_timeout ? capture_stack(w.pid, kStackTraceBudget) : "";
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
-                                "\" ran for " + seconds(now - start) + " (request_timeout " +
-                                seconds(ns(w.request_timeout)) + ")" +
+                                "\" ran for " + seconds_text(now - start) + " (request_timeout " +
+                                seconds_text(ns(w.request_timeout)) + ")" +
                                 (stack.empty() ? "" : "; stack:\n" + stack));
     ++scoreboard.pool().kills_by_timeout;
     stop(w, StopReason::Timeout);
@@ -548,7 +538,7 @@ void Master::Impl::enforce_timeouts() {
 
   if (state == State::Reloading && now >= reload_deadline_ns)
     abandon_reload("generation " + std::to_string(current_gen) + " not ready after " +
-                   seconds(ns(current.pool.graceful_timeout)));
+                   seconds_text(ns(current.pool.graceful_timeout)));
 }
 
 // Workers that run a request longer than nudge_after while holding other connections (kept

@@ -4,7 +4,7 @@
 // format is parsed once; a line is built in a buffer the worker reuses (no allocation once it has
 // grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
 // in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
-#include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/config/option_table.hpp"
 
 #include <cstdint>
 #include <string>

@@ -24,27 +24,19 @@ using process_manager::LogLevel;
 constexpr int kMaxPerCall = 16;                 // connections answered per readiness
 constexpr std::size_t kMaxRequestBytes = 32768; // a status request is a few hundred bytes
 
-Config status_socket_config(const Config& config) {
-  Config c = config;
-  std::string why;
-  parse_listen_address(config.status_listen, c.listen, why); // checked by parse_config
-  c.backlog = 64;
-  return c;
-}
-
 } // namespace
 
-StatusServer::StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd)
-    : socket_(std::make_unique<ListenSocket>(status_socket_config(config))),
-      settings_(std::move(settings)), pool_listen_fd_(pool_listen_fd) {
+StatusServer::StatusServer(const ListenOptions& socket, ObservabilitySettings settings,
+                           int pool_listen_fd)
+    : socket_(std::make_unique<ListenSocket>(socket)), settings_(std::move(settings)),
+      pool_listen_fd_(pool_listen_fd) {
   if (!set_nonblocking(fd(), true))
     throw StartupError(sys_error("fcntl(O_NONBLOCK)", description()));
 }
 
 void StatusServer::serve() {
   client_errors_.flush_due(process_manager::monotonic_ns());
-  std::uint64_t deadline =
-      process_manager::monotonic_ns() + static_cast<std::uint64_t>(kBudget.count()) * 1'000'000u;
+  std::uint64_t deadline = process_manager::monotonic_ns() + process_manager::ns(kBudget);
   for (int i = 0; i < kMaxPerCall && process_manager::monotonic_ns() < deadline; ++i) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
@@ -53,15 +45,15 @@ void StatusServer::serve() {
     // --status-allow: TCP peers by address; Unix peers pass (the socket's mode governs them).
     bool allowed = peer.ss_family == AF_UNIX ||
                    settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
-    std::uint64_t own_deadline = process_manager::monotonic_ns() +
-                                 static_cast<std::uint64_t>(kPerConnection.count()) * 1'000'000u;
+    std::uint64_t own_deadline =
+        process_manager::monotonic_ns() + process_manager::ns(kPerConnection);
     serve_connection(c, allowed, std::min(deadline, own_deadline));
     ::close(c);
   }
 }
 
 void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline) {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_body = 4096;
   limits.max_params_size = 16384;
   limits.max_params = 200;

@@ -9,7 +9,7 @@
 // and the status page see it as idle. Signals (PoolSettings): TERM to retire or stop it (libfcgi
 // finishes the current request, then exits), no USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/worker/process_setup.hpp"
-#include "process_manager/master.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <string>
 #include <vector>

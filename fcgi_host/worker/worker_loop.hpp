@@ -10,7 +10,7 @@
 #include "fcgi_host/worker/client_error_log.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/worker.hpp"
-#include "process_manager/master.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <memory>
 #include <mutex>
@@ -88,7 +88,6 @@ private:
   std::uint32_t generation_;
   RequestMetrics metrics_;
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
-  GuardLimits guard_limits_;
   std::uint64_t write_timeout_ns_;
 
   int epoll_fd_ = -1;

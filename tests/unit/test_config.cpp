@@ -60,7 +60,7 @@ TEST_CASE("defaults") {
   CHECK(c.workers == fcgi_host::default_worker_count());
   CHECK(c.app == "hello");
   CHECK(c.listen.kind == ListenAddress::Kind::Inherited);
-  CHECK(c.limits.max_body == 8u << 20);
+  CHECK(c.limits.request.max_body == 8u << 20);
   CHECK(c.socket_mode == 0660);
   CHECK(c.graceful_timeout.count() == 30'000);
   CHECK(c.request_timeout.count() == 0);
@@ -107,8 +107,8 @@ TEST_CASE("bad values name the option") {
 
 TEST_CASE("sizes and durations") {
   Config c = parse({"--max-body", "2K", "--request-timeout", "1.5", "--max-params-size", "1M"});
-  CHECK(c.limits.max_body == 2048);
-  CHECK(c.limits.max_params_size == 1u << 20);
+  CHECK(c.limits.request.max_body == 2048);
+  CHECK(c.limits.request.max_params_size == 1u << 20);
   CHECK(c.request_timeout.count() == 1500);
 }
 
