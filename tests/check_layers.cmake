@@ -6,6 +6,7 @@
 #   of its own (cli/settings_from_config.cpp makes them).
 # - The worker's side of process_manager is worker_context.hpp: a worker, a runner and the
 #   spawner never see the Master.
+# - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
 # - The ground room config/ (the option table, the version, the limits) includes no other.
 # - The handler API (app/, not its examples) knows no host.
 set(rules
@@ -15,6 +16,8 @@ set(rules
     "#include \"process_manager/master\\.hpp\""
     "fcgi_host/config/"
     "#include \"(fcgi_host/(cli|protocol|net|observe|worker|runners|testing)|process_manager|app)/"
+    "fcgi_host/observe/"
+    "#include \"fcgi_host/(worker|runners|cli)/"
     "app/[^/]+$"
     "#include \"(fcgi_host|process_manager)/")
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/fcgi_host/*.hpp"

@@ -5,6 +5,7 @@
 // grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
 // in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
 #include "fcgi_host/config/option_table.hpp"
+#include "process_manager/log_file.hpp"
 
 #include <cstdint>
 #include <string>
@@ -27,7 +28,7 @@ public:
   // std::system_error naming the file, std::invalid_argument for a bad format.
   void open(const std::string& path, std::string_view format);
   void reopen();
-  bool enabled() const { return fd_ >= 0; }
+  bool enabled() const { return file_.is_open(); }
 
   struct Entry {
     std::string_view remote_addr, method, uri;
@@ -53,8 +54,7 @@ private:
   };
   void append_time();
 
-  int fd_ = -1;
-  std::string path_;
+  process_manager::LogFile file_;
   std::vector<Token> tokens_;
   std::string line_;
   std::int64_t time_second_ = -1;

@@ -64,7 +64,7 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
 void RequestMetrics::end(std::string_view route, int status, std::string_view method,
                          std::string_view uri, bool need_duration, bool aborted) {
   if (aborted) {
-    slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
+    process_manager::single_writer_add(slot_.aborted_requests, 1);
     status = kAbortedStatus;
   }
   if (!settings_.metrics && settings_.slow_threshold_ns == 0 && !need_duration) return;
@@ -83,7 +83,7 @@ void RequestMetrics::end(std::string_view route, int status, std::string_view me
       slot_.last_cpu_ns.store(static_cast<std::uint64_t>(cpu_ns_), std::memory_order_relaxed);
   }
   if (settings_.slow_threshold_ns != 0 && duration_ns_ > settings_.slow_threshold_ns) {
-    slot_.slow_requests.fetch_add(1, std::memory_order_relaxed);
+    process_manager::single_writer_add(slot_.slow_requests, 1);
     PM_LOG(LogLevel::Warn, "slow request: \"" + std::string(method) + " " + std::string(uri) +
                                "\" took " + process_manager::seconds_text(duration_ns_, 3) +
                                ", status " + std::to_string(status) + " (slow-request-threshold " +

@@ -15,6 +15,7 @@
 // clients are still there.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "process_manager/rate_limited_log.hpp"
 #include "process_manager/scoreboard.hpp"
 
 #include <cstdint>
@@ -76,9 +77,8 @@ private:
   std::uint64_t max_ns_;
   std::int64_t last_ns_ = -1;
   bool last_shed_ = false;
-  // At most one log line a second about shed requests, with the count of those not logged.
-  std::int64_t log_window_us_ = 0;
-  std::uint64_t unlogged_ = 0;
+  // Lines about shed requests, rate-limited; the next one written counts those held back.
+  process_manager::RateLimitedLog shed_log_;
 };
 
 } // namespace fcgi_host

@@ -258,8 +258,7 @@ bool Worker::accept_one() {
     }
     return false; // EAGAIN: another worker took it, or the queue is empty
   }
-  slot_.accepted.store(slot_.accepted.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_relaxed); // one writer: no locked add
+  process_manager::single_writer_add(slot_.accepted, 1);
   Connection& c = add_connection(fd, process_manager::monotonic_ns());
   if (read_more(c)) process(c);
   return true;

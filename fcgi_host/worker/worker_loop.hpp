@@ -7,7 +7,7 @@
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
-#include "fcgi_host/worker/client_error_log.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/worker_context.hpp"
