@@ -1,5 +1,7 @@
 #include "fcgi_host/observe/status_server.hpp"
 
+#include "app/request.hpp"
+
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -84,43 +86,33 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (n > 0) size += static_cast<std::size_t>(n);
   }
 
-  // The PARAMS records of the request, concatenated.
+  // The request as a worker sees it (app::Request: path and query by the same rule).
   std::string params;
-  std::string_view request(in.data() + guard.request_begin(),
-                           guard.request_end() - guard.request_begin());
-  for (records::RecordView r; records::take_record(request, r);)
+  std::string_view records_in(in.data() + guard.request_begin(),
+                              guard.request_end() - guard.request_begin());
+  for (records::RecordView r; records::take_record(records_in, r);)
     if (r.header.is(records::Type::Params)) params.append(r.content);
   std::vector<records::NameValue> pairs;
   records::decode_name_values(params, pairs); // the guard checked the pair lengths already
-  std::string_view uri, document_uri, query, accept;
-  bool has_query = false;
-  for (auto& [name, value] : pairs) {
-    if (name == "REQUEST_URI")
-      uri = value;
-    else if (name == "DOCUMENT_URI" || name == "SCRIPT_NAME")
-      document_uri = value;
-    else if (name == "QUERY_STRING")
-      query = value, has_query = true;
-    else if (name == "HTTP_ACCEPT")
-      accept = value;
-  }
-  std::string_view path = document_uri.empty() ? uri.substr(0, uri.find('?')) : document_uri;
-  if (!has_query && uri.find('?') != std::string_view::npos) query = uri.substr(uri.find('?') + 1);
+  app::Request request;
+  for (auto& [name, value] : pairs)
+    request.add_param(name, value);
+  request.finish_params();
+  std::string_view path = request.path();
 
   // Ping on the ping path (default /ping), status on every other path.
   std::string_view ping = settings_.ping_path;
   if (ping.empty()) ping = "/ping";
   EndpointReply reply;
   if (scoreboard_)
-    reply = answer_endpoint(path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
-                            *scoreboard_, pool_listen_fd_, query, allowed, accept);
+    reply =
+        answer_endpoint(path == ping ? Endpoint::Ping : Endpoint::Status, settings_, *scoreboard_,
+                        pool_listen_fd_, request.query(), allowed, request.header("Accept"));
+  cgi::HeaderList headers{{"Content-Type", reply.content_type}};
+  headers.insert(headers.end(), reply.headers.begin(), reply.headers.end());
   std::string text;
-  cgi::append_status_line(text, reply.status);
-  cgi::append_header_line(text, "Content-Type", reply.content_type);
-  for (auto& [name, value] : reply.headers)
-    cgi::append_header_line(text, name, value);
-  cgi::append_header_line(text, "Content-Length", std::to_string(reply.body.size()));
-  text += "\r\n" + reply.body;
+  cgi::append_head(text, reply.status, headers, reply.body.size());
+  text += reply.body;
   std::uint16_t id = guard.request_id();
   records::append_stream(out, records::Type::Stdout, id, text, records::kMaxAlignedContent);
   records::append_end_request(out, id, 0, records::ProtocolStatus::RequestComplete);
