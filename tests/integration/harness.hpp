@@ -20,6 +20,9 @@
 // - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
 //   scenario itself (a slow client); never to let something else happen.
 #include "fcgi_test_client.hpp"
+#include "support/files.hpp"
+#include "support/options.hpp"
+#include "support/time.hpp"
 #include "support/wait.hpp"
 
 #include <chrono>
@@ -50,13 +53,15 @@ private:
   std::string path_;
 };
 
-std::string read_file(const std::string& path); // "" when missing
-int free_tcp_port();                            // a loopback port that was free a moment ago
+using test_support::read_file; // "" when missing
+int free_tcp_port();           // a loopback port that was free a moment ago
 
 // ---- /proc -------------------------------------------------------------------------------------
 
 // Alive and not a zombie.
-bool process_alive(pid_t pid);
+inline bool process_alive(pid_t pid) {
+  return test_wait::process_running(pid);
+}
 std::vector<pid_t> child_pids(pid_t parent);
 std::vector<pid_t> pids_in_group(pid_t pgid); // live (non-zombie) members
 // Whether `pid` has a file descriptor open on `path` (by /proc/PID/fd; a renamed file shows
@@ -167,7 +172,7 @@ struct RunResult {
 RunResult run_host(HostOptions options, Millis timeout = Millis{10000});
 
 // Lines of `log` containing `needle`.
-std::vector<std::string> lines_with(const std::string& log, const std::string& needle);
+using test_support::lines_with;
 
 // ---- nginx -------------------------------------------------------------------------------------
 
@@ -175,6 +180,10 @@ struct NginxOptions {
   std::string fastcgi_address; // "unix:/p", "/p" or "host:port"
   int upstream_keepalive = 0;  // > 0: upstream block with keepalive N and fastcgi_keep_conn on
   std::string client_max_body_size = "64m";
+  // Lines of the http {} block before the server (an upstream of several hosts), and the body
+  // of `location /` in place of the default fastcgi_pass to fastcgi_address.
+  std::string upstream{};
+  std::string location{};
 };
 
 class NginxProcess {

@@ -18,10 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 std::string body_field(const std::string& body, const std::string& name) {
   auto at = body.find(name + "=");
   if (at == std::string::npos) return {};
@@ -39,10 +35,10 @@ TEST_SUITE("lifecycle") {
     auto t0 = Clock::now();
     int status =
         it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
-    double killed_after = ms_since(t0);
+    double killed_after = test_support::elapsed_ms(t0);
     auto t1 = Clock::now();
     int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
-    double fresh_after = ms_since(t1);
+    double fresh_after = test_support::elapsed_ms(t1);
     MESSAGE("request timeout 1 s: 5xx after " << killed_after << " ms (includes the stack trace); "
                                               << "next request served in " << fresh_after << " ms");
     CHECK(status >= 500);
@@ -283,7 +279,8 @@ TEST_SUITE("lifecycle") {
     CHECK(host.worker_pids().empty());
     auto t0 = Clock::now();
     CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
-    MESSAGE("ondemand: first request with a spawn served in " << ms_since(t0) << " ms");
+    MESSAGE("ondemand: first request with a spawn served in " << test_support::elapsed_ms(t0)
+                                                              << " ms");
     CHECK(host.worker_pids().size() == 1);
     CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
     host.signal(SIGTERM);
