@@ -1,5 +1,6 @@
 // Options and config file: defaults, file vs command line, and refusals that name the option.
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
 
 #include <doctest/doctest.h>
 
@@ -176,4 +177,26 @@ TEST_CASE("--exec: every word after the program is the program's") {
   CHECK(error_of({"--status-path", "/s", "--exec", "/bin/true"}).starts_with("--status-path: "));
   CHECK(error_of({"--app", "echo", "--exec", "/bin/true"}).starts_with("--app: "));
   CHECK(error_of({"stray"}).find("--exec PROGRAM") != std::string::npos);
+}
+
+// The one translator: each option reaches the struct of the room that acts on it.
+TEST_CASE("config: the options reach each room's settings through the one translator") {
+  Config c = parse({"--listen", "unix:/tmp/x.sock", "--socket-mode", "0600", "--status-listen",
+                    "unix:/tmp/s.sock", "--max-queue-time", "250", "--max-body", "2K",
+                    "--slow-request-threshold", "1.5", "--workers", "3", "--max-connections", "4"});
+  fcgi_host::ListenOptions pool = fcgi_host::listen_options(c);
+  CHECK(pool.address.path == "/tmp/x.sock");
+  CHECK(pool.mode == 0600);
+  fcgi_host::ListenOptions status = fcgi_host::status_listen_options(c);
+  CHECK(status.address.path == "/tmp/s.sock");
+  CHECK(status.mode == 0600); // the socket file rules of --listen
+  CHECK(status.backlog == 64);
+  CHECK(fcgi_host::admission_settings(c).max_queue_ns == 250'000'000u);
+  CHECK(fcgi_host::observability_settings(c).slow_threshold_ns == 1'500'000'000u);
+  fcgi_host::WorkerSettings w = fcgi_host::worker_settings(c, {5, -1, {}});
+  CHECK(w.listen_fd == 5);
+  CHECK(w.limits.request.max_body == 2048);
+  CHECK(w.admission.max_queue_ns == 250'000'000u);
+  CHECK(w.server_values.max_conns == 12);
+  CHECK(fcgi_host::pool_settings(c).workers == 3);
 }
