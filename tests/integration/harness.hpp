@@ -1,5 +1,8 @@
 #pragma once
-// Integration harness: the real fcgi-host binary, a real nginx, a tiny HTTP client, /proc helpers.
+// Integration harness: the real fcgi-host binary (host_process.cpp), a real nginx
+// (nginx_process.cpp), a tiny HTTP client (http_client.cpp), a temp dir, a free port and /proc
+// helpers (scratch.cpp); child_process.cpp starts and reaps them. Helpers every test layer shares
+// are in tests/support/ (waits, /proc, files, elapsed time, option lists).
 // Every object here owns what it starts and removes it in its destructor, so a failing test leaves
 // no process and no file behind.
 //
@@ -15,8 +18,10 @@
 //   the master, and `test_wait::` (tests/support/wait.hpp) for a process exit, a file, a readable
 //   socket. With `status_socket = true` (the master's own status socket, which answers while every
 //   worker is busy): `host.wait_active(n)` (n workers inside a request), `wait_serving(uri)`,
-//   `wait_accepted()` (the listen queue is empty) and `wait_master_turn()` (the master has looked
-//   at the state since: for "nothing more happens" checks).
+//   `wait_accepted()` (the listen queue is empty: the kernel's accept(), not yet a request read;
+//   for an --exec'd program, whose state the scoreboard cannot show, wait for what it says) and
+//   `wait_master_turn()` (the master has looked at the state since: for "nothing more happens"
+//   checks).
 // - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
 //   scenario itself (a slow client); never to let something else happen.
 #include "fcgi_test_client.hpp"
