@@ -7,8 +7,8 @@
 // slow or hostile client can delay a turn of the master loop by that much, never hold it, and a
 // flood of them delays respawns and timeouts by at most kBudget.
 #include "fcgi_host/net/listen_socket.hpp"
-#include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/client_error_log.hpp"
+#include "fcgi_host/observe/metrics.hpp"
 
 #include <chrono>
 #include <memory>

@@ -4,10 +4,10 @@
 // request is complete, one at a time. See worker_loop.cpp for the loop, serve_request.cpp for
 // the steps of one request.
 #include "app/handler.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
-#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/worker_context.hpp"
