@@ -10,8 +10,11 @@
 //   down on its own without delaying the others.
 // - Breaker: more than 10 young deaths within 10 s pause all respawning for 10 s, one line.
 // - A failed spawn (fork, no slot) delays the whole pool like a young death of its own.
-// - Log rate: at most one crash line per second; the next line says how many were suppressed,
-//   so that a crash storm never fills a disk.
+// - Log rate: one crash line per second (a RateLimitedLog of one line a `log_interval`); the next
+//   line says how many were suppressed, so that a crash storm never fills a disk.
+#include "process_manager/clock.hpp"
+#include "process_manager/rate_limited_log.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +43,8 @@ public:
   };
 
   CrashPolicy() : CrashPolicy(Settings{}) {}
-  explicit CrashPolicy(Settings s) : s_(s) {}
+  explicit CrashPolicy(Settings s)
+      : s_(s), log_rate_(RateLimitedLog::Rate{1, ns(s.log_interval), 0, 0}) {}
 
   // The worker in `slot` crashed at `now_ns` after living `lived_ns`.
   Decision on_crash(std::size_t slot, std::uint64_t lived_ns, std::uint64_t now_ns);
@@ -64,9 +68,7 @@ private:
   std::uint64_t pool_respawn_at_ns_ = 0;
   std::uint64_t paused_until_ns_ = 0;
   std::deque<std::uint64_t> window_;
-  bool logged_once_ = false;
-  std::uint64_t last_log_ns_ = 0;
-  std::uint64_t suppressed_ = 0;
+  RateLimitedLog log_rate_; // the lines it holds back are counted in the next one
 };
 
 } // namespace process_manager

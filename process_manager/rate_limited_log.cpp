@@ -6,6 +6,7 @@
 namespace process_manager {
 
 bool RateLimitedLog::allow(std::uint64_t now) {
+  if (rate_.refill_ns == 0) return true; // no limit
   if (!started_) {
     started_ = true;
     refilled_ns_ = now;
