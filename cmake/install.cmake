@@ -74,10 +74,11 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/cli/config.hpp ${PROJECT_SOURCE_DIR}/fcgi_host/cli/option_table.hpp
-        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/cli)
-install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/net/listen_address.hpp
-        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/net)
+# What in_process_host.hpp includes: the limits and the option table their defaults come from
+# (the ground room fcgi_host/config/; the wide Config of the command line is not installed).
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/config/limits.hpp
+              ${PROJECT_SOURCE_DIR}/fcgi_host/config/option_table.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/config)
 # The record codec the test client speaks (fcgi_host::fcgi_protocol).
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/protocol/records.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/protocol)
@@ -113,9 +114,16 @@ install(FILES ${PROJECT_SOURCE_DIR}/conf/nginx-fcgi-host.conf
               ${PROJECT_SOURCE_DIR}/conf/h2o-fcgi-host.conf
               ${PROJECT_SOURCE_DIR}/conf/haproxy-fcgi-host.cfg
         DESTINATION ${FCGI_HOST_DOCDIR}/examples)
+# The licence (MIT, LICENSE at the root). Debian policy 12.5 wants it as doc/<package>/copyright in
+# the machine-readable format, which cmake/debian/copyright is (the same text, checked by the
+# test licence_texts_agree); a file named LICENSE there is lintian's extra-license-file. Another
+# prefix gets the LICENSE itself beside it.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md ${PROJECT_SOURCE_DIR}/docs/front-servers.md
               ${PROJECT_SOURCE_DIR}/cmake/debian/copyright
         DESTINATION ${FCGI_HOST_DOCDIR})
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${FCGI_HOST_DOCDIR})
+endif()
 # Without systemd (containers, sysvinit): the same service as an init script.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/cmake/debian/fcgi-host.init
         DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/init.d RENAME fcgi-host)
@@ -148,6 +156,7 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME fcgi-host)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "fcgi-host")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_CONTACT "fcgi-host maintainers <fcgi-host@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "FastCGI application host: a master preforking C++ handler workers")
 # The extended description: lines of at most 80 characters (Debian policy 5.6.13).

@@ -1,12 +1,10 @@
 #include "process_manager/backoff.hpp"
 
+#include "process_manager/clock.hpp"
+
 #include <algorithm>
 
 namespace process_manager {
-
-static std::uint64_t ns(std::chrono::milliseconds ms) {
-  return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
-}
 
 // 0 for a death that is not young or the first young one in a row; then first_delay,
 // doubling, capped at max_delay. A streak also ends after `max_delay` plus `young` without a
@@ -54,15 +52,8 @@ CrashPolicy::Decision CrashPolicy::decide(std::uint64_t delay_ns, bool young, st
   }
   d.respawn_at_ns = std::max(now + delay_ns, paused_until_ns_);
 
-  if (!logged_once_ || now - last_log_ns_ >= ns(s_.log_interval)) {
-    d.log = true;
-    d.suppressed = suppressed_;
-    suppressed_ = 0;
-    last_log_ns_ = now;
-    logged_once_ = true;
-  } else {
-    ++suppressed_;
-  }
+  d.log = log_rate_.allow(now);
+  if (d.log) d.suppressed = log_rate_.take_held();
   return d;
 }
 

@@ -11,8 +11,11 @@
 //   down on its own without delaying the others.
 // - Breaker: more than 10 young deaths within 10 s pause all respawning for 10 s, one line.
 // - A failed spawn (fork, no slot) delays the whole pool like a young death of its own.
-// - Log rate: at most one crash line per second; the next line says how many were suppressed,
-//   so that a crash storm never fills a disk.
+// - Log rate: one crash line per second (a RateLimitedLog of one line a `log_interval`); the next
+//   line says how many were suppressed, so that a crash storm never fills a disk.
+#include "process_manager/clock.hpp"
+#include "process_manager/rate_limited_log.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +44,8 @@ public:
   };
 
   CrashPolicy() : CrashPolicy(Settings{}) {}
-  explicit CrashPolicy(Settings s) : s_(s) {}
+  explicit CrashPolicy(Settings s)
+      : s_(s), log_rate_(RateLimitedLog::Rate{1, ns(s.log_interval), 0, 0}) {}
 
   // The worker in `slot` crashed at `now_ns` after living `lived_ns`.
   Decision on_crash(std::size_t slot, std::uint64_t lived_ns, std::uint64_t now_ns);
@@ -49,11 +53,7 @@ public:
   Decision on_spawn_failure(std::uint64_t now_ns);
   // Whether a crash now would have its line written (the log rate above): the master takes a
   // crashed worker's stack only for a line that will be written.
-  bool log_due(std::uint64_t now_ns) const {
-    return !logged_once_ ||
-           now_ns - last_log_ns_ >=
-               static_cast<std::uint64_t>(std::chrono::nanoseconds(s_.log_interval).count());
-  }
+  bool log_due(std::uint64_t now_ns) const { return log_rate_.would_allow(now_ns); }
   // No spawn at all before this (breaker pause, failed spawns).
   std::uint64_t pool_respawn_at_ns() const { return pool_respawn_at_ns_; }
   const Settings& settings() const { return s_; }
@@ -72,9 +72,7 @@ private:
   std::uint64_t pool_respawn_at_ns_ = 0;
   std::uint64_t paused_until_ns_ = 0;
   std::deque<std::uint64_t> window_;
-  bool logged_once_ = false;
-  std::uint64_t last_log_ns_ = 0;
-  std::uint64_t suppressed_ = 0;
+  RateLimitedLog log_rate_; // the lines it holds back are counted in the next one
 };
 
 } // namespace process_manager

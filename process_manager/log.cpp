@@ -48,33 +48,16 @@ Log& Log::get() {
   return log;
 }
 
-static int open_log_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd == -1)
-    throw std::system_error(errno, std::generic_category(), "open(\"" + path + "\") failed");
-  return fd;
-}
-
 void Log::open(const std::string& path) {
-  int fd = path.empty() ? 2 : open_log_file(path);
-  if (fd_ != 2) ::close(fd_);
-  fd_ = fd;
-  path_ = path;
+  if (path.empty())
+    file_.close();
+  else
+    file_.open(path);
 }
 
 void Log::reopen() {
-  if (path_.empty()) return;
-  int fd;
-  try {
-    fd = open_log_file(path_);
-  } catch (const std::system_error& e) {
-    // Keep writing to the old file rather than losing lines.
-    write(LogLevel::Error, std::string("reopen: ") + e.what());
-    return;
-  }
-  // dup3 over the old descriptor keeps fd() stable for whoever captured it.
-  ::dup3(fd, fd_, O_CLOEXEC);
-  ::close(fd);
+  std::string why;
+  if (!file_.reopen(why)) write(LogLevel::Error, "reopen: " + why + "; keeping the old file");
 }
 
 void Log::write(LogLevel l, std::string_view message) {
@@ -93,16 +76,7 @@ void Log::write(LogLevel l, std::string_view message) {
   if (!tag_.empty()) line.append(" ").append(tag_);
   line.append(": ").append(message).push_back('\n');
 
-  // One write(2) per line (appends of whole lines do not interleave); loop only on a short write.
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    ssize_t w = ::write(fd_, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return; // nowhere left to report it
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
+  write_line(fd(), line);
 }
 
 } // namespace process_manager

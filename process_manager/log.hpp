@@ -2,6 +2,8 @@
 // A small levelled logger: whole lines written with one write(2), so lines from the master and
 // the workers never interleave mid-line. Never called from a signal handler. Disabled levels cost
 // one comparison: format only after `enabled()`.
+#include "process_manager/log_file.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -25,11 +27,9 @@ public:
   void set_level(LogLevel l) { level_ = l; }
   LogLevel level() const { return level_; }
   bool enabled(LogLevel l) const { return l >= level_; }
-  int fd() const { return fd_; }
+  int fd() const { return file_.is_open() ? file_.fd() : stderr_fd_; }
   // A worker whose stderr the master captures keeps logging to (a copy of) the original stderr.
-  void keep_stderr(int fd) {
-    if (path_.empty()) fd_ = fd;
-  }
+  void keep_stderr(int fd) { stderr_fd_ = fd; }
 
   // A word after the pid on every line ("[api]": the pool this process serves).
   void set_tag(std::string tag) { tag_ = std::move(tag); }
@@ -39,8 +39,8 @@ public:
 
 private:
   Log() = default;
-  int fd_ = 2;
-  std::string path_;
+  LogFile file_; // --error-log; closed: stderr
+  int stderr_fd_ = 2;
   std::string tag_;
   LogLevel level_ = LogLevel::Notice;
 };

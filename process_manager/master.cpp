@@ -40,16 +40,6 @@ constexpr std::chrono::milliseconds kForensicStackBudget{3000};
 // request is slow would have one taken for each: a bound.
 constexpr unsigned kSlowStacksPerMinute = 10;
 
-std::uint64_t ns(std::chrono::milliseconds ms) {
-  return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
-}
-
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
 std::string name(const Worker& w) {
   return "worker " + std::to_string(w.pid) + " (gen " + std::to_string(w.generation) + ", slot " +
          std::to_string(w.slot) + ")";
@@ -456,8 +446,8 @@ void Master::Impl::reap() {
 void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
                            const ExitFacts& facts, const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
-                     seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
-                     " requests";
+                     seconds_text(monotonic_ns() - w.started_at_ns) + ", " +
+                     std::to_string(requests) + " requests";
   // The crash block goes with the exit line, whatever is decided about the worker's slot: the
   // crash lines' rate limit (CrashPolicy) is the block's.
   std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
@@ -593,8 +583,8 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
-                                " crashes within " + seconds(ns(s.breaker_window)) +
-                                "; respawning paused for " + seconds(ns(s.breaker_pause)));
+                                " crashes within " + seconds_text(ns(s.breaker_window)) +
+                                "; respawning paused for " + seconds_text(ns(s.breaker_pause)));
   }
 }
 
@@ -632,8 +622,8 @@ void Master::Impl::enforce_timeouts() {
                             : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
-                                "\" ran for " + seconds(now - start) + " (request_timeout " +
-                                seconds(ns(w.request_timeout)) + ")" +
+                                "\" ran for " + seconds_text(now - start) + " (request_timeout " +
+                                seconds_text(ns(w.request_timeout)) + ")" +
                                 (stack.empty() ? "" : "; stack:\n" + stack));
     ++scoreboard.pool().kills_by_timeout;
     stop(w, StopReason::Timeout);
@@ -641,7 +631,7 @@ void Master::Impl::enforce_timeouts() {
 
   if (state == State::Reloading && now >= reload_deadline_ns)
     abandon_reload("generation " + std::to_string(current_gen) + " not ready after " +
-                   seconds(ns(current.pool.graceful_timeout)));
+                   seconds_text(ns(current.pool.graceful_timeout)));
 }
 
 // Workers that run a request longer than nudge_after while holding other connections (kept
@@ -693,8 +683,8 @@ void Master::Impl::take_slow_request_stacks() {
         not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
     PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
                                "\", request id " + r.request_id + ", running for " +
-                               seconds(now - start) + " (slow-request-threshold " +
-                               seconds(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
+                               seconds_text(now - start) + " (slow-request-threshold " +
+                               seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
                                stack);
     return; // one a turn: a crash report does not wait for several debuggers
   }

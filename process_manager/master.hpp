@@ -2,6 +2,7 @@
 // The master: preforks workers, supervises them, reloads by generations. It never touches a
 // client connection and knows nothing of FastCGI: the worker's entry point is a callable.
 #include "process_manager/scoreboard.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -56,20 +57,6 @@ struct PoolSettings {
   // before that is a boot failure while its generation was never ready (worker_exit.hpp).
   std::chrono::milliseconds boot_window{0};
 };
-
-// Handed to a worker's entry point in the child process.
-struct WorkerContext {
-  std::size_t slot_index;
-  WorkerSlot& slot;
-  std::uint32_t generation;
-  Scoreboard& scoreboard;
-};
-
-// A worker's entry point returns this when it cannot boot (a handler's start hook threw, the
-// privileges could not be dropped, exec failed): `why` goes to the master through the slot, and
-// the master writes the one line that says what failed and that it stops. Returns
-// exit_code::kWorkerBootFailure.
-int boot_failure(const WorkerContext& context, const std::string& why);
 
 // What one generation runs. On HUP the master asks for a new one; the old one drains.
 struct Generation {

@@ -16,8 +16,9 @@ void store(std::uint64_t& v, std::uint64_t x, std::memory_order order = std::mem
   std::atomic_ref<std::uint64_t>(v).store(x, order);
 }
 
+// The retired table has one writer too: the master, which folds exited workers into it.
 void add(std::uint64_t& v, std::uint64_t d) {
-  std::atomic_ref<std::uint64_t>(v).fetch_add(d, std::memory_order_relaxed);
+  single_writer_add(v, d);
 }
 
 std::string_view name_of(const RouteStats& r, std::uint64_t len) {

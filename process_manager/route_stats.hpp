@@ -7,6 +7,8 @@
 // The tables sit in zero-filled shared memory and are never constructed: plain integers read and
 // written through std::atomic_ref (relaxed), so a reader never sees a torn counter and a table
 // nobody used costs no memory (its pages are never touched).
+#include "process_manager/single_writer.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -67,10 +69,7 @@ std::size_t claim_route(RouteTable& table, std::string_view name);
 inline std::size_t record_call(RouteStats& r, std::uint64_t wall_ns, std::int64_t cpu_ns,
                                bool error) {
   // One writer per table: a relaxed load and store, no locked read-modify-write.
-  auto add = [](std::uint64_t& v, std::uint64_t d) {
-    std::atomic_ref<std::uint64_t> a(v);
-    a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
-  };
+  auto add = [](std::uint64_t& v, std::uint64_t d) { single_writer_add(v, d); };
   add(r.calls, 1);
   add(r.wall_ns, wall_ns);
   std::size_t bucket = latency_bucket(wall_ns);

@@ -2,9 +2,10 @@
 // fork() with the discipline a supervisor needs: signals blocked across the fork, a clean child
 // (default dispositions, no master pipe, dies with the master), and a child that never returns
 // into the master's stack.
-#include "process_manager/master.hpp"
 #include "process_manager/signal_pipe.hpp"
+#include "process_manager/worker_context.hpp"
 
+#include <functional>
 #include <span>
 
 #include <sys/types.h>

@@ -92,7 +92,7 @@ std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid
 
   std::string out;
   bool timed_out = false;
-  std::uint64_t deadline = monotonic_ns() + static_cast<std::uint64_t>(budget.count()) * 1'000'000u;
+  std::uint64_t deadline = monotonic_ns() + ns(budget);
   for (;;) {
     std::uint64_t now = monotonic_ns();
     if (now >= deadline) {

@@ -43,8 +43,9 @@ while (($#)); do
   esac
 done
 
-die() { echo "bench-hol.sh: $*" >&2; exit 1; }
-for tool in nginx wrk spawn-fcgi cc; do command -v $tool >/dev/null || die "$tool is missing"; done
+# shellcheck source=bench/lib.sh
+. scripts/bench/lib.sh # die, have, stop_pids, launch_nginx, stop_nginx, nginx_temp_paths
+for tool in nginx wrk spawn-fcgi cc; do have $tool || die "$tool is missing"; done
 PHP_FPM=/usr/sbin/php-fpm8.2
 if [[ $CONTENDERS == *php-fpm* && ! -x $PHP_FPM ]]; then
   echo "note: php-fpm 8.2 is not installed (apt-get install php8.2-fpm): skipping it"
@@ -61,9 +62,7 @@ T=$(mktemp -d /tmp/fcgi-host-hol-XXXXXX)
 chmod 755 "$T"
 PIDS=()
 cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  ((${#PIDS[@]})) && { stop_pids 30 "${PIDS[@]}" || true; }
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -141,6 +140,7 @@ pid $T/nginx.pid;
 events { worker_connections 4096; }
 http {
   access_log off;
+$(nginx_temp_paths "$T")
   upstream app { $upstream }
   server {
     listen 127.0.0.1:$PORT;
@@ -153,9 +153,7 @@ http {
   }
 }
 NGINX
-  nginx -c "$T/nginx.conf" &
-  NGINX_PID=$!
-  PIDS+=($NGINX_PID)
+  launch_nginx "$T/nginx.conf" "$T/nginx-error.log" "$T/nginx.out"
   local i
   for ((i = 0; i < 100; i++)); do
     [[ $(curl -s -m 2 "http://127.0.0.1:$PORT/echo?ready=1" 2>/dev/null) == *OK* || \
@@ -163,11 +161,6 @@ NGINX
     sleep 0.05
   done
   die "no answer through nginx: $(tail -3 "$T/nginx-error.log")"
-}
-
-stop_nginx() {
-  kill "$NGINX_PID" 2>/dev/null || true
-  wait "$NGINX_PID" 2>/dev/null || true
 }
 
 # run S D: the fast wrk beside S slow connections (S=0: alone). Prints "p50 p99 max rps errors".

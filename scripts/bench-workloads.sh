@@ -77,9 +77,6 @@ CHART=""
 BUILD_DIR="$REPO/build-bench"
 KEEP_TMP=0
 
-die() { echo "bench-workloads.sh: $*" >&2; exit 1; }
-note() { echo "bench-workloads.sh: $*" >&2; }
-need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -97,15 +94,17 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "--duration: whole seconds"
-[[ $CPU_US =~ ^[1-9][0-9]*$ ]] || die "--cpu-us: a positive integer"
-[[ $MAX_QUEUE_MS =~ ^[1-9][0-9]*$ ]] || die "--max-queue-time: a positive integer"
-for s in $SCENARIOS; do case $s in cpu | io | updown | overload) ;; *) die "--scenarios: cpu io updown overload" ;; esac; done
-for c in $CONTENDERS; do case $c in fcgi-host | libfcgi | php-fpm | plack) ;; *) die "--contenders: fcgi-host libfcgi php-fpm plack" ;; esac; done
+positive_ints --duration "$DURATION"
+positive_ints --cpu-us "$CPU_US"
+positive_ints --max-queue-time "$MAX_QUEUE_MS"
+# shellcheck disable=SC2086 # the lists are words
+{
+  words_among --scenarios "cpu io updown overload" $SCENARIOS
+  words_among --contenders "fcgi-host libfcgi php-fpm plack" $CONTENDERS
+}
 read -ra HOST_EXTRA <<<"$HOST_ARGS"
 if [[ -z $CHART && -n $OUT ]]; then CHART="$(dirname "$OUT")/bench-workloads-chart.png"; fi
 
-have() { command -v "$1" >/dev/null 2>&1; }
 has() { [[ " $1 " == *" $2 "* ]]; }
 for tool in nginx wrk curl spawn-fcgi cmake cc pkg-config; do
   have "$tool" || die "missing $tool (Debian: nginx-light wrk curl spawn-fcgi cmake gcc pkg-config)"
@@ -128,26 +127,9 @@ mkdir -p "$T"/{bin,sock,log,nginx,static,run,out}
 PIDS=() # every process started and not yet stopped: stopped by pid on every exit path
 
 
-stop_pids() { # PID...: TERM, up to 5 s, then KILL; workers of a master too
-  local p i left all=("$@")
-  for p in "$@"; do mapfile -t -O "${#all[@]}" all < <(children_of "$p"); done
-  kill -TERM "$@" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    left=0
-    for p in "${all[@]}"; do alive "$p" && left=1; done
-    ((left)) || break
-    sleep 0.1
-  done
-  for p in "${all[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
-  for p in "$@"; do wait "$p" 2>/dev/null || true; done
-  local keep=() q
-  for q in "${PIDS[@]}"; do has "$*" "$q" || keep+=("$q"); done
-  PIDS=("${keep[@]}")
-}
-
 cleanup() {
   trap - EXIT INT TERM
-  ((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
+  ((${#PIDS[@]})) && { stop_pids 50 "${PIDS[@]}" || true; }
   if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -269,10 +251,9 @@ workers_of() {
   if [[ $CT == libfcgi ]]; then printf '%s\n' "${STOP[@]}"; else children_of "${STOP[0]}"; fi
 }
 
-stop_contender() { stop_pids "${STOP[@]}"; STOP=(); }
+stop_contender() { stop_pids 50 "${STOP[@]}" || true; STOP=(); }
 
 # One nginx for the contender: all paths to it, /static/ from a file, arrival stamps on.
-NGX_PID=""
 start_nginx() {
   NGX_PORT=$(free_port)
   cat >"$T/nginx/nginx.conf" <<EOF
@@ -301,21 +282,13 @@ $(nginx_temp_paths "$T/nginx")
     }
 }
 EOF
-  nginx -p "$T/nginx" -e "$T/log/nginx-error.log" -c "$T/nginx/nginx.conf" >>"$T/log/nginx.log" 2>&1 &
-  NGX_PID=$!
-  PIDS+=("$NGX_PID")
+  launch_nginx "$T/nginx/nginx.conf" "$T/log/nginx-error.log" "$T/log/nginx.log"
   # Ready when a real request through nginx gets the contender's answer (not when a socket
   # exists). Bounded: 15 s.
-  local i body=""
-  for ((i = 0; i < 150; i++)); do
-    body=$(curl -fsS -m 2 "http://127.0.0.1:$NGX_PORT/" 2>/dev/null || true)
-    [[ $body == OK ]] && return 0
-    sleep 0.1
-  done
+  nginx_answers "$NGX_PORT" / 150 && return 0
   tail -5 "$T"/log/*.log >&2
   die "no OK from $CT through nginx"
 }
-stop_nginx() { [[ -n $NGX_PID ]] && stop_pids "$NGX_PID"; NGX_PID=""; }
 
 # ------------------------------------------------------------------- load --
 # wrk_run CONNS PATH OUT [LUA]: prints "rps,p50_ms,p99_ms,errors,MB/s".
@@ -401,7 +374,7 @@ EOF
       else
         out=$(wrk_run 4 "/download?mb=10" "$T/out/down-$ct.txt")
       fi
-      stop_pids "$sampler"
+      stop_pids 50 "$sampler" || true
       peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$T/out/rss-$ct-$what.txt")
       read -r after _ < <(rss_sum_kib)
       echo "$what,$ct,2,$([[ $what == upload ]] && echo 8 || echo 4),$out,$before $peak $after" >>"$RES"

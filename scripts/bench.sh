@@ -14,7 +14,7 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
-. "$REPO/scripts/bench/lib.sh" # alive, children_of, free_port, nginx_temp_paths
+. "$REPO/scripts/bench/lib.sh" # die, note, stop_pids, launch_nginx, free_port, ...
 COMMAND_LINE="scripts/bench.sh${*:+ $*}"
 
 usage() {
@@ -102,10 +102,6 @@ INSTALL=0
 KEEP_TMP=0
 SMOKE=0
 
-die() { echo "bench.sh: $*" >&2; exit 1; }
-note() { echo "bench.sh: $*" >&2; }
-
-need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -144,12 +140,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-[[ $PASSES =~ ^[1-9][0-9]*$ ]] || die "--passes: a positive integer"
-for w in $WORKERS; do [[ $w =~ ^[1-9][0-9]*$ ]] || die "--workers: positive integers"; done
-for c in $CONNS; do [[ $c =~ ^[1-9][0-9]*$ ]] || die "--conns: positive integers"; done
-for ct in $CONTENDERS; do
-  case $ct in fcgi-host | baseline | php-fpm | plack | limit) ;; *) die "--contenders: fcgi-host, baseline, php-fpm, plack, limit" ;; esac
-done
+# shellcheck disable=SC2086 # the lists are words
+{
+  positive_ints --passes "$PASSES"
+  positive_ints --workers $WORKERS
+  positive_ints --conns $CONNS
+  words_among --contenders "fcgi-host baseline php-fpm plack limit" $CONTENDERS
+}
 read -ra HOST_EXTRA <<<"$HOST_ARGS" # word splitting is wanted here: "--a 1 --b"
 
 if [[ -n $OUT && -z $CSV ]]; then CSV="${OUT%.md}.csv"; fi
@@ -162,7 +159,6 @@ if [[ -z $CHART && -n $OUT ]]; then CHART="$(dirname "$OUT")/bench-chart.png"; f
 # and gnuplot are optional: without them the contender / the chart is skipped.
 PHP_FPM=/usr/sbin/php-fpm8.2
 missing=()
-have() { command -v "$1" >/dev/null 2>&1; }
 have nginx || missing+=(nginx-light)
 have wrk || missing+=(wrk)
 have curl || missing+=(curl)
@@ -211,36 +207,6 @@ mkdir -p "$T"/{bin,sock,log,nginx,php,plack,run,wrk}
 PIDS=() # every process we started and have not stopped yet
 [[ -n $CSV ]] || CSV="$T/bench-results.csv" # --smoke leaves nothing behind
 RAW_CSV="${CSV%.csv}-raw.csv"
-
-forget() { # drop pids from PIDS
-  local p q keep=()
-  for q in "${PIDS[@]}"; do
-    for p in "$@"; do [[ $q == "$p" ]] && continue 2; done
-    keep+=("$q")
-  done
-  PIDS=("${keep[@]}")
-}
-
-# stop_pids GRACE_TENTHS PID...: SIGTERM, up to GRACE_TENTHS/10 s of grace,
-# then SIGKILL. Returns 1 if something needed the SIGKILL.
-stop_pids() {
-  local tenths=$1 p i left killed=0
-  shift
-  [[ $# -gt 0 ]] || return 0
-  kill -TERM "$@" 2>/dev/null || true
-  for ((i = 0; i < tenths; i++)); do
-    left=0
-    for p in "$@"; do alive "$p" && left=1; done
-    ((left)) || break
-    sleep 0.1
-  done
-  for p in "$@"; do
-    if alive "$p"; then kill -KILL "$p" 2>/dev/null || true; killed=1; fi
-  done
-  for p in "$@"; do wait "$p" 2>/dev/null || true; done # reaps our own children
-  forget "$@"
-  return $((killed == 0 ? 0 : 1))
-}
 
 cleanup() {
   trap - EXIT INT TERM
@@ -470,7 +436,6 @@ show_logs() {
 }
 
 # ------------------------------------------------------------------ nginx --
-NGX_PID=""
 start_nginx() { # MODE ADDR
   local mode=$1 addr=$2 keep_upstream="" keep_location=""
   NGX_PORT=$(free_port)
@@ -506,26 +471,18 @@ $(nginx_temp_paths "$T/nginx")
     }
 }
 EOF
-  nginx -p "$T/nginx" -e "$T/log/nginx-error.log" -c "$T/nginx/nginx.conf" >>"$T/log/nginx.log" 2>&1 &
-  NGX_PID=$!
-  PIDS+=("$NGX_PID")
+  launch_nginx "$T/nginx/nginx.conf" "$T/log/nginx-error.log" "$T/log/nginx.log"
   wait_listening "127.0.0.1:$NGX_PORT" || { show_logs; die "nginx did not start"; }
   # The contender is up once a request through nginx gets its "OK". Bounded: 10 s.
-  local i body=""
-  for ((i = 0; i < 100; i++)); do
-    body=$(curl -fsS -m 2 "http://127.0.0.1:$NGX_PORT/" 2>/dev/null || true)
-    [[ $body == OK ]] && return 0
-    sleep 0.1
-  done
+  nginx_answers "$NGX_PORT" / 100 && return 0
   check_alive "before nginx got an answer"
   show_logs
-  die "no OK from $CT_NAME through nginx (got '$body')"
+  die "no OK from $CT_NAME through nginx"
 }
 
-stop_nginx() {
-  [[ -n $NGX_PID ]] || return 0
-  stop_pids 50 "$NGX_PID" || echo "nginx ($RUN_LABEL): needed SIGKILL" >>"$T/odd.txt"
-  NGX_PID=""
+stop_nginx_noting() {
+  stop_nginx
+  ((NGX_KILLED == 0)) || echo "nginx ($RUN_LABEL): needed SIGKILL" >>"$T/odd.txt"
 }
 
 # -------------------------------------------------------------------- wrk --
@@ -639,7 +596,7 @@ for ((pass = 1; pass <= PASSES; pass++)); do
             printf 'bench.sh: [%3d/%d %4ds] pass %d %-4s %-9s W=%-2s C=%-3s %-9s %9s req/s  p50 %7.3f ms  p99 %8.3f ms  err %d\n' \
               "$RUN" "$TOTAL_RUNS" $(($(date +%s) - START_TS)) "$pass" "$sock" "$mode" "$w" "$c" "$ct" "$rps" "$p50" "$p99" $((nx + se)) >&2
           done
-          stop_nginx
+          stop_nginx_noting
         done
         stop_contender
       done
@@ -882,7 +839,7 @@ syscall_phase() {
     [[ -n $CT_PARENT ]] && mrss=$(awk '/^VmRSS:/ {print $2}' "/proc/$CT_PARENT/status")
     echo "$ct,$wrss,$wanon,${mrss:-},$req" >>"$T/rss.csv"
     note "syscalls: $ct worker $worker: $req requests traced; VmRSS ${wrss} kB"
-    stop_nginx
+    stop_nginx_noting
     stop_contender
   done
 }

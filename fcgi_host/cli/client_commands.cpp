@@ -3,6 +3,7 @@
 #include "fcgi_host/cli/help_text.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 
+#include "fcgi_host/net/connect.hpp"
 #include "fcgi_host/net/listen_address.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/records.hpp"
@@ -44,54 +45,15 @@ struct Failure {
   std::string why;
 };
 
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
-
-// A non-blocking connect bounded by the deadline.
+// The status socket named by --connect (a listen address: unix:PATH, HOST:PORT, :PORT).
 int connect_to(const std::string& text, Clock::time_point deadline) {
   ListenAddress a;
   std::string why;
   if (!parse_listen_address(text, a, why)) throw Failure{kClientUsage, "--connect: " + why};
-  auto try_connect = [&](int family, const sockaddr* addr, socklen_t len) -> int {
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    if (connect(fd, addr, len) == 0) return fd;
-    if (errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int err = 0;
-      socklen_t el = sizeof err;
-      if (poll(&p, 1, remaining_ms(deadline)) == 1 &&
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0)
-        return fd;
-      errno = err ? err : ETIMEDOUT;
-    }
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-  };
-  int fd = -1;
-  if (a.kind == ListenAddress::Kind::Unix) {
-    sockaddr_un sun{};
-    sun.sun_family = AF_UNIX;
-    if (a.path.size() >= sizeof sun.sun_path)
-      throw Failure{kClientUsage, "--connect: path too long"};
-    std::memcpy(sun.sun_path, a.path.c_str(), a.path.size() + 1);
-    fd = try_connect(AF_UNIX, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
-  } else {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    std::string host = a.host.empty() ? "localhost" : a.host;
-    int rc = getaddrinfo(host.c_str(), std::to_string(a.port).c_str(), &hints, &res);
-    if (rc != 0) throw Failure{kClientNoAnswer, text + ": " + gai_strerror(rc)};
-    for (addrinfo* ai = res; ai && fd < 0; ai = ai->ai_next)
-      fd = try_connect(ai->ai_family, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(res);
-  }
-  if (fd < 0) throw Failure{kClientNoAnswer, sys_error("connect", text)};
+  ConnectTarget target{a.kind == ListenAddress::Kind::Unix, a.path, std::to_string(a.port)};
+  if (!target.is_unix) target.path_or_host = a.host.empty() ? "localhost" : a.host;
+  int fd = connect_before(target, deadline, why);
+  if (fd < 0) throw Failure{kClientNoAnswer, why};
   return fd;
 }
 
@@ -130,7 +92,7 @@ std::string exchange(int fd, const std::string& peer, const std::string& request
     if (n < 0 && errno != EAGAIN && errno != EINTR)
       throw Failure{kClientNoAnswer, sys_error("send", peer)};
     pollfd p{fd, POLLOUT, 0};
-    if (poll(&p, 1, remaining_ms(deadline)) <= 0)
+    if (poll(&p, 1, poll_timeout_ms(deadline)) <= 0)
       throw Failure{kClientNoAnswer, "timed out sending"};
   }
   records::RecordReader in;
@@ -141,7 +103,7 @@ std::string exchange(int fd, const std::string& peer, const std::string& request
       if (r.header.is(records::Type::EndRequest)) return out;
     }
     pollfd p{fd, POLLIN, 0};
-    int left = remaining_ms(deadline);
+    int left = poll_timeout_ms(deadline);
     if (left == 0 || poll(&p, 1, left) <= 0) throw Failure{kClientNoAnswer, "no answer in time"};
     char buf[16384];
     ssize_t n = ::read(fd, buf, sizeof buf);

@@ -2,7 +2,7 @@
 
 #include "fcgi_host/cli/config_file.hpp"
 #include "fcgi_host/cli/help_text.hpp"
-#include "fcgi_host/cli/version.hpp"
+#include "fcgi_host/config/version.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "process_manager/log.hpp"
@@ -321,11 +321,12 @@ void read_lifecycle(const Values& v, Config& c) {
 }
 
 void read_limits(const Values& v, Limits& l) {
-  l.max_body = v.size("max-body");
-  l.max_params_size = v.size("max-params-size");
-  if (l.max_params_size < 1024) throw v.error("max-params-size", "must be at least 1024 bytes");
-  l.max_params = static_cast<std::size_t>(v.integer("max-params", 8, 1ll << 32));
-  l.max_records = static_cast<std::size_t>(v.integer("max-records", 4, 1ll << 40));
+  l.request.max_body = v.size("max-body");
+  l.request.max_params_size = v.size("max-params-size");
+  if (l.request.max_params_size < 1024)
+    throw v.error("max-params-size", "must be at least 1024 bytes");
+  l.request.max_params = static_cast<std::size_t>(v.integer("max-params", 8, 1ll << 32));
+  l.request.max_records = static_cast<std::size_t>(v.integer("max-records", 4, 1ll << 40));
   l.max_connections = static_cast<std::size_t>(v.integer("max-connections", 1, 65536));
   l.header_timeout = v.seconds("header-timeout", false);
   l.body_timeout = v.seconds("body-timeout", false);
@@ -333,11 +334,10 @@ void read_limits(const Values& v, Limits& l) {
   l.write_timeout = v.seconds("write-timeout", false);
   l.body_min_rate = v.size("body-min-rate");
   l.max_buffered = v.size("max-buffered");
-  if (l.max_buffered < l.max_body)
+  if (l.max_buffered < l.request.max_body)
     throw v.error("max-buffered",
-                  "must be at least --max-body (" + std::to_string(l.max_body) + " bytes)");
+                  "must be at least --max-body (" + std::to_string(l.request.max_body) + " bytes)");
   l.spill_threshold = v.size("spill-threshold");
-  l.handoff_after = v.seconds("handoff-after", true);
 }
 
 void read_responses(const Values& v, Config& c) {
@@ -490,6 +490,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_lifecycle(values, config);
   read_limits(values, config.limits);
   read_responses(values, config);
+  config.handoff_after = values.seconds("handoff-after", true);
   read_logs(values, config);
   read_status(values, config);
   read_access_control(values, config);

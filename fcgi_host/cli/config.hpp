@@ -2,7 +2,8 @@
 // Options and the config file. Every option works as `--name value` on the command line and as
 // `name = value` in the INI file given by --config; the command line wins. Errors name the option
 // (and file:line for the file) and the reason.
-#include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/config/limits.hpp"
+#include "fcgi_host/config/option_table.hpp"
 #include "fcgi_host/net/listen_address.hpp"
 
 #include <chrono>
@@ -16,29 +17,6 @@
 #include <vector>
 
 namespace fcgi_host {
-
-// Bounds on what one client may send or make a worker wait for. Defaults: the option table.
-struct Limits {
-  std::size_t max_body = default_size("max-body");               // bytes of FCGI_STDIN; more: 413
-  std::size_t max_params_size = default_size("max-params-size"); // FCGI_PARAMS bytes; more: 400
-  std::size_t max_params = default_size("max-params");           // name-value pairs; more: 400
-  std::size_t max_records = default_size("max-records"); // records in one request; more: closed
-  std::chrono::milliseconds header_timeout = default_duration("header-timeout"); // to last PARAMS
-  std::chrono::milliseconds body_timeout = default_duration("body-timeout"); // between body reads
-  std::chrono::milliseconds keepalive_timeout = default_duration("keepalive-timeout"); // idle kept
-  std::chrono::milliseconds write_timeout = default_duration("write-timeout"); // stopped reading
-  std::size_t max_connections = default_size("max-connections"); // connections of one worker
-  // The body's total deadline: --body-timeout, plus one second for every body_min_rate bytes
-  // received (a slow but steady upload goes on; a trickle does not).
-  std::size_t body_min_rate = default_size("body-min-rate");
-  // Bytes of unfinished requests and unsent responses one worker buffers; past it the
-  // connections that made the least progress are closed.
-  std::size_t max_buffered = default_size("max-buffered");
-  // A request body larger than this goes to an unlinked temporary file instead of memory.
-  std::size_t spill_threshold = default_size("spill-threshold");
-  // A kept connection moves to a free worker when its own worker's handler has run this long.
-  std::chrono::milliseconds handoff_after = default_duration("handoff-after");
-};
 
 // The parsed options. Defaults (for a Config built without parse_config) come from kOptions too,
 // where the table has one; parse_config fills every field.
@@ -62,6 +40,9 @@ struct Config {
   std::string app{find_option("app")->default_text};
   bool app_given = false; // --app was set (a program serving its own handler refuses it)
   Limits limits;
+  // A kept connection moves to a free worker when its own worker's handler has run this long
+  // (pool policy: the master nudges the worker, see process_manager/).
+  std::chrono::milliseconds handoff_after = default_duration("handoff-after");
   std::chrono::milliseconds graceful_timeout = default_duration("graceful-timeout");
   std::chrono::milliseconds request_timeout = default_duration("request-timeout");
 

@@ -2,6 +2,7 @@
 
 #include "app/args.hpp"
 #include "fcgi_host/cli/pool_status.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -146,7 +147,8 @@ private:
   // names one.
   void open_status_server(const Config& file) {
     if (file.status_listen.empty()) return;
-    status_ = std::make_unique<StatusServer>(file, observability_settings(file), -1);
+    status_ = std::make_unique<StatusServer>(status_listen_options(file),
+                                             observability_settings(file), -1);
     status_->set_answer([this](const StatusRequest& q) { return answer_status(q); });
     status_->set_control(
         [this](std::string_view verb, std::string_view args) { return control(verb, args); });

@@ -6,6 +6,7 @@
 #include "fcgi_host/cli/master_control.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
@@ -96,12 +97,6 @@ std::string own_executable() {
   return path;
 }
 
-process_manager::PoolMode pool_mode(const std::string& pm) {
-  if (pm == "dynamic") return process_manager::PoolMode::Dynamic;
-  if (pm == "ondemand") return process_manager::PoolMode::OnDemand;
-  return process_manager::PoolMode::Static;
-}
-
 // What --app resolved to: a built-in app, a loaded plugin, or the program's own handler.
 struct AppSource {
   app::Handler* own = nullptr;
@@ -157,50 +152,10 @@ int worker_output_fd = -1;
 // Kept connections move between the workers of every generation through it (handoff.hpp).
 HandoffChannel worker_handoff;
 
-process_manager::PoolSettings pool_settings(const Config& config) {
-  process_manager::PoolSettings pool;
-  pool.workers = config.workers;
-  pool.graceful_timeout = config.graceful_timeout;
-  pool.request_timeout = config.request_timeout;
-  pool.slow_stack_after = config.slow_request_threshold;
-  pool.mode = pool_mode(config.pm);
-  pool.min_spare = config.min_spare;
-  pool.max_spare = config.max_spare;
-  pool.max_workers = config.max_workers;
-  pool.idle_timeout = config.idle_timeout;
-  return pool;
-}
-
-WorkerSettings worker_settings(const Config& config, int listen_fd) {
-  WorkerSettings settings;
-  settings.listen_fd = listen_fd;
-  settings.close_listen_fd_on_stop = true;
-  settings.allow_clients = ClientFilter(config.allow_clients);
-  settings.credentials = resolve_credentials(config);
-  settings.clear_env = config.clear_env;
-  settings.env = config.env;
-  settings.limits = config.limits;
-  settings.max_requests = config.max_requests;
-  settings.max_requests_jitter = config.max_requests_jitter;
-  settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
-  settings.observe = observability_settings(config);
-  settings.max_response_head = config.max_response_head;
-  settings.file_offload.mode =
-      config.send_file_mode == "x-accel-redirect" ? app::FileOffload::Mode::XAccelRedirect
-      : config.send_file_mode == "x-sendfile"     ? app::FileOffload::Mode::XSendfile
-                                                  : app::FileOffload::Mode::Stream;
-  settings.file_offload.prefix = config.x_accel_prefix;
-  settings.output_fd = worker_output_fd;
-  settings.handoff = worker_handoff;
-  settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
-  settings.server_values.max_conns =
-      static_cast<unsigned>(config.workers * config.limits.max_connections);
-  return settings;
-}
-
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             int listen_fd) {
-  WorkerSettings settings = worker_settings(config, listen_fd);
+  WorkerSettings settings =
+      worker_settings(config, WorkerPlumbing{listen_fd, worker_output_fd, worker_handoff});
   process_manager::Generation g;
   g.pool = pool_settings(config);
   if (!config.exec.empty()) {
@@ -214,7 +169,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     };
     return g;
   }
-  if (worker_handoff.enabled()) g.pool.nudge_after = config.limits.handoff_after;
+  if (worker_handoff.enabled()) g.pool.nudge_after = config.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
@@ -291,7 +246,7 @@ bool read_config(Host& host) {
     if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
     host.app = resolve_app(host.config, host.own);
     check_before_start(host.config);
-    resolve_credentials(host.config);
+    credentials(host.config);
   } catch (const ConfigError& e) {
     throw StartFailure{exit_code::kUsage, e.what()};
   } catch (const StartupError& e) {
@@ -321,7 +276,8 @@ void open_logs(const Host& host) {
 // Binds the socket, or takes the one of the old master after USR2.
 void open_listener(Host& host) {
   try {
-    if (host.adopted_fd < 0) host.listener = std::make_unique<ListenSocket>(host.config);
+    if (host.adopted_fd < 0)
+      host.listener = std::make_unique<ListenSocket>(listen_options(host.config));
   } catch (const StartupError& e) {
     throw StartFailure{exit_code::kStartupFailure, e.what(), !host.config.error_log.empty()};
   }
@@ -402,7 +358,7 @@ void open_status_server(Host& host) {
   if (host.config.status_listen.empty()) return;
   try {
     host.status_server = std::make_unique<StatusServer>(
-        host.config, observability_settings(host.config), host.listen_fd);
+        status_listen_options(host.config), observability_settings(host.config), host.listen_fd);
     host.options.watch_fds.push_back(host.status_server->fd());
   } catch (const StartupError& e) {
     if (host.upgrade_fd < 0)
@@ -524,12 +480,12 @@ void log_strays(const Host& host) {
 // The master's loop, until it stops; then the adopted socket file is removed when ours.
 int serve(Host& host) {
   log_strays(host);
-  const Credentials credentials = resolve_credentials(host.config); // checked: does not throw
+  const Credentials workers_run_as = credentials(host.config); // checked: does not throw
   std::string run_as;
-  if (credentials.default_user)
-    run_as = "; workers run as " + credentials.run_as + " (started as root without --user)";
-  else if (!credentials.run_as.empty())
-    run_as = "; workers run as " + credentials.run_as;
+  if (workers_run_as.default_user)
+    run_as = "; workers run as " + workers_run_as.run_as + " (started as root without --user)";
+  else if (!workers_run_as.run_as.empty())
+    run_as = "; workers run as " + workers_run_as.run_as;
   PM_LOG(LogLevel::Notice, "fcgi-host listening on " +
                                (host.listener ? host.listener->description()
                                               : "fd " + std::to_string(host.listen_fd) +
@@ -574,7 +530,7 @@ int run_pool_master(Host& host) {
     else if (::access(c.app.c_str(), R_OK) != 0)
       throw ConfigError(c.where("app") + ": " + sys_error("access", c.app));
     check_before_start(c);
-    resolve_credentials(c);
+    credentials(c);
   };
   try {
     if (!host.config.test_config) close_strays(host);

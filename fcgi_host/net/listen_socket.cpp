@@ -76,19 +76,19 @@ gid_t lookup_group(const std::string& name) {
 
 } // namespace
 
-ListenSocket::ListenSocket(const Config& config) {
+ListenSocket::ListenSocket(const ListenOptions& options) {
   // Under systemd socket activation the socket unit owns the address: take its socket even when
   // the config also names one (the same config then works with and without the .socket unit).
   if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
     take_inherited();
     return;
   }
-  switch (config.listen.kind) {
+  switch (options.address.kind) {
   case ListenAddress::Kind::Unix:
-    open_unix(config);
+    open_unix(options);
     break;
   case ListenAddress::Kind::Tcp:
-    open_tcp(config);
+    open_tcp(options);
     break;
   case ListenAddress::Kind::Inherited:
     take_inherited();
@@ -105,14 +105,12 @@ void ListenSocket::stop_listening() {
   if (fd_ >= 0) close(std::exchange(fd_, -1));
 }
 
-void ListenSocket::open_unix(const Config& config) {
-  const std::string& path = config.listen.path;
+void ListenSocket::open_unix(const ListenOptions& options) {
+  const std::string& path = options.address.path;
   is_unix_ = true;
   description_ = "unix:" + path;
-  uid_t uid =
-      config.socket_owner.empty() ? static_cast<uid_t>(-1) : lookup_user(config.socket_owner);
-  gid_t gid =
-      config.socket_group.empty() ? static_cast<gid_t>(-1) : lookup_group(config.socket_group);
+  uid_t uid = options.owner.empty() ? static_cast<uid_t>(-1) : lookup_user(options.owner);
+  gid_t gid = options.group.empty() ? static_cast<gid_t>(-1) : lookup_group(options.group);
   clear_stale_unix_path(path);
 
   fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -130,12 +128,12 @@ void ListenSocket::open_unix(const Config& config) {
   if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
       chown(path.c_str(), uid, gid) != 0)
     throw StartupError(sys_error("chown", path));
-  if (chmod(path.c_str(), config.socket_mode) != 0) throw StartupError(sys_error("chmod", path));
-  if (listen(fd_, config.backlog) != 0) throw StartupError(sys_error("listen", path));
+  if (chmod(path.c_str(), options.mode) != 0) throw StartupError(sys_error("chmod", path));
+  if (listen(fd_, options.backlog) != 0) throw StartupError(sys_error("listen", path));
 }
 
-void ListenSocket::open_tcp(const Config& config) {
-  const ListenAddress& a = config.listen;
+void ListenSocket::open_tcp(const ListenOptions& options) {
+  const ListenAddress& a = options.address;
   description_ = a.to_string();
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -166,7 +164,7 @@ void ListenSocket::open_tcp(const Config& config) {
     // so its first read finds them instead of going back to epoll.
     int defer_seconds = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_seconds, sizeof defer_seconds);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, config.backlog) == 0) {
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, options.backlog) == 0) {
       fd_ = fd;
       break;
     }

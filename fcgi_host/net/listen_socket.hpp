@@ -2,7 +2,7 @@
 // The listening socket, bound once by the master before any fork and never closed on reload.
 // libfcgi's FCGX_OpenSocket is not used: it is IPv4-only, exit()s on a bind error and unlinks a
 // Unix socket path without checking whether a live server holds it.
-#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/net/listen_options.hpp"
 #include "fcgi_host/net/socket_file.hpp"
 
 #include <stdexcept>
@@ -17,10 +17,10 @@ public:
 
 class ListenSocket {
 public:
-  // Binds what config.listen names (or takes the inherited socket), applies the Unix socket's
+  // Binds what options.address names (or takes the inherited socket), applies the Unix socket's
   // mode and owner before listen(), so no connection arrives before the permissions are in
   // place. Throws StartupError naming the call and the object.
-  explicit ListenSocket(const Config& config);
+  explicit ListenSocket(const ListenOptions& options);
   ~ListenSocket();
   ListenSocket(const ListenSocket&) = delete;
   ListenSocket& operator=(const ListenSocket&) = delete;
@@ -38,8 +38,8 @@ public:
   void forget_path() { file_.forget(); }
 
 private:
-  void open_unix(const Config& config);
-  void open_tcp(const Config& config);
+  void open_unix(const ListenOptions& options);
+  void open_tcp(const ListenOptions& options);
   void take_inherited();
 
   int fd_ = -1;

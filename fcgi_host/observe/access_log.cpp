@@ -1,5 +1,7 @@
 #include "fcgi_host/observe/access_log.hpp"
 
+#include "process_manager/log.hpp"
+
 #include <cerrno>
 #include <charconv>
 #include <ctime>
@@ -59,13 +61,6 @@ void append_field(std::string& out, std::string_view v) {
     out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
 }
 
-int open_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd == -1)
-    throw std::system_error(errno, std::generic_category(), "open(\"" + path + "\") failed");
-  return fd;
-}
-
 } // namespace
 
 bool valid_access_format(std::string_view format, std::string& why) {
@@ -116,18 +111,18 @@ void AccessLog::open(const std::string& path, std::string_view format) {
     if (tokens_.empty() || tokens_.back().kind != 0) tokens_.push_back({0, {}});
     tokens_.back().text += format[i];
   }
-  int fd = path.empty() ? -1 : open_file(path);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-  path_ = path;
+  if (path.empty())
+    file_.close();
+  else
+    file_.open(path);
   line_.reserve(512);
 }
 
 void AccessLog::reopen() {
-  if (fd_ < 0) return;
-  int fd = open_file(path_); // throws: the caller logs it, and lines keep going to the old file
-  ::dup3(fd, fd_, O_CLOEXEC);
-  ::close(fd);
+  std::string why;
+  if (!file_.reopen(why))
+    PM_LOG(process_manager::LogLevel::Error,
+           "access-log: reopen: " + why + "; keeping the old file");
 }
 
 void AccessLog::append_time() {
@@ -211,19 +206,10 @@ const std::string& AccessLog::format_line(const Entry& e) {
 }
 
 void AccessLog::write(const Entry& e) {
-  if (fd_ < 0) return;
+  if (!file_.is_open()) return;
   format_line(e);
   line_ += '\n';
-  // One write(2): O_APPEND places the whole line at the end, never interleaved with another.
-  const char* p = line_.data();
-  std::size_t left = line_.size();
-  while (left > 0) {
-    ssize_t w = ::write(fd_, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return; // a full disk must not stop the worker
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
+  process_manager::write_line(file_.fd(), line_); // a full disk must not stop the worker
 }
 
 } // namespace fcgi_host

@@ -6,7 +6,8 @@
 // in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
 #include "app/request.hpp"
 #include "app/response.hpp"
-#include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/config/option_table.hpp"
+#include "process_manager/log_file.hpp"
 
 #include <cstdint>
 #include <string>
@@ -29,7 +30,7 @@ public:
   // std::system_error naming the file, std::invalid_argument for a bad format.
   void open(const std::string& path, std::string_view format);
   void reopen();
-  bool enabled() const { return fd_ >= 0; }
+  bool enabled() const { return file_.is_open(); }
 
   struct Entry {
     std::string_view remote_addr, method, uri;
@@ -58,8 +59,7 @@ private:
   };
   void append_time();
 
-  int fd_ = -1;
-  std::string path_;
+  process_manager::LogFile file_;
   std::vector<Token> tokens_;
   std::string line_;
   std::int64_t time_second_ = -1;

@@ -14,22 +14,6 @@ namespace fcgi_host {
 using process_manager::LogLevel;
 using process_manager::WorkerState;
 
-ObservabilitySettings observability_settings(const Config& config) {
-  ObservabilitySettings s;
-  s.metrics = config.metrics;
-  s.slow_threshold_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(config.slow_request_threshold).count());
-  s.status_path = config.status_path;
-  s.ping_path = config.ping_path;
-  s.ping_response = config.ping_response;
-  s.status_allow = ClientFilter(config.status_allow);
-  s.pool_mode = config.pm;
-  if (!config.pool.empty()) s.pool_name = config.pool;
-  s.max_queue_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(config.max_queue_time).count());
-  return s;
-}
-
 std::uint64_t thread_cpu_ns() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -49,12 +33,6 @@ std::uint32_t fnv1a(std::string_view s) {
   for (unsigned char c : s)
     h = (h ^ c) * 16777619u;
   return h;
-}
-
-std::string seconds_text(std::uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  return buf;
 }
 
 } // namespace
@@ -100,7 +78,7 @@ void RequestMetrics::record_exemplar(process_manager::Exemplar& e, const app::Re
 void RequestMetrics::end(std::string_view route, int status, const app::Request& request,
                          bool need_duration, bool aborted) {
   if (aborted) {
-    slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
+    process_manager::single_writer_add(slot_.aborted_requests, 1);
     status = kAbortedStatus;
   }
   if (!settings_.metrics && settings_.slow_threshold_ns == 0 && !need_duration) return;
@@ -121,12 +99,13 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
       slot_.last_cpu_ns.store(static_cast<std::uint64_t>(cpu_ns_), std::memory_order_relaxed);
   }
   if (settings_.slow_threshold_ns != 0 && duration_ns_ > settings_.slow_threshold_ns) {
-    slot_.slow_requests.fetch_add(1, std::memory_order_relaxed);
-    PM_LOG(LogLevel::Warn,
-           "slow request: \"" + std::string(request.method()) + " " + std::string(request.uri()) +
-               "\" took " + seconds_text(duration_ns_) + ", status " + std::to_string(status) +
-               ", request id " + std::string(request.request_id()) + " (slow-request-threshold " +
-               seconds_text(settings_.slow_threshold_ns) + ")");
+    process_manager::single_writer_add(slot_.slow_requests, 1);
+    PM_LOG(LogLevel::Warn, "slow request: \"" + std::string(request.method()) + " " +
+                               std::string(request.uri()) + "\" took " +
+                               process_manager::seconds_text(duration_ns_, 3) + ", status " +
+                               std::to_string(status) + ", request id " +
+                               std::string(request.request_id()) + " (slow-request-threshold " +
+                               process_manager::seconds_text(settings_.slow_threshold_ns, 3) + ")");
   }
 }
 

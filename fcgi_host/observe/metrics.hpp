@@ -9,7 +9,6 @@
 // is estimated as (sampled CPU / samples) x calls. --metrics off leaves one clock read (the
 // request timeout needs it) and the scoreboard state stores.
 #include "app/request.hpp"
-#include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/scoreboard.hpp"
@@ -29,7 +28,7 @@ inline constexpr unsigned kCpuSampleEvery = 64;
 // request", whatever the handler answered.
 inline constexpr int kAbortedStatus = 499;
 
-// The observability part of a worker's settings (from Config).
+// The observability part of a worker's settings (cli/settings_from_config.cpp fills it).
 struct ObservabilitySettings {
   bool metrics = true;
   std::uint64_t slow_threshold_ns = 0; // 0: off
@@ -39,10 +38,7 @@ struct ObservabilitySettings {
   ClientFilter status_allow;
   std::string pool_mode = "static";
   std::string pool_name = "fcgi-host"; // a pool's name (docs/pools.md), php-fpm's "pool" field
-  std::uint64_t max_queue_ns = 0; // --max-queue-time; 0: off
 };
-
-ObservabilitySettings observability_settings(const Config& config);
 
 // Thread CPU time in ns: a system call, only on sampled requests.
 std::uint64_t thread_cpu_ns();

@@ -1,5 +1,6 @@
 #include "fcgi_host/observe/queue_time.hpp"
 
+#include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/route_stats.hpp"
 
@@ -11,10 +12,7 @@ namespace {
 
 constexpr std::int64_t kDayUs = 86'400'000'000;
 
-// Relaxed add by the slot's only writer: no locked read-modify-write.
-void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) {
-  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
+using process_manager::single_writer_add;
 
 } // namespace
 
@@ -80,13 +78,13 @@ bool QueueGate::admit(const app::Request& request, app::Response& response) {
       waited = queue_ns(*arrival, realtime_us());
   if (waited) {
     last_ns_ = static_cast<std::int64_t>(*waited);
-    bump(slot_.queue_buckets[process_manager::latency_bucket(*waited)], 1);
-    bump(slot_.queue_sum_ns, *waited);
+    single_writer_add(slot_.queue_buckets[process_manager::latency_bucket(*waited)], 1);
+    single_writer_add(slot_.queue_sum_ns, *waited);
   }
   // Asking whether the client left costs a recv(): only when shedding is on.
   QueueDecision d = decide(waited, max_ns_, max_ns_ != 0 && request.aborted());
   if (d == QueueDecision::Run) return true;
-  bump(d == QueueDecision::ShedLate ? slot_.shed_late : slot_.shed_gone, 1);
+  single_writer_add(d == QueueDecision::ShedLate ? slot_.shed_late : slot_.shed_gone, 1);
   last_shed_ = true;
   answer_shed(response);
   log_shed(d, request);
@@ -94,19 +92,14 @@ bool QueueGate::admit(const app::Request& request, app::Response& response) {
 }
 
 void QueueGate::log_shed(QueueDecision why, const app::Request& request) {
-  std::int64_t now = realtime_us();
-  if (now - log_window_us_ < 1'000'000) {
-    ++unlogged_;
-    return;
-  }
-  log_window_us_ = now;
+  if (!shed_log_.allow(process_manager::monotonic_ns())) return;
   std::string line = why == QueueDecision::ShedLate
                          ? "shed a request that waited " + std::to_string(last_ns_ / 1'000'000) +
                                " ms (over --max-queue-time): "
                          : "did not run a request whose client is gone: ";
   line.append(request.method()).append(" ").append(request.uri());
-  if (unlogged_) line += " (and " + std::to_string(unlogged_) + " more since the last such line)";
-  unlogged_ = 0;
+  if (unsigned long held = shed_log_.take_held())
+    line += " (and " + std::to_string(held) + " more since the last such line)";
   PM_LOG(process_manager::LogLevel::Warn, line);
 }
 

@@ -15,6 +15,7 @@
 // clients are still there.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "process_manager/rate_limited_log.hpp"
 #include "process_manager/scoreboard.hpp"
 
 #include <cstdint>
@@ -38,6 +39,11 @@ std::int64_t realtime_us();
 // future (clock skew), nullopt for one older than a day (not a real stamp).
 std::optional<std::uint64_t> queue_ns(std::int64_t arrival_us, std::int64_t now_us);
 
+// Admission control in front of the handler: what --max-queue-time makes of a late request.
+struct AdmissionSettings {
+  std::uint64_t max_queue_ns = 0; // --max-queue-time; 0: off (measured, never shed)
+};
+
 enum class QueueDecision { Run, ShedLate, ClientGone };
 
 // Whether to run a request that waited `waited_ns` (nullopt: not measured). max_ns 0: shedding is
@@ -52,8 +58,8 @@ void answer_shed(app::Response& response);
 // slot, and, with --max-queue-time, sheds what waited too long or whose client is gone.
 class QueueGate {
 public:
-  QueueGate(process_manager::WorkerSlot& slot, std::uint64_t max_queue_ns)
-      : slot_(slot), max_ns_(max_queue_ns) {}
+  QueueGate(process_manager::WorkerSlot& slot, const AdmissionSettings& settings)
+      : slot_(slot), max_ns_(settings.max_queue_ns) {}
 
   // Called right before the handler: true to run it; false when `response` already holds the
   // shed answer. Reads no clock for a request without the stamp.
@@ -71,9 +77,8 @@ private:
   std::uint64_t max_ns_;
   std::int64_t last_ns_ = -1;
   bool last_shed_ = false;
-  // At most one log line a second about shed requests, with the count of those not logged.
-  std::int64_t log_window_us_ = 0;
-  std::uint64_t unlogged_ = 0;
+  // Lines about shed requests, rate-limited; the next one written counts those held back.
+  process_manager::RateLimitedLog shed_log_;
 };
 
 } // namespace fcgi_host

@@ -1,6 +1,7 @@
 #include "fcgi_host/observe/status_page.hpp"
 
-#include "fcgi_host/cli/version.hpp"
+#include "fcgi_host/config/version.hpp"
+#include "process_manager/clock.hpp"
 
 #include <arpa/inet.h>
 #include <cstdio>
@@ -87,9 +88,7 @@ std::string num(std::uint64_t v) {
 
 // Seconds with enough digits for microseconds; OpenMetrics and JSON both read this.
 std::string secs(std::uint64_t ns) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(ns) / 1e9);
-  return buf;
+  return process_manager::seconds_number(ns, 6);
 }
 
 std::string bound(std::size_t b) {

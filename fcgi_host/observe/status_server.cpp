@@ -1,5 +1,7 @@
 #include "fcgi_host/observe/status_server.hpp"
 
+#include "app/request.hpp"
+
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -23,14 +25,6 @@ using process_manager::LogLevel;
 
 constexpr int kMaxPerCall = 16;                 // connections answered per readiness
 constexpr std::size_t kMaxRequestBytes = 32768; // a status request is a few hundred bytes
-
-Config status_socket_config(const Config& config) {
-  Config c = config;
-  std::string why;
-  parse_listen_address(config.status_listen, c.listen, why); // checked by parse_config
-  c.backlog = 64;
-  return c;
-}
 
 // Control requests change what the master runs: only its own user (or root) may send them, and
 // only over the Unix socket, whose peer the kernel names.
@@ -63,17 +57,17 @@ EndpointReply StatusServer::answer(const StatusRequest& q) const {
                          *scoreboard_, pool_listen_fd_, q.query, q.allowed, q.accept);
 }
 
-StatusServer::StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd)
-    : socket_(std::make_unique<ListenSocket>(status_socket_config(config))),
-      settings_(std::move(settings)), pool_listen_fd_(pool_listen_fd) {
+StatusServer::StatusServer(const ListenOptions& socket, ObservabilitySettings settings,
+                           int pool_listen_fd)
+    : socket_(std::make_unique<ListenSocket>(socket)), settings_(std::move(settings)),
+      pool_listen_fd_(pool_listen_fd) {
   if (!set_nonblocking(fd(), true))
     throw StartupError(sys_error("fcntl(O_NONBLOCK)", description()));
 }
 
 void StatusServer::serve() {
   client_errors_.flush_due(process_manager::monotonic_ns());
-  std::uint64_t deadline =
-      process_manager::monotonic_ns() + static_cast<std::uint64_t>(kBudget.count()) * 1'000'000u;
+  std::uint64_t deadline = process_manager::monotonic_ns() + process_manager::ns(kBudget);
   for (int i = 0; i < kMaxPerCall && process_manager::monotonic_ns() < deadline; ++i) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
@@ -82,8 +76,8 @@ void StatusServer::serve() {
     // --status-allow: TCP peers by address; Unix peers pass (the socket's mode governs them).
     bool allowed = peer.ss_family == AF_UNIX ||
                    settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
-    std::uint64_t own_deadline = process_manager::monotonic_ns() +
-                                 static_cast<std::uint64_t>(kPerConnection.count()) * 1'000'000u;
+    std::uint64_t own_deadline =
+        process_manager::monotonic_ns() + process_manager::ns(kPerConnection);
     serve_connection(c, allowed, peer.ss_family == AF_UNIX && peer_is_owner(c),
                      std::min(deadline, own_deadline));
     ::close(c);
@@ -91,7 +85,7 @@ void StatusServer::serve() {
 }
 
 void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint64_t deadline) {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_body = 4096;
   limits.max_params_size = 16384;
   limits.max_params = 200;
@@ -122,39 +116,26 @@ void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint6
     if (n > 0) size += static_cast<std::size_t>(n);
   }
 
-  // The PARAMS records of the request, concatenated.
+  // The request as a worker sees it (app::Request: path and query by the same rule).
   std::string params;
-  std::string_view request(in.data() + guard.request_begin(),
-                           guard.request_end() - guard.request_begin());
-  for (records::RecordView r; records::take_record(request, r);)
+  std::string_view records_in(in.data() + guard.request_begin(),
+                              guard.request_end() - guard.request_begin());
+  for (records::RecordView r; records::take_record(records_in, r);)
     if (r.header.is(records::Type::Params)) params.append(r.content);
   std::vector<records::NameValue> pairs;
   records::decode_name_values(params, pairs); // the guard checked the pair lengths already
-  std::string_view uri, document_uri, query, accept, method;
-  bool has_query = false;
-  for (auto& [name, value] : pairs) {
-    if (name == "REQUEST_METHOD")
-      method = value;
-    else if (name == "REQUEST_URI")
-      uri = value;
-    else if (name == "DOCUMENT_URI" || name == "SCRIPT_NAME")
-      document_uri = value;
-    else if (name == "QUERY_STRING")
-      query = value, has_query = true;
-    else if (name == "HTTP_ACCEPT")
-      accept = value;
-  }
-  std::string_view path = document_uri.empty() ? uri.substr(0, uri.find('?')) : document_uri;
-  if (!has_query && uri.find('?') != std::string_view::npos) query = uri.substr(uri.find('?') + 1);
-
-  EndpointReply reply = answer({method, path, query, accept, allowed, owner});
+  // The request as the worker derives it (app::Request): path, query, method, Accept.
+  app::Request request;
+  for (auto& [name, value] : pairs)
+    request.add_param(name, value);
+  request.finish_params();
+  EndpointReply reply = answer({request.method(), request.path(), request.query(),
+                                request.header("Accept"), allowed, owner});
+  cgi::HeaderList headers{{"Content-Type", reply.content_type}};
+  headers.insert(headers.end(), reply.headers.begin(), reply.headers.end());
   std::string text;
-  cgi::append_status_line(text, reply.status);
-  cgi::append_header_line(text, "Content-Type", reply.content_type);
-  for (auto& [name, value] : reply.headers)
-    cgi::append_header_line(text, name, value);
-  cgi::append_header_line(text, "Content-Length", std::to_string(reply.body.size()));
-  text += "\r\n" + reply.body;
+  cgi::append_head(text, reply.status, headers, reply.body.size());
+  text += reply.body;
   std::uint16_t id = guard.request_id();
   records::append_stream(out, records::Type::Stdout, id, text, records::kMaxAlignedContent);
   records::append_end_request(out, id, 0, records::ProtocolStatus::RequestComplete);

@@ -6,11 +6,10 @@
 // (at most kPerConnection each, kBudget for the whole call, small buffers), then closes it: a
 // slow or hostile client can delay a turn of the master loop by that much, never hold it, and a
 // flood of them delays respawns and timeouts by at most kBudget.
-#include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/status_page.hpp"
-#include "fcgi_host/worker/client_error_log.hpp"
 
 #include <chrono>
 #include <functional>
@@ -37,9 +36,9 @@ public:
   // A status request is one small write, there at once (and on TCP before the accept).
   static constexpr std::chrono::milliseconds kPerConnection{100};
 
-  // Binds config.status_listen (same socket mode and owner rules as --listen). Throws
+  // Binds `socket` (--status-listen, with the mode and owner rules of --listen). Throws
   // StartupError.
-  StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd);
+  StatusServer(const ListenOptions& socket, ObservabilitySettings settings, int pool_listen_fd);
 
   int fd() const { return socket_->fd(); }
   const std::string& description() const { return socket_->description(); }

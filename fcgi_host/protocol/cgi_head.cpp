@@ -25,6 +25,39 @@ void append_header_line(std::string& out, std::string_view name, std::string_vie
   out.append(name).append(": ").append(value).append("\r\n");
 }
 
+namespace {
+
+void append_header_text(std::string& out, std::string_view text) {
+  while (!text.empty()) {
+    std::size_t bad = text.find_first_of("\r\n");
+    out.append(text.substr(0, bad));
+    if (bad == std::string_view::npos) return;
+    out += ' ';
+    text.remove_prefix(bad + 1);
+  }
+}
+
+} // namespace
+
+void append_head(std::string& out, int status, const HeaderList& headers,
+                 std::optional<std::size_t> content_length) {
+  append_status_line(out, status);
+  bool has_length = false;
+  for (const auto& [name, value] : headers) {
+    append_header_text(out, name);
+    out.append(": ");
+    append_header_text(out, value);
+    out.append("\r\n");
+    has_length = has_length || same_header_name(name, "Content-Length");
+  }
+  if (content_length && !has_length) {
+    char number[24];
+    auto end = std::to_chars(number, number + sizeof number, *content_length).ptr;
+    out.append("Content-Length: ").append(number, end).append("\r\n");
+  }
+  out.append("\r\n");
+}
+
 Head parse_head(std::string_view output) {
   Head head;
   const std::size_t crlf = output.find("\r\n\r\n"), lf = output.find("\n\n");

@@ -2,6 +2,8 @@
 // The CGI head of a FastCGI response ("Status: 404 Not Found\r\nName: value\r\n\r\nbody"), for
 // those who write or read one outside libfcgi: the error pages the host answers itself, the
 // master's status server, the status/ping client commands and the test client.
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +15,15 @@ namespace fcgi_host::cgi {
 void append_status_line(std::string& out, int status);
 // "Name: value\r\n"
 void append_header_line(std::string& out, std::string_view name, std::string_view value);
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// The whole head, the one writer of it (a handler's response, the master's status page): the
+// status line, each header (a CR or LF in a name or value becomes a space: a handler's value
+// cannot forge a header), "Content-Length: N" when `content_length` is given and `headers` has
+// none, and the empty line.
+void append_head(std::string& out, int status, const HeaderList& headers,
+                 std::optional<std::size_t> content_length);
 
 // Header names compare case-insensitively (RFC 9110, 5.1).
 bool same_header_name(std::string_view a, std::string_view b);

@@ -11,7 +11,7 @@
 //   - a pipelined second request can be lost inside libfcgi's read buffer: libfcgi is handed the
 //     records of one request at a time, and what follows stays in the host's buffer.
 // Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
-#include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/config/limits.hpp" // RequestLimits
 #include "fcgi_host/protocol/interpreted_params.hpp"
 #include "fcgi_host/protocol/records.hpp" // the encoders of what the host answers itself
 
@@ -23,15 +23,6 @@
 #include <vector>
 
 namespace fcgi_host {
-
-// Defaults: the option table (--max-body and the others); the host sets them from Limits.
-struct GuardLimits {
-  std::size_t max_body = default_size("max-body");
-  std::size_t max_params_size = default_size("max-params-size");
-  std::size_t max_params = default_size("max-params");
-  std::size_t max_records = default_size("max-records");
-  std::size_t max_management_records = 1000; // per connection between two requests
-};
 
 // What the pool tells a client that asks with FCGI_GET_VALUES.
 struct ServerValues {
@@ -57,7 +48,7 @@ public:
     Close,        // protocol violation: close the connection, log close_reason()
   };
 
-  RecordGuard(const GuardLimits& limits, const ServerValues& values)
+  RecordGuard(const RequestLimits& limits, const ServerValues& values)
       : limits_(limits), values_(values) {}
 
   // Scans buf[0, size) from where the last call stopped. May remove management records from
@@ -95,7 +86,7 @@ private:
                       std::array<std::string_view, kNotInterpreted>& seen);
   Verdict check_content_length(std::string_view value);
 
-  GuardLimits limits_;
+  RequestLimits limits_;
   ServerValues values_;
   std::size_t pos_ = 0; // next record header to scan
   std::size_t request_begin_ = 0;

@@ -1,5 +1,7 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 
+#include "fcgi_host/protocol/cgi_head.hpp"
+
 #include <charconv>
 #include <cstring>
 #include <exception>
@@ -9,16 +11,6 @@ namespace {
 
 void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
-}
-
-void put_header_text(FCGX_Stream* out, std::string_view text) {
-  while (!text.empty()) {
-    std::size_t bad = text.find_first_of("\r\n");
-    put(out, text.substr(0, bad));
-    if (bad == std::string_view::npos) return;
-    put(out, " ");
-    text.remove_prefix(bad + 1);
-  }
 }
 
 void copy_params(char** envp, const RequestFraming& framing, app::Request& request) {
@@ -77,29 +69,13 @@ bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Reques
 }
 
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
-  char number[24];
-  auto status = std::to_chars(number, number + sizeof number, response.status);
-  put(out, "Status: ");
-  put(out, std::string_view(number, static_cast<std::size_t>(status.ptr - number)));
-  put(out, " ");
-  put(out, app::reason_phrase(response.status));
-  put(out, "\r\n");
-  bool has_length = false;
-  for (const auto& [name, value] : response.headers) {
-    put_header_text(out, name);
-    put(out, ": ");
-    put_header_text(out, value);
-    put(out, "\r\n");
-    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
-      has_length = true;
-  }
-  if (add_content_length && !has_length) {
-    auto length = std::to_chars(number, number + sizeof number, response.body.size());
-    put(out, "Content-Length: ");
-    put(out, std::string_view(number, static_cast<std::size_t>(length.ptr - number)));
-    put(out, "\r\n");
-  }
-  put(out, "\r\n");
+  // One buffer per thread (in-process hosts run several workers in one process), reused: no
+  // allocation per request once it has grown to the largest head.
+  thread_local std::string head;
+  head.clear();
+  cgi::append_head(head, response.status, response.headers,
+                   add_content_length ? std::optional(response.body.size()) : std::nullopt);
+  put(out, head);
 }
 
 std::size_t head_size(const app::Response& response, bool add_content_length) {

@@ -12,7 +12,7 @@
 // (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
 // USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/worker/process_setup.hpp"
-#include "process_manager/master.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <chrono>
 #include <string>

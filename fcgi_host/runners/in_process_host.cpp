@@ -18,14 +18,14 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits) {
   char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
   dir_ = tmpl;
-  Config config;
-  config.listen.kind = ListenAddress::Kind::Unix;
-  config.listen.path = dir_ + "/host.sock";
-  config.socket_mode = 0600;
-  socket_ = std::make_unique<ListenSocket>(config);
+  ListenOptions options;
+  options.address.kind = ListenAddress::Kind::Unix;
+  options.address.path = dir_ + "/host.sock";
+  options.mode = 0600;
+  socket_ = std::make_unique<ListenSocket>(options);
   if (!set_nonblocking(socket_->fd(), true))
-    throw StartupError(sys_error("fcntl(O_NONBLOCK)", config.listen.path));
-  address_ = "unix:" + config.listen.path;
+    throw StartupError(sys_error("fcntl(O_NONBLOCK)", options.address.path));
+  address_ = "unix:" + options.address.path;
   scoreboard_ = std::make_unique<process_manager::Scoreboard>(1);
 
   WorkerSettings settings;

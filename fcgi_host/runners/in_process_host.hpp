@@ -13,7 +13,7 @@
 // by fd). The worker sets SIGPIPE, SIGHUP, SIGTTIN, SIGTTOU and SIGUSR2 to ignored, as it does
 // in a worker process.
 #include "app/handler.hpp"
-#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/config/limits.hpp"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,6 @@
 #include "fcgi_test_client.hpp"
 
+#include "fcgi_host/net/connect.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 
 #include <algorithm>
@@ -22,11 +23,6 @@ namespace {
 
 std::string errno_text(int err) {
   return std::strerror(err);
-}
-
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, 1'000'000));
 }
 
 // Split "unix:/p" | "/p" | "[v6]:port" | "host:port" | ":port".
@@ -54,7 +50,6 @@ ParsedAddress parse_address(std::string_view address) {
 }
 
 void set_send_timeout(int fd, Millis timeout) {
-  // connect() on Linux honours SO_SNDTIMEO, for TCP and Unix sockets alike.
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
@@ -210,45 +205,12 @@ void parse_cgi_output(std::string_view out, Response& response) {
 
 int connect_socket(std::string_view address, Millis timeout) {
   ParsedAddress a = parse_address(address);
-  std::string what = "connect(\"" + std::string(address) + "\")";
-  if (a.is_unix) {
-    sockaddr_un sun{};
-    sun.sun_family = AF_UNIX;
-    if (a.path_or_host.size() >= sizeof sun.sun_path) throw Error(what + ": path too long");
-    std::memcpy(sun.sun_path, a.path_or_host.data(), a.path_or_host.size());
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw Error("socket(AF_UNIX): " + errno_text(errno));
-    set_send_timeout(fd, timeout);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
-      int err = errno;
-      ::close(fd);
-      throw Error(what + " failed: " + errno_text(err));
-    }
-    return fd;
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* list = nullptr;
-  if (int rc = ::getaddrinfo(a.path_or_host.c_str(), a.port.c_str(), &hints, &list); rc != 0)
-    throw Error(what + ": getaddrinfo: " + gai_strerror(rc));
-  int err = 0;
-  for (addrinfo* ai = list; ai; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    set_send_timeout(fd, timeout);
-    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-      ::freeaddrinfo(list);
-      return fd;
-    }
-    err = errno;
-    ::close(fd);
-  }
-  ::freeaddrinfo(list);
-  throw Error(what + " failed: " + errno_text(err));
+  std::string error;
+  int fd =
+      fcgi_host::connect_before({a.is_unix, a.path_or_host, a.port}, Clock::now() + timeout, error);
+  if (fd < 0) throw Error(error);
+  set_send_timeout(fd, timeout); // a peer that stops reading cannot hold a send for longer
+  return fd;
 }
 
 Client Client::connect(std::string_view address, Millis timeout) {
@@ -288,7 +250,7 @@ bool Client::fill(Clock::time_point deadline) {
   if (fd_ < 0) throw Error("read on a closed client");
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
-    int n = ::poll(&p, 1, remaining_ms(deadline));
+    int n = ::poll(&p, 1, fcgi_host::poll_timeout_ms(deadline));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error("poll: " + errno_text(errno));
     if (n == 0) return false;
@@ -312,7 +274,7 @@ void Client::write_all(std::string_view bytes, Clock::time_point deadline) {
     // Also read while writing: a peer that answers before it has read everything (an early 413, a
     // large echo) must not deadlock against us with both socket buffers full.
     pollfd p{fd_, static_cast<short>(POLLOUT | (peer_closed_ ? 0 : POLLIN)), 0};
-    int n = ::poll(&p, 1, remaining_ms(deadline));
+    int n = ::poll(&p, 1, fcgi_host::poll_timeout_ms(deadline));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error("poll: " + errno_text(errno));
     if (n == 0)

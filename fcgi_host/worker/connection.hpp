@@ -32,7 +32,7 @@ struct Connection {
   std::string replies; // management answers the guard produced, not yet sent
   std::string backlog; // the unsent rest of a buffered response
 
-  Connection(int fd, const GuardLimits& limits, const ServerValues& values, std::uint64_t now)
+  Connection(int fd, const RequestLimits& limits, const ServerValues& values, std::uint64_t now)
       : fd(fd), started_ns(now), guard(limits, values) {}
 
   bool between_requests() const { return in.size() == 0 && !guard.in_request(); }

@@ -11,14 +11,14 @@
 
 namespace fcgi_host {
 
-Credentials resolve_credentials(const Config& config) {
+Credentials resolve_credentials(const std::string& user_option, const std::string& group_option) {
   Credentials c;
   bool root = geteuid() == 0;
-  if (config.user.empty() && config.group.empty() && !root) return c;
+  if (user_option.empty() && group_option.empty() && !root) return c;
   if (!root) throw StartupError("--user/--group: fcgi-host must be started as root to change user");
   c.change = true;
-  c.default_user = config.user.empty();
-  const std::string& user = c.default_user ? std::string(kDefaultWorkerUser) : config.user;
+  c.default_user = user_option.empty();
+  const std::string& user = c.default_user ? std::string(kDefaultWorkerUser) : user_option;
   passwd* pw = getpwnam(user.c_str());
   if (!pw)
     throw StartupError(c.default_user ? "started as root without --user, and there is no user \"" +
@@ -27,9 +27,9 @@ Credentials resolve_credentials(const Config& config) {
   c.uid = pw->pw_uid;
   c.gid = pw->pw_gid;
   c.user = user;
-  if (!config.group.empty()) {
-    group* gr = getgrnam(config.group.c_str());
-    if (!gr) throw StartupError("--group: unknown group \"" + config.group + "\"");
+  if (!group_option.empty()) {
+    group* gr = getgrnam(group_option.c_str());
+    if (!gr) throw StartupError("--group: unknown group \"" + group_option + "\"");
     c.gid = gr->gr_gid;
   }
   group* gr = getgrgid(c.gid);

@@ -1,8 +1,6 @@
 #pragma once
 // What a worker process is set up with after the fork and before its first request: the
 // user and group it runs as, and its environment.
-#include "fcgi_host/cli/config.hpp"
-
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -27,7 +25,7 @@ inline constexpr const char* kDefaultWorkerUser = "nobody";
 // Resolves --user and --group at start; throws StartupError for an unknown name, or when
 // fcgi-host is not root and would need to be. As root without --user: kDefaultWorkerUser with
 // its own group (nogroup on Debian), or --group.
-Credentials resolve_credentials(const Config& config);
+Credentials resolve_credentials(const std::string& user_option, const std::string& group_option);
 
 // In the worker: drops to `c` for good (supplementary groups, group, then user). False, with
 // errno, when the kernel refused.

@@ -94,7 +94,7 @@ bool Worker::serve_request(Connection& c) {
   release_large_buffers(request_, response_);
   if (out.counted()) {
     slot_.request_start_ns.store(0, std::memory_order_relaxed);
-    slot_.requests.fetch_add(1, std::memory_order_relaxed);
+    process_manager::single_writer_add(slot_.requests, 1);
     slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();
   }

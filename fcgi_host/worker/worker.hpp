@@ -1,13 +1,14 @@
 #pragma once
 // One worker process: accepts on the shared socket, reads requests, runs the handler.
 #include "app/handler.hpp"
-#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/config/limits.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "process_manager/master.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <functional>
 #include <memory>
@@ -42,6 +43,7 @@ struct WorkerSettings {
   std::size_t max_response_head = default_size("max-response-head");
   app::FileOffload file_offload; // how Response::send_file() answers
   ObservabilitySettings observe; // metrics, status and ping paths, slow log
+  AdmissionSettings admission;   // --max-queue-time shedding
   int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
 };
 

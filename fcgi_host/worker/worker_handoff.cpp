@@ -87,8 +87,7 @@ bool Worker::hand_off(Connection& c) {
     return was_watched && !watch_readable(c);
   }
   ::close(c.fd);
-  slot_.handed_off.store(slot_.handed_off.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
+  process_manager::single_writer_add(slot_.handed_off, 1);
   forget_connection(c);
   return true;
 }

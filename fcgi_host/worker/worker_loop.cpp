@@ -91,9 +91,7 @@ std::string peer_address(const sockaddr_storage& peer) {
   return text;
 }
 
-std::uint64_t ns(std::chrono::milliseconds ms) {
-  return static_cast<std::uint64_t>(ms.count()) * 1'000'000u;
-}
+using process_manager::ns;
 
 unsigned long random_up_to(unsigned long max) {
   if (max == 0) return 0;
@@ -109,14 +107,9 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
       listen_fd_(settings.listen_fd), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
       metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
-      queue_gate_(context.slot, settings.observe.max_queue_ns),
+      queue_gate_(context.slot, settings.admission),
       write_timeout_ns_(ns(settings.limits.write_timeout)) {
-  const Limits& l = settings.limits;
-  guard_limits_.max_body = l.max_body;
-  guard_limits_.max_params_size = l.max_params_size;
-  guard_limits_.max_params = l.max_params;
-  guard_limits_.max_records = l.max_records;
-  request_.set_spill_threshold(l.spill_threshold);
+  request_.set_spill_threshold(settings.limits.spill_threshold);
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
   request_.set_id_source(
@@ -266,7 +259,8 @@ void Worker::watch_channel(bool on) {
 Connection& Worker::add_connection(int fd, std::uint64_t now) {
   if (open_ >= settings_.limits.max_connections) make_room(now);
   if (static_cast<std::size_t>(fd) >= connections_.size()) connections_.resize(fd + 64);
-  connections_[fd] = std::make_unique<Connection>(fd, guard_limits_, settings_.server_values, now);
+  connections_[fd] =
+      std::make_unique<Connection>(fd, settings_.limits.request, settings_.server_values, now);
   ++open_;
   publish_connections();
   return *connections_[fd];
@@ -294,8 +288,7 @@ bool Worker::accept_one() {
     }
     return false; // EAGAIN: another worker took it, or the queue is empty
   }
-  slot_.accepted.store(slot_.accepted.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_relaxed); // one writer: no locked add
+  process_manager::single_writer_add(slot_.accepted, 1);
   Connection& c = add_connection(fd, process_manager::monotonic_ns());
   if (read_more(c)) process(c);
   return true;

@@ -4,13 +4,13 @@
 // request is complete, one at a time. See worker_loop.cpp for the loop, serve_request.cpp for
 // the steps of one request.
 #include "app/handler.hpp"
+#include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
-#include "fcgi_host/worker/client_error_log.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/worker.hpp"
-#include "process_manager/master.hpp"
+#include "process_manager/worker_context.hpp"
 
 #include <memory>
 #include <mutex>
@@ -89,7 +89,6 @@ private:
   std::uint32_t generation_;
   RequestMetrics metrics_;
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
-  GuardLimits guard_limits_;
   std::uint64_t write_timeout_ns_;
 
   int epoll_fd_ = -1;

@@ -1,6 +1,27 @@
-# Shell helpers shared by scripts/bench.sh and scripts/bench-workloads.sh (sourced, not run).
+# Shell helpers shared by scripts/bench.sh, bench-workloads.sh and bench-hol.sh (sourced, not run).
 # Processes are only ever looked up by pid: other runs on the same machine start the same
-# programs, so nothing here matches processes by name.
+# programs, so nothing here matches processes by name. A script keeps the pids it started in the
+# array PIDS (stop_pids drops the ones it stops), and nginx's in NGX_PID.
+
+# Messages are named after the script that sourced this file.
+BENCH_NAME=${BENCH_NAME:-$(basename "$0")}
+die() { echo "$BENCH_NAME: $*" >&2; exit 1; }
+note() { echo "$BENCH_NAME: $*" >&2; }
+# need_arg "$@" in an option loop: the option in $1 has its value in $2.
+need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+# After the option loop: positive_ints OPTION VALUE... and words_among OPTION "ALLOWED" WORD...
+# die naming the option unless every value is a positive integer, or one of ALLOWED.
+positive_ints() {
+  local option=$1 v
+  shift
+  for v in "$@"; do [[ $v =~ ^[1-9][0-9]*$ ]] || die "$option: positive integers (got '$v')"; done
+}
+words_among() {
+  local option=$1 allowed=" $2 " w
+  shift 2
+  for w in "$@"; do [[ $allowed == *" $w "* ]] || die "$option: among$allowed(got '$w')"; done
+}
 
 # alive PID: a zombie (an exited but unreaped child) counts as dead.
 alive() {
@@ -33,4 +54,61 @@ nginx_temp_paths() {
   for k in client_body proxy fastcgi uwsgi scgi; do
     printf '    %s_temp_path %s/%s;\n' "$k" "$1" "$k"
   done
+}
+
+# stop_pids TENTHS PID...: SIGTERM to each, up to TENTHS/10 s of grace for them and for their
+# children (the workers of a master), then SIGKILL to what is left. Reaps our own children and
+# drops the pids from PIDS. Returns 1 if something needed the SIGKILL.
+stop_pids() {
+  local tenths=$1 p q i left killed=0
+  shift
+  [[ $# -gt 0 ]] || return 0
+  local all=("$@")
+  for p in "$@"; do mapfile -t -O "${#all[@]}" all < <(children_of "$p"); done
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < tenths; i++)); do
+    left=0
+    for p in "${all[@]}"; do alive "$p" && left=1; done
+    ((left)) || break
+    sleep 0.1
+  done
+  for p in "${all[@]}"; do
+    if alive "$p"; then kill -KILL "$p" 2>/dev/null || true; killed=1; fi
+  done
+  for p in "$@"; do wait "$p" 2>/dev/null || true; done
+  local keep=()
+  for q in "${PIDS[@]}"; do
+    for p in "$@"; do [[ $q == "$p" ]] && continue 2; done
+    keep+=("$q")
+  done
+  PIDS=("${keep[@]}")
+  return $((killed == 0 ? 0 : 1))
+}
+
+# launch_nginx CONF ERROR_LOG OUTPUT: a private nginx (its prefix the config's directory) in the
+# background; NGX_PID and PIDS get its pid.
+launch_nginx() {
+  nginx -p "$(dirname "$1")" -e "$2" -c "$1" >>"$3" 2>&1 &
+  NGX_PID=$!
+  PIDS+=("$NGX_PID")
+}
+
+# nginx_answers PORT PATH TRIES: true once a request through nginx gets a body holding "OK"
+# (the contender behind it is up, not only a socket), one try every 0.1 s.
+nginx_answers() {
+  local i body=""
+  for ((i = 0; i < $3; i++)); do
+    body=$(curl -fsS -m 2 "http://127.0.0.1:$1$2" 2>/dev/null || true)
+    [[ $body == *OK* ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# stop_nginx: stops the nginx of launch_nginx (5 s of grace); NGX_KILLED=1 if it needed SIGKILL.
+stop_nginx() {
+  NGX_KILLED=0
+  [[ -n ${NGX_PID:-} ]] || return 0
+  stop_pids 50 "$NGX_PID" || NGX_KILLED=1
+  NGX_PID=""
 }

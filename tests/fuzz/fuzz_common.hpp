@@ -32,8 +32,8 @@ using records::Type;
 }
 
 // Small limits, so that the fuzzer reaches every refusal with short inputs.
-inline fcgi_host::GuardLimits small_limits() {
-  fcgi_host::GuardLimits l;
+inline fcgi_host::RequestLimits small_limits() {
+  fcgi_host::RequestLimits l;
   l.max_body = 4096;
   l.max_params_size = 1024;
   l.max_params = 16;
@@ -45,7 +45,7 @@ inline fcgi_host::GuardLimits small_limits() {
 // The most a connection may hold in its buffer while the guard says NeedMore: the whole head
 // and body within their limits, the headers and padding of every record allowed, one more
 // record being read (its header is checked only once it is whole), and one read chunk.
-inline std::size_t buffer_bound(const fcgi_host::GuardLimits& l, std::size_t chunk) {
+inline std::size_t buffer_bound(const fcgi_host::RequestLimits& l, std::size_t chunk) {
   constexpr std::size_t kRecordOverhead = records::kHeaderSize + 255;
   return l.max_params_size + l.max_body + (l.max_records + 2) * kRecordOverhead + 65535 +
          kRecordOverhead + chunk;
@@ -158,7 +158,7 @@ private:
 // input ran out first).
 template <class Serve>
 fcgi_host::RecordGuard::Verdict feed(const std::uint8_t* data, std::size_t size,
-                                     const fcgi_host::GuardLimits& limits, Serve&& serve) {
+                                     const fcgi_host::RequestLimits& limits, Serve&& serve) {
   using fcgi_host::RecordGuard;
   Chunker chunker(data, size);
   fcgi_host::ServerValues values{256, 2};

@@ -46,7 +46,7 @@ void check_codec(const std::uint8_t* data, std::size_t size) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fcgi_host::GuardLimits limits = fuzz::small_limits();
+  static const fcgi_host::RequestLimits limits = fuzz::small_limits();
   fuzz::feed(data, size, limits, [](const fcgi_host::RecordGuard&, std::string_view) {});
   check_codec(data, size);
   return 0;

@@ -134,7 +134,7 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fcgi_host::GuardLimits limits = fuzz::small_limits();
+  static const fcgi_host::RequestLimits limits = fuzz::small_limits();
   fixture();
   fuzz::feed(data, size, limits, serve);
   return 0;

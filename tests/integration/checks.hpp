@@ -35,9 +35,15 @@ inline bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// Seconds since `t` (steady clock).
-inline double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+// A normal request on a fresh connection, answered 200 (CHECKed); returns its latency in seconds.
+inline double timed_request(const HostProcess& host, const std::string& uri) {
+  auto start = std::chrono::steady_clock::now();
+  fcgi_test::Client c = host.connect(Millis{5000});
+  fcgi_test::Response r = c.request("GET", uri);
+  double took = test_support::elapsed_s(start);
+  CHECK(r.ended);
+  CHECK(r.status == 200);
+  return took;
 }
 
 // A process's resident memory (VmRSS, kB); -1 when it is gone.

@@ -1,5 +1,8 @@
 #pragma once
-// Integration harness: the real fcgi-host binary, a real nginx, a tiny HTTP client, /proc helpers.
+// Integration harness: the real fcgi-host binary (host_process.cpp), a real nginx
+// (nginx_process.cpp), a tiny HTTP client (http_client.cpp), a temp dir, a free port and /proc
+// helpers (scratch.cpp); child_process.cpp starts and reaps them. Helpers every test layer shares
+// are in tests/support/ (waits, /proc, files, elapsed time, option lists).
 // Every object here owns what it starts and removes it in its destructor, so a failing test leaves
 // no process and no file behind.
 //
@@ -15,11 +18,16 @@
 //   the master, and `test_wait::` (tests/support/wait.hpp) for a process exit, a file, a readable
 //   socket. With `status_socket = true` (the master's own status socket, which answers while every
 //   worker is busy): `host.wait_active(n)` (n workers inside a request), `wait_serving(uri)`,
-//   `wait_accepted()` (the listen queue is empty) and `wait_master_turn()` (the master has looked
-//   at the state since: for "nothing more happens" checks).
+//   `wait_accepted()` (the listen queue is empty: the kernel's accept(), not yet a request read;
+//   for an --exec'd program, whose state the scoreboard cannot show, wait for what it says) and
+//   `wait_master_turn()` (the master has looked at the state since: for "nothing more happens"
+//   checks).
 // - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
 //   scenario itself (a slow client); never to let something else happen.
 #include "fcgi_test_client.hpp"
+#include "support/files.hpp"
+#include "support/options.hpp"
+#include "support/time.hpp"
 #include "support/wait.hpp"
 
 #include <chrono>
@@ -52,13 +60,15 @@ private:
   std::string path_;
 };
 
-std::string read_file(const std::string& path); // "" when missing
-int free_tcp_port();                            // a loopback port that was free a moment ago
+using test_support::read_file; // "" when missing
+int free_tcp_port();           // a loopback port that was free a moment ago
 
 // ---- /proc -------------------------------------------------------------------------------------
 
 // Alive and not a zombie.
-bool process_alive(pid_t pid);
+inline bool process_alive(pid_t pid) {
+  return test_wait::process_running(pid);
+}
 std::vector<pid_t> child_pids(pid_t parent);
 std::vector<pid_t> pids_in_group(pid_t pgid); // live (non-zombie) members
 // Whether `pid` has a file descriptor open on `path` (by /proc/PID/fd; a renamed file shows
@@ -169,7 +179,7 @@ struct RunResult {
 RunResult run_host(HostOptions options, Millis timeout = Millis{10000});
 
 // Lines of `log` containing `needle`.
-std::vector<std::string> lines_with(const std::string& log, const std::string& needle);
+using test_support::lines_with;
 
 // ---- HTTP servers in front of the host (nginx, tests/integration/front_servers.hpp) -----------
 
@@ -201,6 +211,10 @@ struct NginxOptions {
   // nginx).
   std::vector<std::pair<std::string, std::string>> locations{};
   std::string server_extra{}; // more directives for the server block (an internal location)
+  // Lines of the http {} block before the server (an upstream of several hosts), and the body
+  // of `location /` in place of the default fastcgi_pass to fastcgi_address.
+  std::string upstream{};
+  std::string location{};
 };
 
 class NginxProcess {

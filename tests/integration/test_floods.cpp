@@ -3,6 +3,7 @@
 // the least progress, so a normal request is served at once however many hostile connections
 // are held, memory stays within the budget, and the log stays short.
 #include "checks.hpp"
+#include "support/time.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -18,14 +19,6 @@ using it::HostProcess;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double timed_request(HostProcess& host) {
-  auto start = Clock::now();
-  Client c = host.connect(Millis{5000});
-  fcgi_test::Response r = c.request("GET", "/normal");
-  CHECK(r.status == 200);
-  return it::seconds_since(start);
-}
 
 std::string request_head(std::uint16_t id, std::size_t body_size) {
   return fcgi_test::encode_record(RecordType::BeginRequest, id, fcgi_test::begin_request_body()) +
@@ -49,7 +42,7 @@ TEST_SUITE("floods") {
     std::vector<Client> idle;
     for (int i = 0; i < 500; ++i)
       idle.push_back(host.connect(Millis{5000})); // nothing sent: the least progress there is
-    double took = timed_request(host);
+    double took = it::timed_request(host, "/normal");
     MESSAGE("normal request beside 500 idle connections: " << took * 1000 << " ms; "
                                                            << warn_lines(host) << " log lines");
     CHECK(took < 1.0);
@@ -76,7 +69,7 @@ TEST_SUITE("floods") {
     for (Client& c : tricklers)
       if (c.read_until_closed(Millis{1}).status != IoStatus::Closed)
         c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, "y"));
-    double took = timed_request(host);
+    double took = it::timed_request(host, "/normal");
     MESSAGE("normal request beside 300 trickling bodies: " << took * 1000 << " ms; "
                                                            << warn_lines(host) << " log lines");
     CHECK(took < 1.0);
@@ -111,7 +104,7 @@ TEST_SUITE("floods") {
       hoarders.push_back(std::move(c));
       peak = std::max(peak, it::rss_kib(workers[0]));
     }
-    double took = timed_request(host);
+    double took = it::timed_request(host, "/normal");
     long after = it::rss_kib(workers[0]);
     MESSAGE("worker RSS " << before << " kB before, peak " << peak << " kB, " << after
                           << " kB after 20 unfinished 8 MiB bodies; normal request " << took * 1000
@@ -137,12 +130,12 @@ TEST_SUITE("floods") {
     auto start = Clock::now();
     auto emfile_lines = [&] { return it::lines_with(host.log(), "Too many open files").size(); };
     // The worker retries every 100 ms: 30 attempts in 3 s, a burst of them written.
-    CHECK(it::wait_for([&] { return it::seconds_since(start) > 3.0; }, Millis{4000}));
+    CHECK(it::wait_for([&] { return test_support::elapsed_s(start) > 3.0; }, Millis{4000}));
     std::size_t lines = emfile_lines() + it::lines_with(host.log(), "not logged").size();
     MESSAGE("EMFILE for 3 s: " << lines << " log lines");
     CHECK(emfile_lines() >= 1);
     CHECK(lines <= 14);
     held.clear();
-    CHECK(timed_request(host) < 1.0);
+    CHECK(it::timed_request(host, "/normal") < 1.0);
   }
 }

@@ -6,6 +6,7 @@
 #include "checks.hpp"
 #include "front_servers.hpp"
 #include "lifecycle_load.hpp"
+#include "support/time.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -185,7 +186,7 @@ double rate_of(int port) {
     });
   for (auto& t : clients)
     t.join();
-  double seconds = it::seconds_since(start);
+  double seconds = test_support::elapsed_s(start);
   return errors == 0 ? 3000 / seconds : 0;
 }
 

@@ -15,10 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-Millis since(Clock::time_point t) {
-  return std::chrono::duration_cast<Millis>(Clock::now() - t);
-}
-
 // A request that takes 2 s is in flight when `sig` arrives: it must still get its 200, and the
 // master must then exit 0 with no worker left.
 void check_graceful_stop(int sig) {
@@ -67,7 +63,7 @@ TEST_SUITE("host signals") {
     auto start = Clock::now();
     host.signal(SIGINT);
     CHECK(host.wait_exit(Millis{5000}).value_or(-1) == 0);
-    CHECK(since(start).count() < 3000);
+    CHECK(test_support::elapsed_ms(start) < 3000);
     CHECK(it::wait_for([&] { return it::pids_in_group(host.pid()).empty(); }, Millis{2000}));
   }
 
@@ -83,7 +79,7 @@ TEST_SUITE("host signals") {
     auto c = host.connect(Millis{1000});
     c.set_timeout(Millis{2000});
     CHECK(c.request("GET", "/").body == "OK");
-    CHECK(since(start).count() < 1000);
+    CHECK(test_support::elapsed_ms(start) < 1000);
     // The kill is logged as an error, not an alert: the teardown checks that.
   }
 
@@ -122,7 +118,7 @@ TEST_SUITE("host signals") {
     auto start = Clock::now();
     HostProcess second(
         HostOptions{{"--app", "hello", "--listen", first->address()}, {}, Listen::AsGiven});
-    CHECK(since(start).count() < 3000);
+    CHECK(test_support::elapsed_ms(start) < 3000);
     CHECK(second.connect().request("GET", "/").body == "OK");
     it::check_no_alerts(second);
   }

@@ -43,16 +43,7 @@ std::vector<std::string> host_args(const std::vector<std::string>& overrides) {
                                 "1",
                                 "--body-timeout",
                                 "1"};
-  for (std::size_t i = 0; i + 1 < overrides.size(); i += 2) {
-    auto it = std::find(args.begin(), args.end(), overrides[i]);
-    if (it != args.end()) {
-      *(it + 1) = overrides[i + 1];
-    } else {
-      args.push_back(overrides[i]);
-      args.push_back(overrides[i + 1]);
-    }
-  }
-  return args;
+  return test_support::with_options(args, overrides);
 }
 
 std::size_t warn_lines(const HostProcess& host) {

@@ -4,6 +4,7 @@
 // recycling under POST load with 2 s requests lose nothing and leave no reset in nginx's log.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "support/time.hpp"
 
 #include <csignal>
 #include <future>
@@ -157,7 +158,7 @@ TEST_SUITE("kept connections") {
     REQUIRE(setup.wait_busy());
     auto start = Clock::now();
     it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
-    double took = it::seconds_since(start);
+    double took = test_support::elapsed_s(start);
     MESSAGE("fast request beside a 3 s request on a kept connection: " << took << " s");
     CHECK(fast.status == 200);
     CHECK(took < 1.0);
@@ -177,7 +178,7 @@ TEST_SUITE("kept connections") {
     REQUIRE(setup.wait_busy());
     auto start = Clock::now();
     it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
-    double took = it::seconds_since(start);
+    double took = test_support::elapsed_s(start);
     CHECK(fast.status == 200);
     CHECK(took > 0.5); // parked at the busy worker
     CHECK(slow.get() == 200);
@@ -197,7 +198,7 @@ TEST_SUITE("kept connections") {
     REQUIRE(setup.host.wait_log("ready; retiring", Millis{10000}));
     auto start = Clock::now();
     it::HttpResponse fast = it::http_request(port, "GET", "/echo?fast=1", {}, Millis{10000});
-    double took = it::seconds_since(start);
+    double took = test_support::elapsed_s(start);
     MESSAGE("fast request on a kept connection of a worker retired in a 3 s handler: " << took
                                                                                        << " s");
     CHECK(fast.status == 200);
@@ -230,7 +231,7 @@ TEST_SUITE("kept connections") {
       REQUIRE(next > 0);
       REQUIRE(next != master);
       master = next;
-      MESSAGE("upgrade " << i + 1 << ": old master gone after " << it::seconds_since(start)
+      MESSAGE("upgrade " << i + 1 << ": old master gone after " << test_support::elapsed_s(start)
                          << " s");
     }
     run.finish("5 USR2");

@@ -27,10 +27,6 @@ namespace {
 
 constexpr int kStartupFailure = 3; // listen socket, pidfile, privileges
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 struct FileId {
   dev_t dev = 0;
   ino_t ino = 0;
@@ -175,8 +171,8 @@ TEST_SUITE("master faults") {
       CHECK(next.log().find("another server is listening") != std::string::npos);
       CHECK(file_id(old.address().substr(5)));
     } else {
-      MESSAGE("new master after kill -9 of the old one (a zombie): serving after " << ms_since(t0)
-                                                                                   << " ms");
+      MESSAGE("new master after kill -9 of the old one (a zombie): serving after "
+              << test_support::elapsed_ms(t0) << " ms");
       CHECK(next.connect().request("GET", "/").body == "OK");
       CHECK(it::wait_for([&] { return it::read_pid(pidfile) == next.pid(); }, Millis{5000}));
     }
@@ -215,7 +211,7 @@ TEST_SUITE("master faults") {
     auto t0 = Clock::now();
     host.signal(SIGTERM);
     REQUIRE(it::wait_for([&] { return !file_id(path); }, Millis{5000}));
-    double gone_ms = ms_since(t0);
+    double gone_ms = test_support::elapsed_ms(t0);
     CHECK_FALSE(host.exited()); // still draining the slow request
     int err = 0;
     try {
@@ -244,12 +240,12 @@ TEST_SUITE("master faults") {
     int connected = 0, answered = 0, lost = 0;
     double last_answered_ms = 0, refused_ms = -1;
     // Bounded: 2000 probes or 8 s, until a connect is refused.
-    for (int i = 0; i < 2000 && ms_since(t0) < 8000; ++i) {
+    for (int i = 0; i < 2000 && test_support::elapsed_ms(t0) < 8000; ++i) {
       int fd = -1;
       try {
         fd = fcgi_test::connect_socket(address, Millis{500});
       } catch (const fcgi_test::Error&) {
-        refused_ms = ms_since(t0);
+        refused_ms = test_support::elapsed_ms(t0);
         break;
       }
       ++connected;
@@ -258,7 +254,7 @@ TEST_SUITE("master faults") {
         probe.set_timeout(Millis{3000});
         if (probe.request("GET", "/").status == 200) {
           ++answered;
-          last_answered_ms = ms_since(t0);
+          last_answered_ms = test_support::elapsed_ms(t0);
           continue;
         }
       } catch (const fcgi_test::Error&) {}
@@ -292,20 +288,20 @@ TEST_SUITE("master faults") {
     std::vector<double> delays;
     std::vector<std::size_t> pool_sizes;
     auto start = Clock::now();
-    for (int kill_no = 0; kill_no < 20 && ms_since(start) < 30000; ++kill_no) {
+    for (int kill_no = 0; kill_no < 20 && test_support::elapsed_ms(start) < 30000; ++kill_no) {
       auto kill_time = Clock::now();
       std::vector<pid_t> workers = host.worker_pids();
       REQUIRE(!workers.empty());
       pid_t victim = workers[random() % workers.size()];
       ::kill(victim, SIGKILL);
       CHECK(wait_replaced(host, victim, 4, Millis{10000}));
-      delays.push_back(ms_since(kill_time));
+      delays.push_back(test_support::elapsed_ms(kill_time));
       CHECK(all_ready());
       // The next kill 0.5 s after this one; the pool is sampled meanwhile.
       it::wait_for(
           [&] {
             pool_sizes.push_back(host.worker_pids().size());
-            return ms_since(kill_time) >= 500;
+            return test_support::elapsed_ms(kill_time) >= 500;
           },
           Millis{1000});
     }
@@ -337,7 +333,7 @@ TEST_SUITE("master faults") {
     std::thread flood([&] {
       std::vector<int> held;
       auto start = Clock::now();
-      while (!stop && opened < 2000 && ms_since(start) < 4000) {
+      while (!stop && opened < 2000 && test_support::elapsed_ms(start) < 4000) {
         try {
           int fd = fcgi_test::connect_socket(status, Millis{500});
           (void)!::write(fd, "\x01", 1);
@@ -359,7 +355,7 @@ TEST_SUITE("master faults") {
     auto killed = Clock::now();
     ::kill(victim, SIGKILL);
     bool back = wait_replaced(host, victim, 2, Millis{5000});
-    double respawn_ms = ms_since(killed);
+    double respawn_ms = test_support::elapsed_ms(killed);
     stop = true;
     flood.join();
     CHECK(back);

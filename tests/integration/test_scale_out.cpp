@@ -10,13 +10,10 @@
 #include <array>
 #include <atomic>
 #include <csignal>
-#include <cstring>
-#include <fcntl.h>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -32,118 +29,25 @@ constexpr int kPhaseRequests = 40; // answers each phase carries before the next
 constexpr Millis kPhaseBound{15000}; // ... within this bound
 constexpr Millis kLoadBudget{40000}; // hard stop for the load threads, whatever happens
 
-// One nginx with an upstream of `servers`, on a free port of 127.0.0.1. Its own process group;
-// the destructor stops it (QUIT, then KILL) and removes its directory.
-class ClusterNginx {
-public:
-  explicit ClusterNginx(const std::vector<std::string>& servers) {
-    port_ = it::free_tcp_port();
-    const std::string& d = dir_.path();
-    std::string upstream = "  upstream cluster {\n";
-    // fail_timeout 1s (10s in the recipe) so that a restarted instance is tried again soon.
-    for (const auto& s : servers)
-      upstream += "    server " + s + " max_fails=1 fail_timeout=1s;\n";
-    upstream += "    keepalive 16;\n    keepalive_timeout 60s;\n  }\n";
-    std::string conf = "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
-                       "error_log " +
-                       d + "/error.log notice;\npid " + d +
-                       "/nginx.pid;\n"
-                       "events { worker_connections 1024; }\n"
-                       "http {\n  access_log off;\n";
-    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"})
-      conf += std::string("  ") + t + "_temp_path " + d + "/" + t + ";\n";
-    conf += upstream + "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
-            ";\n    location / {\n"
-            "      include /etc/nginx/fastcgi_params;\n"
-            "      fastcgi_pass cluster;\n"
-            "      fastcgi_keep_conn on;\n"
-            "      fastcgi_connect_timeout 2s;\n"
-            "      fastcgi_read_timeout 10s;\n"
-            "      fastcgi_next_upstream error timeout;\n"
-            "      fastcgi_next_upstream_tries 3;\n"
-            "      fastcgi_next_upstream_timeout 10s;\n"
-            "      add_header X-Upstream $upstream_addr always;\n"
-            "    }\n  }\n}\n";
-    dir_.write("nginx.conf", conf);
-    start();
-  }
-  ~ClusterNginx() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGQUIT);
-    if (!reap(Millis{5000})) {
-      ::kill(-pid_, SIGKILL);
-      reap(Millis{5000});
-    }
-    ::kill(-pid_, SIGKILL); // a worker that outlived its master
-  }
-  ClusterNginx(const ClusterNginx&) = delete;
-  ClusterNginx& operator=(const ClusterNginx&) = delete;
-
-  int port() const { return port_; }
-  std::string error_log() const { return it::read_file(dir_.file("error.log")); }
-
-private:
-  void start() {
-    const std::string& d = dir_.path();
-    std::vector<std::string> argv{"/usr/sbin/nginx", "-p", d + "/",         "-c",
-                                  d + "/nginx.conf", "-e", d + "/error.log"};
-    std::vector<char*> cargv;
-    for (auto& a : argv)
-      cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    std::string out = dir_.file("nginx.out");
-    pid_ = ::fork();
-    if (pid_ < 0) throw fcgi_test::Error(std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      int in = ::open("/dev/null", O_RDONLY);
-      int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (in < 0 || fd < 0) ::_exit(126);
-      ::dup2(in, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(cargv[0], cargv.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid_, pid_);
-    std::string target = "127.0.0.1:" + std::to_string(port_);
-    bool up = it::wait_for(
-        [&] {
-          if (reap(Millis{0})) return true;
-          try {
-            ::close(fcgi_test::connect_socket(target, Millis{200}));
-            return true;
-          } catch (const fcgi_test::Error&) {
-            return false;
-          }
-        },
-        Millis{10000});
-    if (!up || pid_ <= 0) {
-      std::string why = it::read_file(out) + error_log();
-      if (pid_ > 0) ::kill(-pid_, SIGKILL), reap(Millis{5000});
-      pid_ = -1;
-      throw fcgi_test::Error("nginx did not start on " + target + ":\n" + why);
-    }
-  }
-  // True once nginx's master has exited (and was reaped); pid_ is then -1.
-  bool reap(Millis timeout) {
-    return it::wait_for(
-        [&] {
-          int status = 0;
-          pid_t r = ::waitpid(pid_, &status, WNOHANG);
-          if (r == pid_ || r < 0) pid_ = -1;
-          return pid_ < 0;
-        },
-        timeout);
-  }
-
-  it::TempDir dir_;
-  int port_ = 0;
-  pid_t pid_ = -1;
-};
+// nginx with an upstream of `servers`, as the cluster recipe has it, but fail_timeout 1s (10s in
+// the recipe) so that a restarted instance is tried again soon.
+it::NginxOptions cluster_nginx(const std::vector<std::string>& servers) {
+  it::NginxOptions o;
+  o.upstream = "  upstream cluster {\n";
+  for (const auto& s : servers)
+    o.upstream += "    server " + s + " max_fails=1 fail_timeout=1s;\n";
+  o.upstream += "    keepalive 16;\n    keepalive_timeout 60s;\n  }\n";
+  o.location = "      include /etc/nginx/fastcgi_params;\n"
+               "      fastcgi_pass cluster;\n"
+               "      fastcgi_keep_conn on;\n"
+               "      fastcgi_connect_timeout 2s;\n"
+               "      fastcgi_read_timeout 10s;\n"
+               "      fastcgi_next_upstream error timeout;\n"
+               "      fastcgi_next_upstream_tries 3;\n"
+               "      fastcgi_next_upstream_timeout 10s;\n"
+               "      add_header X-Upstream $upstream_addr always;\n";
+  return o;
+}
 
 // Requests and failures while the load runs, by phase (the phase at the time a request ended),
 // and which upstream answered (the last address in X-Upstream: nginx lists every one it tried).
@@ -222,7 +126,7 @@ TEST_SUITE("scale out") {
     std::array<std::unique_ptr<HostProcess>, 3> host;
     for (int i = 0; i < 3; ++i)
       host[i] = start_host(addr[i]);
-    ClusterNginx nginx({addr.begin(), addr.end()});
+    it::NginxProcess nginx(cluster_nginx({addr.begin(), addr.end()}));
 
     Tally tally;
     std::atomic<int> phase{Warmup};

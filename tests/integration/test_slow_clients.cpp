@@ -3,6 +3,7 @@
 // workers does not delay anyone else (reading is event-driven). The whole file runs in well under
 // a minute: every wait below is bounded.
 #include "checks.hpp"
+#include "support/time.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -28,20 +29,7 @@ std::vector<std::string> slow_args(const std::string& workers,
   std::vector<std::string> args{
       "--app",          "echo", "--workers",           workers, "--header-timeout", "1",
       "--body-timeout", "1",    "--keepalive-timeout", "1",     "--write-timeout",  "1"};
-  for (std::size_t i = 0; i + 1 < more.size(); i += 2) { // replaces an option of the same name
-    auto it = std::find(args.begin(), args.end(), more[i]);
-    if (it != args.end()) {
-      *(it + 1) = more[i + 1];
-    } else {
-      args.push_back(more[i]);
-      args.push_back(more[i + 1]);
-    }
-  }
-  return args;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  return test_support::with_options(args, more);
 }
 
 std::string begin(std::uint16_t id, std::uint8_t flags = 0) {
@@ -58,18 +46,7 @@ std::string head(std::uint16_t id, const Params& params) {
 // a negative number if it still held the connection at `limit`.
 double closed_after(Client& c, Clock::time_point start, Millis limit = Millis{4000}) {
   fcgi_test::ReadAllResult all = c.read_until_closed(limit);
-  return all.status == IoStatus::Closed ? seconds_since(start) : -1;
-}
-
-// A normal request on a fresh connection; returns its latency in seconds.
-double timed_request(HostProcess& host, const std::string& uri) {
-  auto start = Clock::now();
-  Client c = host.connect();
-  fcgi_test::Response r = c.request("GET", uri);
-  double took = seconds_since(start);
-  CHECK(r.ended);
-  CHECK(r.status == 200);
-  return took;
+  return all.status == IoStatus::Closed ? test_support::elapsed_s(start) : -1;
 }
 
 } // namespace
@@ -83,7 +60,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, start);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     CHECK(it::lines_with(host.log(), "--header-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -97,7 +74,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, start);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     it::check_no_alerts(host);
   }
 
@@ -118,12 +95,12 @@ TEST_SUITE("slow clients") {
       }
       closed = c.read_record(Millis{200}).status == IoStatus::Closed;
     }
-    double t = seconds_since(start);
+    double t = test_support::elapsed_s(start);
     CHECK(closed);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
     CHECK(sent <= 10);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     it::check_no_alerts(host);
   }
 
@@ -140,11 +117,11 @@ TEST_SUITE("slow clients") {
       c.send_raw(fcgi_test::encode_record(RecordType::Stdin, 1, body.substr(0, 1)));
       closed = c.read_until_closed(Millis{100}).status == IoStatus::Closed;
     }
-    double t = seconds_since(start);
+    double t = test_support::elapsed_s(start);
     CHECK(closed);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     CHECK(it::lines_with(host.log(), "--body-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -158,7 +135,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, served);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     CHECK(it::lines_with(host.log(), "[warn]").empty());
     it::check_no_alerts(host);
   }
@@ -182,15 +159,15 @@ TEST_SUITE("slow clients") {
     auto writing = Clock::now();
     // The response is complete in memory: the worker sends the rest from its loop, and serves
     // the next request meanwhile.
-    double took = timed_request(host, "/next");
+    double took = it::timed_request(host, "/next");
     INFO("next request answered " << took << " s after the response started");
     CHECK(took < 0.5);
     // The reader that never reads loses its connection at the response's total deadline.
     CHECK(
         it::wait_for([&] { return !it::lines_with(host.log(), "within --write-timeout").empty(); },
                      Millis{5000}));
-    CHECK(seconds_since(writing) >= 0.5);
-    CHECK(seconds_since(writing) < 3.0);
+    CHECK(test_support::elapsed_s(writing) >= 0.5);
+    CHECK(test_support::elapsed_s(writing) < 3.0);
     fcgi_test::ReadAllResult all = reader.read_until_closed(Millis{5000});
     CHECK(all.status == IoStatus::Closed);
     CHECK(all.data.size() < body.size());
@@ -222,11 +199,11 @@ TEST_SUITE("slow clients") {
       if (n == 0) closed = true;
       if (n > 0) got += static_cast<std::size_t>(n);
     }
-    double t = seconds_since(start);
+    double t = test_support::elapsed_s(start);
     CHECK(closed);
     CHECK(got < body.size());
     CHECK(t < 3.0);
-    CHECK(timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < 0.5);
     CHECK(it::lines_with(host.log(), "within --write-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -241,9 +218,9 @@ TEST_SUITE("slow clients") {
       auto start = Clock::now();
       fcgi_test::Response r = c.request("GET", "/no-close");
       CHECK(r.status == 200);
-      CHECK(seconds_since(start) < 0.2);
+      CHECK(test_support::elapsed_s(start) < 0.2);
       held.push_back(std::move(c)); // never closed, never read to EOF
-      CHECK(timed_request(host, "/next") < 0.2);
+      CHECK(it::timed_request(host, "/next") < 0.2);
     }
     // Refused requests are drained for up to 2 s before the close: in epoll, not in a wait.
     for (int i = 0; i < 3; ++i) {
@@ -253,7 +230,7 @@ TEST_SUITE("slow clients") {
       fcgi_test::Response r = c.read_response(1);
       CHECK(r.status == 413);
       held.push_back(std::move(c));
-      CHECK(timed_request(host, "/next") < 0.2);
+      CHECK(it::timed_request(host, "/next") < 0.2);
     }
     it::check_no_alerts(host);
   }
@@ -294,7 +271,7 @@ TEST_SUITE("slow clients") {
     for (int i = 0; i < 10; ++i) {
       int round = rounds;
       REQUIRE(it::wait_for([&] { return rounds > std::max(round, 1); }, Millis{2000}));
-      worst = std::max(worst, timed_request(host, "/normal/" + std::to_string(i)));
+      worst = std::max(worst, it::timed_request(host, "/normal/" + std::to_string(i)));
     }
     stop = true;
     trickler.join();
@@ -305,7 +282,7 @@ TEST_SUITE("slow clients") {
     idle.clear();
     trickling.clear();
     for (int i = 0; i < 5; ++i)
-      CHECK(timed_request(host, "/after/" + std::to_string(i)) < 0.2);
+      CHECK(it::timed_request(host, "/after/" + std::to_string(i)) < 0.2);
     CHECK(host.worker_pids() == workers);
     it::check_no_alerts(host);
   }

@@ -31,14 +31,8 @@ extern "C" void on_usr1(int) {
 // Our own child (a worker reparented to us after its master died): never signal a pid that
 // might have been recycled by another process.
 bool is_our_child(pid_t pid) {
-  std::string stat = test_wait::read_whole_file("/proc/" + std::to_string(pid) + "/stat");
-  auto close = stat.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream rest(stat.substr(close + 2));
-  char state;
-  pid_t ppid = 0;
-  rest >> state >> ppid;
-  return ppid == getpid();
+  auto s = test_support::proc_stat(pid);
+  return s && s->ppid == getpid();
 }
 
 // Reaps every exited child (reparented workers included); true once none is left.
@@ -214,7 +208,7 @@ std::size_t MasterUnderTest::live_seen() {
 }
 
 std::string MasterUnderTest::log() const {
-  return test_wait::read_whole_file(log_path_);
+  return test_wait::read_file(log_path_);
 }
 
 std::size_t MasterUnderTest::log_count(const std::string& pattern) const {

@@ -54,7 +54,7 @@ TEST_CASE("in-process host: a handler answers the test client through the worker
 TEST_CASE("in-process host: the limits apply") {
   Greeter greeter;
   fcgi_host::Limits limits;
-  limits.max_body = 4;
+  limits.request.max_body = 4;
   fcgi_host::InProcessHost host(greeter, limits);
   auto client = fcgi_test::Client::connect(host.address());
   CHECK(client.request("POST", "/upper", "too long").status == 413);

@@ -6,14 +6,14 @@
 //
 // The one other pause is `hold_for`: a delay that is itself the scenario under test (a job that
 // takes a second, a client that trickles bytes), never a guess at how long something else takes.
+#include "support/files.hpp"
+#include "support/proc.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <poll.h>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,21 +64,10 @@ inline void hold_for(Millis duration) {
 
 // ---- processes ----------------------------------------------------------------------------------
 
-// The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), or '\0' when there is no such process.
-// A zombie still answers kill(pid, 0): this is the question to ask instead.
-inline char process_state(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  auto close = stat.rfind(')'); // the command name may hold anything: parse after the last ')'
-  if (close == std::string::npos || close + 2 >= stat.size()) return '\0';
-  return stat[close + 2];
-}
-
-// Exists and has not exited (a zombie has exited).
+// Exists and has not exited (a zombie has exited, though it still answers kill(pid, 0)).
 inline bool process_running(pid_t pid) {
-  char s = process_state(pid);
-  return s != '\0' && s != 'Z' && s != 'X';
+  auto s = test_support::proc_stat(pid);
+  return s && s->running();
 }
 
 // Waits until `pid` has exited (zombie or gone), on a pidfd: no polling, no pid-reuse race once
@@ -126,28 +115,13 @@ inline bool wait_file(const std::string& path, Millis timeout) {
   return wait_until([&] { return file_exists(path); }, timeout);
 }
 
-inline std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Lines of `text` in which `pattern` (ECMAScript regex) matches somewhere.
-inline std::vector<std::string> matching_lines(const std::string& text,
-                                               const std::string& pattern) {
-  std::regex re(pattern);
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, re)) out.push_back(line);
-  return out;
-}
+using test_support::matching_lines;
+using test_support::read_file;
 
 // Waits until the file at `path` holds at least `count` lines matching `pattern`.
 inline bool wait_log_line(const std::string& path, const std::string& pattern, Millis timeout,
                           std::size_t count = 1) {
-  return wait_until([&] { return matching_lines(read_whole_file(path), pattern).size() >= count; },
+  return wait_until([&] { return matching_lines(read_file(path), pattern).size() >= count; },
                     timeout);
 }
 

@@ -1,5 +1,6 @@
 // Options and config file: defaults, file vs command line, and refusals that name the option.
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
 
 #include <doctest/doctest.h>
 
@@ -60,7 +61,7 @@ TEST_CASE("defaults") {
   CHECK(c.workers == fcgi_host::default_worker_count());
   CHECK(c.app == "hello");
   CHECK(c.listen.kind == ListenAddress::Kind::Inherited);
-  CHECK(c.limits.max_body == 8u << 20);
+  CHECK(c.limits.request.max_body == 8u << 20);
   CHECK(c.socket_mode == 0660);
   CHECK(c.graceful_timeout.count() == 30'000);
   CHECK(c.request_timeout.count() == 0);
@@ -107,8 +108,8 @@ TEST_CASE("bad values name the option") {
 
 TEST_CASE("sizes and durations") {
   Config c = parse({"--max-body", "2K", "--request-timeout", "1.5", "--max-params-size", "1M"});
-  CHECK(c.limits.max_body == 2048);
-  CHECK(c.limits.max_params_size == 1u << 20);
+  CHECK(c.limits.request.max_body == 2048);
+  CHECK(c.limits.request.max_params_size == 1u << 20);
   CHECK(c.request_timeout.count() == 1500);
 }
 
@@ -192,4 +193,26 @@ TEST_CASE("responses: --max-response-head, --send-file-mode and --x-accel-prefix
   CHECK(error_of({"--send-file-mode", "sendfile"}).find("--send-file-mode") != std::string::npos);
   CHECK(error_of({"--x-accel-prefix", "internal"}).find("must start with /") != std::string::npos);
   CHECK(error_of({"--max-response-head", "100"}).find("at least 256") != std::string::npos);
+}
+
+// The one translator: each option reaches the struct of the room that acts on it.
+TEST_CASE("config: the options reach each room's settings through the one translator") {
+  Config c = parse({"--listen", "unix:/tmp/x.sock", "--socket-mode", "0600", "--status-listen",
+                    "unix:/tmp/s.sock", "--max-queue-time", "250", "--max-body", "2K",
+                    "--slow-request-threshold", "1.5", "--workers", "3", "--max-connections", "4"});
+  fcgi_host::ListenOptions pool = fcgi_host::listen_options(c);
+  CHECK(pool.address.path == "/tmp/x.sock");
+  CHECK(pool.mode == 0600);
+  fcgi_host::ListenOptions status = fcgi_host::status_listen_options(c);
+  CHECK(status.address.path == "/tmp/s.sock");
+  CHECK(status.mode == 0600); // the socket file rules of --listen
+  CHECK(status.backlog == 64);
+  CHECK(fcgi_host::admission_settings(c).max_queue_ns == 250'000'000u);
+  CHECK(fcgi_host::observability_settings(c).slow_threshold_ns == 1'500'000'000u);
+  fcgi_host::WorkerSettings w = fcgi_host::worker_settings(c, {5, -1, {}});
+  CHECK(w.listen_fd == 5);
+  CHECK(w.limits.request.max_body == 2048);
+  CHECK(w.admission.max_queue_ns == 250'000'000u);
+  CHECK(w.server_values.max_conns == 12);
+  CHECK(fcgi_host::pool_settings(c).workers == 3);
 }

@@ -1,8 +1,8 @@
-// The option table (fcgi_host/cli/option_table.hpp) against what an operator reads: --help, the
+// The option table (fcgi_host/config/option_table.hpp) against what an operator reads: --help, the
 // man page, the shipped config and the README's option table list the same options, and --help,
 // the man page and the config show the table's defaults.
 #include "fcgi_host/cli/config.hpp"
-#include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/config/option_table.hpp"
 
 #include <doctest/doctest.h>
 
@@ -155,8 +155,8 @@ TEST_CASE("the README's option table names the table's options") {
 
 TEST_CASE("the defaults of Limits and of the record guard are the table's") {
   fcgi_host::Limits l;
-  CHECK(l.max_body == 8u << 20);
-  CHECK(l.max_params_size == 64u << 10);
+  CHECK(l.request.max_body == 8u << 20);
+  CHECK(l.request.max_params_size == 64u << 10);
   CHECK(l.keepalive_timeout.count() == 75'000);
   fcgi_host::Config c;
   CHECK(c.socket_mode == 0660);

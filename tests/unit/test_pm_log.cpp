@@ -54,3 +54,26 @@ TEST_CASE("log: a file that cannot be opened names the path") {
   }
   CHECK(Log::get().fd() == 2);
 }
+
+// The error log and the access log share this file (log_file.hpp): one rule for a failed reopen.
+TEST_CASE("log file: a reopen that fails keeps writing to the old file") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("pm-logfile-" + std::to_string(getpid()));
+  fs::create_directory(dir);
+  LogFile file;
+  file.open((dir / "a.log").string());
+  int fd = file.fd();
+  // Rotation whose new file cannot be made: the directory itself moved away.
+  fs::path moved = dir.string() + ".moved";
+  fs::rename(dir, moved);
+  std::string why;
+  CHECK_FALSE(file.reopen(why));
+  CHECK(why.find((dir / "a.log").string()) != std::string::npos);
+  CHECK(file.fd() == fd);
+  write_line(file.fd(), "kept\n");
+  file.close();
+  std::string line;
+  std::getline(std::ifstream(moved / "a.log"), line);
+  CHECK(line == "kept");
+  fs::remove_all(moved);
+}

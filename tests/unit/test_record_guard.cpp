@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-using fcgi_host::GuardLimits;
 using fcgi_host::RecordGuard;
+using fcgi_host::RequestLimits;
 using fcgi_host::ServerValues;
 using fcgi_test::RecordType;
 using Verdict = RecordGuard::Verdict;
@@ -33,13 +33,13 @@ std::string simple_request(std::uint16_t id = 1, std::string body = "", std::uin
 
 // Feeds bytes to a guard the way a connection does, and keeps the replies.
 struct Feed {
-  GuardLimits limits;
+  RequestLimits limits;
   ServerValues values{8, 4};
   RecordGuard guard{limits, values};
   std::string buffer;
   std::string replies;
 
-  explicit Feed(GuardLimits l = {}) : limits(l), guard(l, values) {}
+  explicit Feed(RequestLimits l = {}) : limits(l), guard(l, values) {}
   Verdict add(const std::string& bytes) {
     buffer += bytes;
     std::size_t size = buffer.size();
@@ -117,7 +117,7 @@ TEST_CASE("GET_VALUES: each variable answered once, truthfully, padded to 8 byte
 }
 
 TEST_CASE("unknown management types get FCGI_UNKNOWN_TYPE, a flood is cut") {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_management_records = 5;
   Feed f(limits);
   CHECK(f.add(fcgi_test::encode_record(std::uint8_t{42}, 0, "xyz")) == Verdict::NeedMore);
@@ -209,7 +209,7 @@ TEST_CASE("NUL bytes and '=' in params are refused with 400") {
 }
 
 TEST_CASE("params over the size or count limit: 400 before the record is buffered") {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_params_size = 1024;
   limits.max_params = 3;
   Feed big(limits);
@@ -225,7 +225,7 @@ TEST_CASE("params over the size or count limit: 400 before the record is buffere
 }
 
 TEST_CASE("body over --max-body: 413, from CONTENT_LENGTH or from the records") {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_body = 10;
   Feed declared(limits);
   CHECK(declared.add(simple_request(1, std::string(11, 'x'))) == Verdict::Reject);
@@ -259,7 +259,7 @@ TEST_CASE("CONTENT_LENGTH absent, empty or -1: the body is STDIN up to its empty
     CHECK(framing.body_size == 12);
     CHECK_FALSE(framing.length_declared);
     CHECK_FALSE(framing.repeated_params);
-    GuardLimits limits;
+    RequestLimits limits;
     limits.max_body = 11; // still bounded by --max-body, counted from the records
     Feed over(limits);
     CHECK(over.add(request_bytes(1, params, "chunked body")) == Verdict::Reject);
@@ -358,7 +358,7 @@ TEST_CASE("FCGI_ABORT_REQUEST marks the request aborted and is not passed on") {
 }
 
 TEST_CASE("too many records in one request: closed") {
-  GuardLimits limits;
+  RequestLimits limits;
   limits.max_records = 10;
   Feed f(limits);
   std::string begin =

@@ -246,3 +246,17 @@ TEST_CASE("cgi: status line, header lines, and a head parsed back") {
   CHECK(cgi::same_header_name("content-length", "Content-Length"));
   CHECK_FALSE(cgi::same_header_name("Content-Length", "Content-Lengths"));
 }
+
+TEST_CASE("cgi: the head writer adds Content-Length once and keeps CR and LF out of headers") {
+  std::string head;
+  cgi::append_head(head, 201,
+                   {{"X-A", "one\r\nSet-Cookie: forged"}, {"Content-Type", "text/plain"}}, 5);
+  CHECK(head == "Status: 201 Created\r\nX-A: one  Set-Cookie: forged\r\n"
+                "Content-Type: text/plain\r\nContent-Length: 5\r\n\r\n");
+  std::string own;
+  cgi::append_head(own, 200, {{"content-length", "3"}}, 5);
+  CHECK(own == "Status: 200 OK\r\ncontent-length: 3\r\n\r\n");
+  std::string streamed;
+  cgi::append_head(streamed, 404, {}, std::nullopt);
+  CHECK(streamed == "Status: 404 Not Found\r\n\r\n");
+}

@@ -1,0 +1,103 @@
+#include "fcgi_host/cli/settings_from_config.hpp"
+
+#include "process_manager/clock.hpp"
+
+#include <string>
+
+namespace fcgi_host {
+
+namespace {
+
+// The status socket's own backlog: a monitoring poll at a time, never a burst of clients.
+constexpr int kStatusBacklog = 64;
+
+process_manager::PoolMode pool_mode(const std::string& pm) {
+  if (pm == "dynamic") return process_manager::PoolMode::Dynamic;
+  if (pm == "ondemand") return process_manager::PoolMode::OnDemand;
+  return process_manager::PoolMode::Static;
+}
+
+} // namespace
+
+ListenOptions listen_options(const Config& config) {
+  ListenOptions o;
+  o.address = config.listen;
+  o.backlog = config.backlog;
+  o.mode = config.socket_mode;
+  o.owner = config.socket_owner;
+  o.group = config.socket_group;
+  return o;
+}
+
+ListenOptions status_listen_options(const Config& config) {
+  ListenOptions o = listen_options(config);
+  std::string why;
+  parse_listen_address(config.status_listen, o.address, why); // checked by parse_config
+  o.backlog = kStatusBacklog;
+  return o;
+}
+
+Credentials credentials(const Config& config) {
+  return resolve_credentials(config.user, config.group);
+}
+
+ObservabilitySettings observability_settings(const Config& config) {
+  ObservabilitySettings s;
+  s.metrics = config.metrics;
+  s.slow_threshold_ns = process_manager::ns(config.slow_request_threshold);
+  s.status_path = config.status_path;
+  s.ping_path = config.ping_path;
+  s.ping_response = config.ping_response;
+  s.status_allow = ClientFilter(config.status_allow);
+  s.pool_mode = config.pm;
+  if (!config.pool.empty()) s.pool_name = config.pool;
+  return s;
+}
+
+AdmissionSettings admission_settings(const Config& config) {
+  return AdmissionSettings{process_manager::ns(config.max_queue_time)};
+}
+
+process_manager::PoolSettings pool_settings(const Config& config) {
+  process_manager::PoolSettings pool;
+  pool.workers = config.workers;
+  pool.graceful_timeout = config.graceful_timeout;
+  pool.request_timeout = config.request_timeout;
+  pool.slow_stack_after = config.slow_request_threshold;
+  pool.mode = pool_mode(config.pm);
+  pool.min_spare = config.min_spare;
+  pool.max_spare = config.max_spare;
+  pool.max_workers = config.max_workers;
+  pool.idle_timeout = config.idle_timeout;
+  return pool;
+}
+
+WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumbing) {
+  WorkerSettings settings;
+  settings.listen_fd = plumbing.listen_fd;
+  settings.close_listen_fd_on_stop = true;
+  settings.allow_clients = ClientFilter(config.allow_clients);
+  settings.credentials = credentials(config);
+  settings.clear_env = config.clear_env;
+  settings.env = config.env;
+  settings.limits = config.limits;
+  settings.max_requests = config.max_requests;
+  settings.max_requests_jitter = config.max_requests_jitter;
+  settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
+  settings.observe = observability_settings(config);
+  settings.admission = admission_settings(config);
+  settings.max_response_head = config.max_response_head;
+  settings.file_offload.mode =
+      config.send_file_mode == "x-accel-redirect" ? app::FileOffload::Mode::XAccelRedirect
+      : config.send_file_mode == "x-sendfile"     ? app::FileOffload::Mode::XSendfile
+                                                  : app::FileOffload::Mode::Stream;
+  settings.file_offload.prefix = config.x_accel_prefix;
+  settings.output_fd = plumbing.output_fd;
+  settings.handoff = plumbing.handoff;
+  settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
+  settings.server_values.max_conns =
+      static_cast<unsigned>(config.workers * config.limits.max_connections);
+  return settings;
+}
+
+} // namespace fcgi_host

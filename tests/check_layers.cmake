@@ -1,0 +1,47 @@
+# The rooms' floors hold: an include never climbs from a lower room into a higher one
+# (docs/architecture.md, "Rooms"). Each rule: the files it covers, the include they may not have.
+#   cmake -DSOURCE_DIR=<project root> -P check_layers.cmake
+#
+# - Only cli/ knows Config and the command line; every other room takes a narrow settings struct
+#   of its own (cli/settings_from_config.cpp makes them).
+# - The worker's side of process_manager is worker_context.hpp: a worker, a runner and the
+#   spawner never see the Master.
+# - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
+# - The ground room config/ (the option table, the version, the limits) includes no other.
+# - The handler API (app/, not its examples) knows no host.
+set(rules
+    "fcgi_host/(config|protocol|net|observe|worker|runners|testing)/|fcgi_host/run\\.hpp|app/|process_manager/"
+    "#include \"fcgi_host/cli/"
+    "fcgi_host/(worker|runners)/|process_manager/spawner\\."
+    "#include \"process_manager/master\\.hpp\""
+    "fcgi_host/config/"
+    "#include \"(fcgi_host/(cli|protocol|net|observe|worker|runners|testing)|process_manager|app)/"
+    "fcgi_host/observe/"
+    "#include \"fcgi_host/(worker|runners|cli)/"
+    "app/[^/]+$"
+    "#include \"(fcgi_host|process_manager)/")
+file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/fcgi_host/*.hpp"
+     "${SOURCE_DIR}/fcgi_host/*.cpp" "${SOURCE_DIR}/app/*.hpp" "${SOURCE_DIR}/app/*.cpp"
+     "${SOURCE_DIR}/process_manager/*.hpp" "${SOURCE_DIR}/process_manager/*.cpp")
+set(broken "")
+list(LENGTH rules n)
+math(EXPR last "${n} - 1")
+foreach(i RANGE 0 ${last} 2)
+  math(EXPR j "${i} + 1")
+  list(GET rules ${i} covered)
+  list(GET rules ${j} forbidden)
+  foreach(source IN LISTS sources)
+    if(NOT source MATCHES "^(${covered})")
+      continue()
+    endif()
+    file(STRINGS "${SOURCE_DIR}/${source}" lines REGEX "^#include \"")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "${forbidden}")
+        string(APPEND broken "  ${source}: ${line}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(broken)
+  message(FATAL_ERROR "includes that climb into a higher room:\n${broken}")
+endif()

@@ -1,0 +1,21 @@
+# The licence says one thing everywhere: the MIT text and copyright line of LICENSE (the root)
+# are those of cmake/debian/copyright (the Debian package's doc/fcgi-host/copyright).
+#   cmake -DSOURCE_DIR=<project root> -P check_licence.cmake
+file(READ "${SOURCE_DIR}/LICENSE" licence)
+file(READ "${SOURCE_DIR}/cmake/debian/copyright" debian)
+string(REGEX MATCH "Copyright \\(c\\) ([^\n]+)" _ "${licence}")
+set(holder "${CMAKE_MATCH_1}")
+if(NOT debian MATCHES "\nCopyright: ${holder}\n")
+  message(FATAL_ERROR "cmake/debian/copyright does not say 'Copyright: ${holder}' as LICENSE does")
+endif()
+# The Debian form indents the text by one space and writes an empty line as " ."; compare words.
+string(REGEX REPLACE ".*\nLicense: MIT\n" "" debian_text "${debian}")
+string(REGEX REPLACE "\n \\.\n" "\n" debian_text "${debian_text}")
+string(REGEX REPLACE ".*Permission is hereby" "Permission is hereby" licence_text "${licence}")
+string(REGEX REPLACE "[ \n]+" " " debian_text "${debian_text}")
+string(REGEX REPLACE "[ \n]+" " " licence_text "${licence_text}")
+string(STRIP "${debian_text}" debian_text)
+string(STRIP "${licence_text}" licence_text)
+if(NOT debian_text STREQUAL licence_text)
+  message(FATAL_ERROR "the MIT text of cmake/debian/copyright differs from LICENSE")
+endif()

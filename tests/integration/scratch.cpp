@@ -1,0 +1,77 @@
+// What a test borrows from the machine: a temporary directory, a free port, and what /proc
+// says about processes.
+#include "harness.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace it {
+
+using fcgi_test::Error;
+
+// ---- TempDir -----------------------------------------------------------------------------------
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/fcgi-it-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw Error(std::string("mkdtemp: ") + std::strerror(errno));
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+  std::string p = file(name);
+  std::filesystem::create_directories(std::filesystem::path(p).parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out << content;
+  if (!out) throw Error("cannot write " + p);
+  return p;
+}
+
+int free_tcp_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0; // the kernel picks a free one
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw Error(std::string("finding a free port: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// ---- /proc -------------------------------------------------------------------------------------
+
+std::vector<pid_t> child_pids(pid_t parent) {
+  return test_support::running_pids(
+      [parent](const test_support::ProcStat& s) { return s.ppid == parent; });
+}
+
+std::vector<pid_t> pids_in_group(pid_t pgid) {
+  return test_support::running_pids(
+      [pgid](const test_support::ProcStat& s) { return s.pgrp == pgid; });
+}
+
+bool holds_open(pid_t pid, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::directory_iterator fds("/proc/" + std::to_string(pid) + "/fd", ec);
+  for (; !ec && fds != std::filesystem::directory_iterator(); fds.increment(ec)) {
+    std::error_code link_ec;
+    if (std::filesystem::read_symlink(fds->path(), link_ec) == path) return true;
+  }
+  return false;
+}
+
+} // namespace it

@@ -1,0 +1,58 @@
+#pragma once
+// What /proc says about processes: one parser of /proc/PID/stat for every test layer.
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace test_support {
+
+struct ProcStat {
+  char state = '?'; // 'R', 'S', 'Z', ...
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  // Exists and has not exited (a zombie has exited; it still answers kill(pid, 0)).
+  bool running() const { return state != 'Z' && state != 'X'; }
+};
+
+// nullopt when there is no such process.
+inline std::optional<ProcStat> proc_stat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  // The command name is in parentheses and may contain anything: parse after the last ')'.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  ProcStat s;
+  fields >> s.state >> s.ppid >> s.pgrp;
+  if (!fields) return std::nullopt;
+  return s;
+}
+
+inline std::vector<pid_t> all_pids() {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long n = std::strtol(e->d_name, &end, 10);
+    if (n > 0 && end && *end == '\0') out.push_back(static_cast<pid_t>(n));
+  }
+  ::closedir(d);
+  return out;
+}
+
+// The running (non-zombie) processes whose stat fields satisfy `keep`.
+template <class Keep> std::vector<pid_t> running_pids(Keep keep) {
+  std::vector<pid_t> out;
+  for (pid_t p : all_pids())
+    if (auto s = proc_stat(p); s && s->running() && keep(*s)) out.push_back(p);
+  return out;
+}
+
+} // namespace test_support
