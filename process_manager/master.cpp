@@ -477,9 +477,13 @@ void Master::Impl::take_crash_stacks() {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
     std::string stack;
-    if (!taken && crashes.log_due(monotonic_ns())) {
+    // A crash while booting is a boot failure: the master (or the reload) stops with its one
+    // line, so each booting worker gets its stack, whichever line is written; crashes in
+    // requests get one a turn, and only for a line that will be written.
+    const bool booting = s.state == WorkerState::Starting;
+    if (booting || (!taken && crashes.log_due(monotonic_ns()))) {
       stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
-      taken = true;
+      taken = taken || !booting;
     } else {
       stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";
     }
