@@ -8,6 +8,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/master_state.hpp"
 #include "process_manager/reaper.hpp"
+#include "process_manager/reload_grace.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/signals.hpp"
 #include "process_manager/spawner.hpp"
@@ -105,6 +106,8 @@ struct Master::Impl {
   bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
   void abandon_reload(const std::string& why, const std::string& block = {});
+  void begin_reload(Generation next);
+  void go_back(const std::string& why);
   void end_reload();
   bool ready(const Worker& w) const;
   void mark_booted_by_time();
@@ -140,6 +143,10 @@ struct Master::Impl {
   std::uint32_t ready_gen = 0; // the newest generation that was ready (all its workers) once
   std::uint64_t reload_deadline_ns = 0;
   bool reload_queued = false;
+  // --reload-grace: the configuration before the last reload, while its grace lasts.
+  std::optional<Generation> fallback;
+  std::uint32_t fallback_gen = 0;
+  ReloadGrace grace;
 
   SystemdNotifier notifier;
   bool announced_ready = false;   // READY=1 sent (and the upgrade's ready byte written)
@@ -242,15 +249,34 @@ void Master::Impl::on_hup() {
     notifier.notify("READY=1");
     return;
   }
-  if (next->pool.mode == PoolMode::OnDemand) next->pool.workers = 0;
+  begin_reload(std::move(*next));
+  PM_LOG(LogLevel::Notice, "HUP: starting generation " + std::to_string(current_gen) + " (" +
+                               std::to_string(current.pool.workers) + " worker(s))");
+}
+
+// The new generation starts beside the current one, which serves until it is ready.
+void Master::Impl::begin_reload(Generation next) {
+  if (next.pool.mode == PoolMode::OnDemand) next.pool.workers = 0;
   previous = std::move(current);
   previous_gen = current_gen;
-  current = std::move(*next);
+  current = std::move(next);
   current_gen = ++last_gen;
   state = State::Reloading;
   reload_deadline_ns = monotonic_ns() + ns(current.pool.graceful_timeout);
-  PM_LOG(LogLevel::Notice, "HUP: starting generation " + std::to_string(current_gen) + " (" +
-                               std::to_string(current.pool.workers) + " worker(s))");
+}
+
+// --reload-grace: the generation of the last reload keeps crashing; its predecessor's
+// configuration comes back as a new generation (a reload of its own, with its own checks).
+void Master::Impl::go_back(const std::string& why) {
+  std::uint32_t broken = current_gen;
+  grace.stop();
+  Generation back = std::move(*fallback);
+  fallback.reset();
+  begin_reload(std::move(back));
+  PM_LOG(LogLevel::Error, why + ": generation " + std::to_string(broken) +
+                              " is undone (reload-grace); generation " +
+                              std::to_string(current_gen) + " runs generation " +
+                              std::to_string(fallback_gen) + "'s configuration again");
 }
 
 // USR1: reopen logs, here and in every worker.
@@ -466,6 +492,8 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
               block);
+    if (fallback && state == State::Running && grace.on_crash(w.generation, now))
+      go_back(std::to_string(ReloadGrace::kCrashes) + " crashes since the reload");
   }
 }
 
@@ -562,6 +590,9 @@ void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const 
     PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
   } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
     abandon_reload(what, block);
+  } else if (fallback && state == State::Running && grace.watching(w.generation, monotonic_ns())) {
+    PM_LOG(LogLevel::Error, what + block);
+    go_back("a replacement could not boot");
   } else { // respawning would only fail again, in a loop
     PM_LOG(LogLevel::Error, what + "; stopping, the master exits with code " +
                                 std::to_string(exit_code::kFailure) + block);
@@ -594,6 +625,7 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
 
 void Master::Impl::enforce_timeouts() {
   std::uint64_t now = monotonic_ns();
+  if (fallback && grace.over(now)) fallback.reset(); // the reload held: nothing to go back to
   std::size_t killed = 0;
   std::string pids;
   for (Worker& w : table.all()) {
@@ -908,6 +940,11 @@ void Master::Impl::advance_reload() {
     }
   PM_LOG(LogLevel::Notice, "generation " + std::to_string(current_gen) + " ready; retiring " +
                                std::to_string(retired) + " worker(s) of older generations");
+  if (current.pool.reload_grace.count() > 0 && previous) { // kept until the grace is over
+    fallback = std::move(previous);
+    fallback_gen = previous_gen;
+    grace.start(current_gen, monotonic_ns(), current.pool.reload_grace);
+  }
   end_reload();
 }
 

@@ -56,6 +56,9 @@ struct PoolSettings {
   // program that cannot) the master takes it as ready once it has lived this long; a death
   // before that is a boot failure while its generation was never ready (worker_exit.hpp).
   std::chrono::milliseconds boot_window{0};
+  // After a reload: a new generation whose workers crash kGraceCrashes times within this long
+  // is replaced by the previous generation's configuration again (0: off).
+  std::chrono::milliseconds reload_grace{0};
 };
 
 // What one generation runs. On HUP the master asks for a new one; the old one drains.

@@ -314,6 +314,10 @@ void read_pool(const Values& v, Config& c) {
 void read_lifecycle(const Values& v, Config& c) {
   c.graceful_timeout = v.seconds("graceful-timeout", true);
   c.request_timeout = v.seconds("request-timeout", true);
+  v.text("ready-path", c.ready_path);
+  if (v.has("ready-path") && !c.ready_path.starts_with("/"))
+    throw v.error("ready-path", "must start with /");
+  c.reload_grace = v.seconds("reload-grace", true);
   constexpr long long kMax = 1ll << 62;
   c.max_requests = static_cast<unsigned long>(v.integer("max-requests", 0, kMax));
   c.max_requests_jitter = static_cast<unsigned long>(v.integer("max-requests-jitter", 0, kMax));

@@ -45,6 +45,8 @@ struct Config {
   std::chrono::milliseconds handoff_after = default_duration("handoff-after");
   std::chrono::milliseconds graceful_timeout = default_duration("graceful-timeout");
   std::chrono::milliseconds request_timeout = default_duration("request-timeout");
+  std::string ready_path; // the health gate: a worker serves once its handler answered it 2xx
+  std::chrono::milliseconds reload_grace = default_duration("reload-grace");
 
   std::string error_log; // empty: stderr
   std::string log_level{find_option("log-level")->default_text};

@@ -64,6 +64,7 @@ process_manager::PoolSettings pool_settings(const Config& config) {
   pool.graceful_timeout = config.graceful_timeout;
   pool.request_timeout = config.request_timeout;
   pool.slow_stack_after = config.slow_request_threshold;
+  pool.reload_grace = config.reload_grace;
   pool.mode = pool_mode(config.pm);
   pool.min_spare = config.min_spare;
   pool.max_spare = config.max_spare;
@@ -84,6 +85,7 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
   settings.max_requests = config.max_requests;
   settings.max_requests_jitter = config.max_requests_jitter;
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
+  settings.ready_path = config.ready_path;
   settings.observe = observability_settings(config);
   settings.admission = admission_settings(config);
   settings.max_response_head = config.max_response_head;

@@ -92,6 +92,13 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "pools: the most workers all pools may have together, checked against each pool's "
      "ceiling at start and reload (0: no cap; a global option)"},
 
+    {"ready-path", 0, "PATH", "",
+     "a worker serves only once its handler has answered a GET of PATH with 2xx, after "
+     "on_worker_start; one that does not is a boot failure (a start stops, a reload keeps the "
+     "old generation serving)"},
+    {"reload-grace", 0, "SECONDS", "0",
+     "after a reload, a new generation whose workers crash 3 times within this long is "
+     "replaced by the previous configuration again (0: off)"},
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
     {"request-timeout", 0, "SECONDS", "0",

@@ -3,6 +3,7 @@
 
 #include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
+#include "fcgi_host/worker/ready_check.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
@@ -32,6 +33,8 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
   } catch (const std::exception& e) {
     return process_manager::boot_failure(context, e.what()); // the master logs it, once
   }
+  if (std::string why = ready_check(*handler, settings.ready_path); !why.empty())
+    return process_manager::boot_failure(context, why);
   int code;
   {
     Worker worker(context, settings, *handler);

@@ -39,6 +39,9 @@ struct WorkerSettings {
   unsigned long max_requests = 0;
   unsigned long max_requests_jitter = 0;
   long max_rss_kib = 0;
+  // The health gate (--ready-path): empty, or a path the handler must answer 2xx before the
+  // worker serves (worker/ready_check.hpp).
+  std::string ready_path;
   // A response head larger than this is answered 500 (--max-response-head).
   std::size_t max_response_head = default_size("max-response-head");
   app::FileOffload file_offload; // how Response::send_file() answers
