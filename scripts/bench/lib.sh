@@ -1,4 +1,4 @@
-# Shell helpers shared by scripts/bench.sh and scripts/bench-workloads.sh (sourced, not run).
+# Shell helpers shared by the scripts/bench*.sh benchmarks (sourced, not run).
 # Processes are only ever looked up by pid: other runs on the same machine start the same
 # programs, so nothing here matches processes by name.
 
@@ -33,4 +33,112 @@ nginx_temp_paths() {
   for k in client_body proxy fastcgi uwsgi scgi; do
     printf '    %s_temp_path %s/%s;\n' "$k" "$1" "$k"
   done
+}
+
+# ---- Used by the benchmark scripts with these globals: PIDS (the pids started and not yet
+# stopped), T (the run's temp dir, with bin/ and log/), REPO, BUILD_DIR, REBUILD, SMOKE, and
+# their note/die functions.
+
+forget() { # drop pids from PIDS
+  local p q keep=()
+  for q in "${PIDS[@]}"; do
+    for p in "$@"; do [[ $q == "$p" ]] && continue 2; done
+    keep+=("$q")
+  done
+  PIDS=("${keep[@]}")
+}
+
+# stop_pids GRACE_TENTHS PID...: SIGTERM, up to GRACE_TENTHS/10 s of grace,
+# then SIGKILL. Returns 1 if something needed the SIGKILL.
+stop_pids() {
+  local tenths=$1 p i left killed=0
+  shift
+  [[ $# -gt 0 ]] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < tenths; i++)); do
+    left=0
+    for p in "$@"; do alive "$p" && left=1; done
+    ((left)) || break
+    sleep 0.1
+  done
+  for p in "$@"; do
+    if alive "$p"; then kill -KILL "$p" 2>/dev/null || true; killed=1; fi
+  done
+  for p in "$@"; do wait "$p" 2>/dev/null || true; done # reaps our own children
+  forget "$@"
+  return $((killed == 0 ? 0 : 1))
+}
+
+# wait_listening ADDR: ADDR is unix:/path or 127.0.0.1:PORT. Bounded: 10 s.
+wait_listening() {
+  local addr=$1 i
+  for ((i = 0; i < 200; i++)); do
+    if [[ $addr == unix:* ]]; then
+      ss -Hlx | grep -qF " ${addr#unix:} " && return 0
+    else
+      [[ -n $(ss -Hltn "sport = :${addr##*:}") ]] && return 0
+    fi
+    sleep 0.05
+  done
+  return 1
+}
+
+build_host() {
+  local cache="$BUILD_DIR/CMakeCache.txt" type
+  if [[ -f $cache ]]; then
+    type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$cache")
+    # A Debug or sanitizer build would make every ratio meaningless; rather
+    # than reconfigure someone's build directory, use a private one. A smoke
+    # run measures nothing, so it takes any build.
+    if ((!SMOKE)) && { [[ $type != Release ]] || grep -q '^FCGI_HOST_SANITIZE:BOOL=ON' "$cache"; }; then
+      note "$BUILD_DIR is a '$type' build (or sanitized); using $REPO/build-bench (Release) instead"
+      BUILD_DIR="$REPO/build-bench"
+      cache="$BUILD_DIR/CMakeCache.txt"
+    fi
+  fi
+  HOST_BUILT="$BUILD_DIR/fcgi_host/fcgi-host"
+  if [[ ! -x $HOST_BUILT || $REBUILD -eq 1 ]]; then
+    if [[ ! -f $cache ]]; then
+      note "configuring $BUILD_DIR (Release)"
+      cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF >"$T/log/build.log" 2>&1 ||
+        { tail -20 "$T/log/build.log" >&2; die "cmake configure failed"; }
+    fi
+    note "building fcgi-host in $BUILD_DIR"
+    cmake --build "$BUILD_DIR" -j"$(nproc)" --target fcgi-host >>"$T/log/build.log" 2>&1 ||
+      { tail -30 "$T/log/build.log" >&2; die "building fcgi-host failed"; }
+  fi
+  # Others rebuild in the same tree: a private copy keeps the binary fixed for
+  # the whole run.
+  cp "$HOST_BUILT" "$T/bin/fcgi-host"
+  HOST_BIN="$T/bin/fcgi-host"
+}
+
+# Copies a C fixture of scripts/bench into the run's bin dir: the CMake target
+# (add_subdirectory(scripts/bench)) if it is newer than its source, else a
+# direct cc -O2 build, the same program with the flags that matter.
+# Usage: build_fixture NAME SOURCE [cc flags...]; prints the binary's path.
+build_fixture() {
+  local name=$1 src="$REPO/scripts/bench/$2" built="$BUILD_DIR/scripts/bench/$1"
+  shift 2
+  if [[ -x $built && $built -nt $src ]]; then
+    cp "$built" "$T/bin/$name"
+  else
+    cc -O2 -o "$T/bin/$name" "$src" "$@" || die "compiling $src failed"
+  fi
+  echo "$T/bin/$name"
+}
+
+# On exit: stops everything started (a master's workers too, should it need SIGKILL) and removes
+# the temp dir unless KEEP_TMP=1.
+cleanup() {
+  trap - EXIT INT TERM
+  local orphans=() p q
+  # The workers of a master we started, looked up now by pid: if a master
+  # needs SIGKILL, its workers must not outlive it.
+  for p in "${PIDS[@]}"; do
+    for q in $(children_of "$p"); do orphans+=("$q"); done
+  done
+  if ((${#PIDS[@]})); then stop_pids 30 "${PIDS[@]}" || true; fi
+  for p in "${orphans[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
+  if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
 }
