@@ -20,9 +20,9 @@ bool names_header(std::string_view var, std::string_view name) {
 } // namespace
 
 void Request::clear() {
-  storage_.clear();
+  if (!owned_.empty()) owned_.clear();
   entries_.clear();
-  method_ = uri_ = path_ = query_ = Span{};
+  method_ = uri_ = path_ = query_ = {};
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
@@ -37,36 +37,28 @@ void Request::clear() {
 
 bool Request::release_large_buffers(std::size_t above) {
   bool released = body_.release(above);
-  for (std::string* s : {&storage_, &loaded_body_}) {
-    if (s->capacity() < above) continue;
-    std::string().swap(*s);
+  if (loaded_body_.capacity() >= above) {
+    std::string().swap(loaded_body_);
     released = true;
   }
   return released;
 }
 
-Request::Span Request::store(std::string_view text) {
-  Span s{storage_.size(), text.size()};
-  storage_.append(text);
-  return s;
-}
-
 void Request::add_param(std::string_view name, std::string_view value) {
-  Entry e;
-  e.name = store(name);
-  e.value = store(value);
-  entries_.push_back(e);
+  const std::string& n = owned_.emplace_back(name);
+  const std::string& v = owned_.emplace_back(value);
+  entries_.push_back({n, v});
 }
 
-const Request::Entry* Request::find(std::string_view name) const {
+const Request::Param* Request::find(std::string_view name) const {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-    if (view(it->name) == name) return &*it;
+    if (it->name == name) return &*it;
   return nullptr;
 }
 
 std::string_view Request::param(std::string_view name) const {
-  const Entry* e = find(name);
-  return e ? view(e->value) : std::string_view{};
+  const Param* e = find(name);
+  return e ? e->value : std::string_view{};
 }
 
 bool Request::has_param(std::string_view name) const {
@@ -74,40 +66,34 @@ bool Request::has_param(std::string_view name) const {
 }
 
 Request::Param Request::param_at(std::size_t i) const {
-  return {view(entries_[i].name), view(entries_[i].value)};
+  return entries_[i];
 }
 
 void Request::finish_params() {
-  auto span_of = [this](std::string_view name) {
-    const Entry* e = find(name);
-    return e ? e->value : Span{};
-  };
-  method_ = span_of("REQUEST_METHOD");
-  query_ = span_of("QUERY_STRING");
-  uri_ = span_of("REQUEST_URI");
-  if (uri_.size == 0) uri_ = span_of("SCRIPT_NAME"); // CGI servers without REQUEST_URI
-  path_ = uri_;
-  std::string_view u = view(uri_);
-  if (auto q = u.find('?'); q != std::string_view::npos) path_.size = q;
+  method_ = param("REQUEST_METHOD");
+  query_ = param("QUERY_STRING");
+  uri_ = param("REQUEST_URI");
+  if (uri_.empty()) uri_ = param("SCRIPT_NAME"); // CGI servers without REQUEST_URI
+  path_ = uri_.substr(0, uri_.find('?'));
 }
 
 std::string_view Request::header(std::string_view name) const {
   if (names_header("CONTENT_TYPE", name) || names_header("CONTENT_LENGTH", name))
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-      if (names_header(view(it->name), name)) return view(it->value);
+      if (names_header(it->name, name)) return it->value;
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    std::string_view var = view(it->name);
+    std::string_view var = it->name;
     if (var.size() > 5 && var.substr(0, 5) == "HTTP_" && names_header(var.substr(5), name))
-      return view(it->value);
+      return it->value;
   }
   return {};
 }
 
 void Request::for_each_header(
     const std::function<void(std::string_view, std::string_view)>& fn) const {
-  for (const Entry& e : entries_) {
-    std::string_view var = view(e.name);
-    if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, view(e.value));
+  for (const Param& e : entries_) {
+    std::string_view var = e.name;
+    if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, e.value);
   }
 }
 

@@ -272,7 +272,10 @@ touch -d '1 hour ago' "$T/php/ok.php" # opcache caches only files older than 2 s
 callgrind_ir() { # CONTENDER REQUESTS_SECONDS -> "requests instructions" of the worker(s)
   local ct=$1 out line n ir=0 f
   rm -f "$T"/cg/*
-  VALGRIND=(valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$T/cg/%p.out")
+  # A full path (spawn-fcgi execs without a PATH search), and a log file of its own (spawn-fcgi
+  # leaves its children without a usable stderr).
+  VALGRIND=("$(command -v valgrind)" --tool=callgrind --trace-children=yes --log-file="$T/cg/%p.log"
+    --callgrind-out-file="$T/cg/%p.out")
   CT=$ct
   start_contender "$ct" 1
   load 1 1 keep "$ct" >/dev/null # valgrind's translation of the hot path

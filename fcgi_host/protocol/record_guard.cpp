@@ -32,6 +32,12 @@ void RecordGuard::consume_request() {
   close_reason_.clear();
 }
 
+void RecordGuard::reset() {
+  consume_request();
+  aborted_id_ = 0;
+  refused_ids_.clear();
+}
+
 RecordGuard::Verdict RecordGuard::management_record(std::uint8_t type, const char* content,
                                                     std::size_t length, std::string& replies) {
   if (++management_records_ > limits_.max_management_records)

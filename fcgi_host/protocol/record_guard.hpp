@@ -58,6 +58,8 @@ public:
   // After RequestReady: the request is served; its bytes are dropped by the caller, which shifts
   // the buffer by request_end(). Resets the state for the next request on a kept connection.
   void consume_request();
+  // As new, for another connection (the vectors keep their capacity).
+  void reset();
 
   std::size_t request_begin() const { return request_begin_; }
   std::size_t request_end() const { return pos_; }

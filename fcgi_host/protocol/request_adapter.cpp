@@ -23,33 +23,24 @@ void put_header_text(FCGX_Stream* out, std::string_view text) {
 
 } // namespace
 
-bool copy_request(FCGX_Request& from, std::size_t body_size, app::Request& request) {
+bool fill_request(const DecodedRequest& from, app::Request& request) {
   request.clear();
-  for (char** p = from.envp; p && *p; ++p) {
-    // libfcgi stores "NAME=VALUE"; the record guard refused names holding '='.
-    const char* eq = std::strchr(*p, '=');
-    if (!eq) continue;
-    request.add_param(std::string_view(*p, static_cast<std::size_t>(eq - *p)), eq + 1);
-  }
+  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+  request.add_param_view("FCGI_ROLE", "RESPONDER");
+  for (const records::NameValue& p : from.params)
+    request.add_param_view(p.name, p.value);
   request.finish_params();
-  // Bodies above the request's spill threshold go to a temporary file as they are read.
+  // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
-  char chunk[16 * 1024];
-  std::size_t got = 0;
   try {
-    request.expect_body(body_size);
-    while (got < body_size) {
-      int n =
-          FCGX_GetStr(chunk, static_cast<int>(std::min(body_size - got, sizeof chunk)), from.in);
-      if (n <= 0) break;
-      request.append_body(chunk, static_cast<std::size_t>(n));
-      got += static_cast<std::size_t>(n);
-    }
+    request.expect_body(from.body_size);
+    for (std::string_view chunk : from.body)
+      request.append_body(chunk.data(), chunk.size());
     request.finish_body();
   } catch (const std::exception&) {
     return false;
   }
-  return got == body_size;
+  return true;
 }
 
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
@@ -80,7 +71,7 @@ void write_head(const app::Response& response, bool add_content_length, FCGX_Str
 
 bool StreamSink::send_body(std::string_view chunk) {
   put(out_, chunk);
-  return FCGX_GetError(out_) == 0;
+  return FCGX_GetError(out_) == 0 && !(failed_ && *failed_);
 }
 
 void write_response(const app::Response& response, FCGX_Stream* out) {

@@ -61,6 +61,9 @@ constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the li
 // it is closed, and how long requests arriving on kept connections are still served.
 constexpr std::uint64_t kStopIdleNs = 100'000'000;
 constexpr std::uint64_t kStopServeNs = 3'000'000'000;
+// Closed connections kept for reuse, and the largest buffers one may keep.
+constexpr std::size_t kSpareConnections = 16;
+constexpr std::size_t kSpareBufferBytes = 64 * 1024;
 // The budget of buffered bytes is looked at only once a connection holds this much.
 constexpr std::size_t kBudgetCheckAbove = 64 * 1024;
 
@@ -236,7 +239,14 @@ void Worker::watch_channel(bool on) {
 Connection& Worker::add_connection(int fd, std::uint64_t now) {
   if (open_ >= settings_.limits.max_connections) make_room(now);
   if (static_cast<std::size_t>(fd) >= connections_.size()) connections_.resize(fd + 64);
-  connections_[fd] = std::make_unique<Connection>(fd, guard_limits_, settings_.server_values, now);
+  if (spare_connections_.empty()) {
+    connections_[fd] =
+        std::make_unique<Connection>(fd, guard_limits_, settings_.server_values, now);
+  } else {
+    connections_[fd] = std::move(spare_connections_.back());
+    spare_connections_.pop_back();
+    connections_[fd]->reuse(fd, now);
+  }
   ++open_;
   publish_connections();
   return *connections_[fd];
@@ -459,7 +469,13 @@ void Worker::close_connection(Connection& c, const std::string& why) {
 // Drops the connection from the table (its fd is closed or handed off). `c` is gone after.
 void Worker::forget_connection(Connection& c) {
   int fd = c.fd;
-  connections_[fd].reset();
+  if (spare_connections_.size() < kSpareConnections && c.in.capacity() <= kSpareBufferBytes &&
+      c.backlog.capacity() <= kSpareBufferBytes) {
+    if (spare_connections_.capacity() == 0) spare_connections_.reserve(kSpareConnections);
+    spare_connections_.push_back(std::move(connections_[fd]));
+  } else {
+    connections_[fd].reset();
+  }
   --open_;
   publish_connections();
 }

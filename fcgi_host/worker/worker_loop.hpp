@@ -105,6 +105,9 @@ private:
   const char* recycle_reason_ = nullptr; // set after a request; acted on at the top of run()
 
   std::vector<std::unique_ptr<Connection>> connections_; // indexed by fd
+  // Closed connections kept for the next ones, buffers and all: a connection per request
+  // (nginx's default) then allocates nothing.
+  std::vector<std::unique_ptr<Connection>> spare_connections_;
   std::size_t open_ = 0;
   std::size_t buffered_ = 0;  // bytes held in connections' input buffers and backlogs
   std::string handoff_bytes_; // scratch for a received connection's bytes
