@@ -70,10 +70,22 @@ Request::Param Request::param_at(std::size_t i) const {
 }
 
 void Request::finish_params() {
-  method_ = param("REQUEST_METHOD");
-  query_ = param("QUERY_STRING");
-  uri_ = param("REQUEST_URI");
-  if (uri_.empty()) uri_ = param("SCRIPT_NAME"); // CGI servers without REQUEST_URI
+  // One pass from the end (the last of a repeated name wins, as in param()).
+  bool method = false, query = false, uri = false, script = false;
+  std::string_view script_name;
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    std::string_view n = it->name;
+    if (n.size() == 14 && !method && n == "REQUEST_METHOD") {
+      method_ = it->value, method = true;
+    } else if (n.size() == 12 && !query && n == "QUERY_STRING") {
+      query_ = it->value, query = true;
+    } else if (n.size() == 11 && !uri && n == "REQUEST_URI") {
+      uri_ = it->value, uri = true;
+    } else if (n.size() == 11 && !script && n == "SCRIPT_NAME") {
+      script_name = it->value, script = true;
+    }
+  }
+  if (uri_.empty()) uri_ = script_name; // CGI servers without REQUEST_URI
   path_ = uri_.substr(0, uri_.find('?'));
 }
 

@@ -246,12 +246,13 @@ stop_contender() {
   CT_ROOTS=()
 }
 
-# load C SECONDS MODE CONTENDER -> the generator's line
+# load C SECONDS MODE CONTENDER [REQUESTS] -> the generator's line
 load() {
-  local k=() f=(-p /)
+  local k=() f=(-p /) n=()
   [[ $3 == keep ]] && k=(-k)
   [[ $4 == php-fpm ]] && f=(-p /ok.php -f "$T/php/ok.php")
-  taskset -c "$GEN_CPU" "$LOAD_BIN" "unix:$SOCK" -c "$1" -d "$2" "${k[@]}" "${f[@]}"
+  [[ -n ${5:-} ]] && n=(-n "$5")
+  taskset -c "$GEN_CPU" "$LOAD_BIN" "unix:$SOCK" -c "$1" -d "$2" "${n[@]}" "${k[@]}" "${f[@]}"
 }
 field() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
@@ -268,9 +269,10 @@ touch -d '1 hour ago' "$T/php/ok.php" # opcache caches only files older than 2 s
 
 # -------------------------------------------------------------- callgrind --
 # Instructions per request in the worker: callgrind counts a server that served N requests and
-# one that served 3N; the difference over 2N leaves out start-up and shutdown.
-callgrind_ir() { # CONTENDER REQUESTS_SECONDS -> "requests instructions" of the worker(s)
-  local ct=$1 out line n ir=0 f
+# one that served 4N; the difference over 3N leaves out start-up and shutdown.
+WORKER_PROFILE=""
+callgrind_ir() { # CONTENDER REQUESTS -> "requests instructions" of the busiest process
+  local ct=$1 line n ir=0 f v best=""
   rm -f "$T"/cg/*
   # A full path (spawn-fcgi execs without a PATH search), and a log file of its own (spawn-fcgi
   # leaves its children without a usable stderr).
@@ -278,17 +280,18 @@ callgrind_ir() { # CONTENDER REQUESTS_SECONDS -> "requests instructions" of the 
     --callgrind-out-file="$T/cg/%p.out")
   CT=$ct
   start_contender "$ct" 1
-  load 1 1 keep "$ct" >/dev/null # valgrind's translation of the hot path
-  line=$(load 1 "$2" keep "$ct")
+  load 1 60 keep "$ct" 200 >/dev/null # valgrind translates the hot path; buffers grow
+  line=$(load 1 600 keep "$ct" "$2")
   n=$(field requests "$line")
   stop_contender
   VALGRIND=()
   for f in "$T"/cg/*.out; do
     # The worker is the process that served: the one with the most instructions.
     v=$(sed -n 's/^summary: \([0-9]*\).*/\1/p; s/^totals: \([0-9]*\).*/\1/p' "$f" | head -1)
-    ((v > ir)) && ir=$v
+    if ((v > ir)); then ir=$v best=$f; fi
   done
-  echo "$n $ir"
+  [[ -n $best ]] && cp "$best" "$T/$ct.callgrind"
+  echo "$((n + 200)) $ir"
 }
 if ((CALLGRIND)); then
   echo "# Instructions per request (callgrind, W=1, keep-conn, C=1), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -296,11 +299,19 @@ if ((CALLGRIND)); then
   echo "| contender | instructions / request |"
   echo "|---|---:|"
   for ct in $CONTENDERS; do
-    read -r n1 i1 < <(callgrind_ir "$ct" 2)
-    read -r n2 i2 < <(callgrind_ir "$ct" 6)
+    read -r n1 i1 < <(callgrind_ir "$ct" 1000)
+    read -r n2 i2 < <(callgrind_ir "$ct" 4000)
     ((n2 > n1)) || die "$ct: the longer callgrind run served no more requests ($n1, $n2)"
     echo "| $ct | $(((i2 - i1) / (n2 - n1))) |"
   done
+  if has_ct fcgi-host && [[ -f $T/fcgi-host.callgrind ]] && have callgrind_annotate; then
+    echo
+    echo "fcgi-host's worker, the top functions of the longer run (inclusive of nothing: self cost):"
+    echo
+    echo '```'
+    callgrind_annotate "$T/fcgi-host.callgrind" 2>/dev/null | sed -n '/^Ir/,$p' | head -22
+    echo '```'
+  fi
   exit 0
 fi
 

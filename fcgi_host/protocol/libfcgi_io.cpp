@@ -111,7 +111,10 @@ int OS_Write(int fd, char* buf, size_t len) {
       buf[at + 3] = static_cast<char>(s->request_id & 0xff);
     }
   }
-  fcgi_host::libfcgi_io::write_to_client(*s, buf, len);
+  if (s->gather)
+    s->gather->append(buf, len);
+  else
+    fcgi_host::libfcgi_io::write_to_client(*s, buf, len);
   return static_cast<int>(len); // a failure stays in the Source (see libfcgi_io.hpp)
 }
 

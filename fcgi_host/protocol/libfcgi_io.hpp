@@ -41,6 +41,8 @@ struct Source {
   std::size_t pos = 0;
   std::uint64_t write_deadline_ns = 0; // CLOCK_MONOTONIC
   std::string* backlog = nullptr;      // where unsent bytes go; nullptr: wait for the socket
+  std::string* gather = nullptr;       // set: OS_Write appends here instead of writing (the codec
+                                       // sends it with the end of the request: one write)
   bool closed_by_libfcgi = false;      // libfcgi asked to close (no FCGI_KEEP_CONN, or an error)
   bool write_failed = false;           // the client went away, or the deadline passed
 };

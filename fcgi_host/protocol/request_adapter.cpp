@@ -11,12 +11,13 @@ void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
 }
 
-void put_header_text(FCGX_Stream* out, std::string_view text) {
+// CR and LF become spaces: a handler bug must not split headers.
+void append_header_text(std::string& out, std::string_view text) {
   while (!text.empty()) {
     std::size_t bad = text.find_first_of("\r\n");
-    put(out, text.substr(0, bad));
+    out.append(text.substr(0, bad));
     if (bad == std::string_view::npos) return;
-    put(out, " ");
+    out.push_back(' ');
     text.remove_prefix(bad + 1);
   }
 }
@@ -44,29 +45,34 @@ bool fill_request(const DecodedRequest& from, app::Request& request) {
 }
 
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
+  // Composed in a buffer each thread reuses, then handed to libfcgi at once: one FCGX_PutStr
+  // rather than one per piece (it was a tenth of a hello request's instructions).
+  thread_local std::string head;
+  head.clear();
   char number[24];
   auto status = std::to_chars(number, number + sizeof number, response.status);
-  put(out, "Status: ");
-  put(out, std::string_view(number, static_cast<std::size_t>(status.ptr - number)));
-  put(out, " ");
-  put(out, app::reason_phrase(response.status));
-  put(out, "\r\n");
+  head.append("Status: ");
+  head.append(number, status.ptr);
+  head.push_back(' ');
+  head.append(app::reason_phrase(response.status));
+  head.append("\r\n");
   bool has_length = false;
   for (const auto& [name, value] : response.headers) {
-    put_header_text(out, name);
-    put(out, ": ");
-    put_header_text(out, value);
-    put(out, "\r\n");
+    append_header_text(head, name);
+    head.append(": ");
+    append_header_text(head, value);
+    head.append("\r\n");
     if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
       has_length = true;
   }
   if (add_content_length && !has_length) {
     auto length = std::to_chars(number, number + sizeof number, response.body.size());
-    put(out, "Content-Length: ");
-    put(out, std::string_view(number, static_cast<std::size_t>(length.ptr - number)));
-    put(out, "\r\n");
+    head.append("Content-Length: ");
+    head.append(number, length.ptr);
+    head.append("\r\n");
   }
-  put(out, "\r\n");
+  head.append("\r\n");
+  put(out, head);
 }
 
 bool StreamSink::send_body(std::string_view chunk) {

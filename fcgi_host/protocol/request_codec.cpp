@@ -121,8 +121,11 @@ void RequestCodec::send(const app::Response& response, std::string* backlog) {
 
 RequestCodec::Ending RequestCodec::finish() {
   State& s = *state_;
-  FCGX_FFlush(s.writer.stream); // the last STDOUT record libfcgi holds
+  // The last STDOUT record libfcgi holds and the end of the request, in one write.
   s.ending.clear();
+  s.source.gather = &s.ending;
+  FCGX_FFlush(s.writer.stream);
+  s.source.gather = nullptr;
   records::append_header(s.ending, records::Type::Stdout, s.decoded.id, 0);
   records::append_end_request(s.ending, s.decoded.id, 0, records::ProtocolStatus::RequestComplete);
   libfcgi_io::write_to_client(s.source, s.ending.data(), s.ending.size());

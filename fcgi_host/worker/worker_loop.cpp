@@ -34,6 +34,7 @@
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -239,6 +240,7 @@ void Worker::watch_channel(bool on) {
 Connection& Worker::add_connection(int fd, std::uint64_t now) {
   if (open_ >= settings_.limits.max_connections) make_room(now);
   if (static_cast<std::size_t>(fd) >= connections_.size()) connections_.resize(fd + 64);
+  scan_end_ = std::max(scan_end_, static_cast<std::size_t>(fd) + 1);
   if (spare_connections_.empty()) {
     connections_[fd] =
         std::make_unique<Connection>(fd, guard_limits_, settings_.server_values, now);
@@ -518,7 +520,8 @@ void Worker::make_room(std::uint64_t now) {
 int Worker::next_timeout_ms() {
   std::uint64_t earliest = 0;
   bool partial = false, kept = false;
-  for (auto& c : connections_) {
+  for (std::size_t i = 0; i < scan_end_; ++i) {
+    const Connection* c = connections_[i].get();
     if (!c || !c->in_epoll) continue;
     if (earliest == 0 || c->deadline_ns < earliest) earliest = c->deadline_ns;
     partial |= c->phase == Connection::Phase::Reading && c->head_deadline_ns != 0;
@@ -542,7 +545,8 @@ int Worker::next_timeout_ms() {
 
 void Worker::expire_deadlines() {
   std::uint64_t now = process_manager::monotonic_ns();
-  for (auto& slot : connections_) {
+  for (std::size_t i = 0; i < scan_end_; ++i) {
+    Connection* slot = connections_[i].get();
     if (!slot || !slot->in_epoll || slot->deadline_ns > now) continue;
     Connection& c = *slot;
     switch (c.phase) {

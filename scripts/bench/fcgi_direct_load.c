@@ -2,10 +2,11 @@
  * The load generator of scripts/bench-direct.sh: a FastCGI client that stands where nginx would,
  * so that a benchmark sees the FastCGI server's own cost and not the web server's.
  *
- *   fcgi-direct-load ADDR [-c CONNS] [-d SECONDS] [-k] [-p PATH] [-f SCRIPT_FILENAME]
+ *   fcgi-direct-load ADDR [-c CONNS] [-d SECONDS] [-n REQUESTS] [-k] [-p PATH] [-f FILE]
  *     ADDR   unix:/path/to.sock or 127.0.0.1:PORT
  *     -c     connections, each with one request in flight (closed loop; default 1)
  *     -d     seconds to run (default 2)
+ *     -n     stop after this many requests instead (at most -d seconds all the same)
  *     -k     FCGI_KEEP_CONN: every connection serves request after request (nginx
  *            `fastcgi_keep_conn on`); without it each request has a connection of its own,
  *            closed by the server after its response (nginx's default)
@@ -59,7 +60,7 @@ static struct sockaddr_storage address;
 static socklen_t address_len;
 static int keep_conn, epoll_fd;
 static uint64_t latency_hist[HIST_US + 1]; /* 1 µs buckets; the last one holds the rest */
-static uint64_t done, errors, max_ns;
+static uint64_t done, errors, max_ns, limit;
 
 static uint64_t now_ns(void) {
   struct timespec t;
@@ -206,6 +207,7 @@ static void finish_request(struct client* c, int failed) {
     if (took > max_ns) max_ns = took;
     if (!keep_conn) disconnect(c); /* the server closes; so does nginx, at once */
   }
+  if (limit && done + errors >= limit) return disconnect(c); /* -n reached: this one rests */
   start_request(c); /* closed loop: the next request at once */
 }
 
@@ -259,17 +261,21 @@ int main(int argc, char** argv) {
   double seconds = 2;
   const char *path = "/", *script = "";
   if (argc < 2 || parse_address(argv[1]) != 0) {
-    fprintf(stderr, "usage: %s unix:/path|127.0.0.1:PORT [-c N] [-d S] [-k] [-p PATH] [-f FILE]\n",
+    fprintf(stderr,
+            "usage: %s unix:/path|127.0.0.1:PORT [-c N] [-d S] [-n N] [-k] [-p PATH] [-f FILE]\n",
             argv[0]);
     return 2;
   }
-  for (int opt; (opt = getopt(argc - 1, argv + 1, "c:d:kp:f:")) != -1;) {
+  for (int opt; (opt = getopt(argc - 1, argv + 1, "c:d:n:kp:f:")) != -1;) {
     switch (opt) {
     case 'c':
       conns = atoi(optarg);
       break;
     case 'd':
       seconds = atof(optarg);
+      break;
+    case 'n':
+      limit = strtoull(optarg, NULL, 10);
       break;
     case 'k':
       keep_conn = 1;
@@ -296,7 +302,7 @@ int main(int argc, char** argv) {
   }
   const uint64_t begin = now_ns(), end = begin + (uint64_t)(seconds * 1e9);
   struct epoll_event events[MAX_CONNS];
-  for (uint64_t now = begin; now < end; now = now_ns()) {
+  for (uint64_t now = begin; now < end && !(limit && done + errors >= limit); now = now_ns()) {
     int n = epoll_wait(epoll_fd, events, MAX_CONNS, 100);
     for (int i = 0; i < n; ++i) {
       on_event(events[i].data.ptr, events[i].events);
