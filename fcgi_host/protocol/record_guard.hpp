@@ -1,6 +1,7 @@
 #pragma once
 // The host's side of the FastCGI boundary: every byte a client sends is framed and checked here
-// before libfcgi reads it, because libfcgi 2.4.2 (the version Debian ships) aborts or leaks on
+// before it is decoded (request_decoder.hpp; libfcgi, the reference decoder, must take whatever
+// the guard lets through), because libfcgi 2.4.2 (the version Debian ships) aborts or leaks on
 // hostile input:
 //   - FCGI_GET_VALUES naming one variable several times overflows a fixed reply buffer (stack
 //     smashing, SIGABRT), and with zero padding it never answers: the guard answers GET_VALUES
@@ -41,7 +42,7 @@ class RecordGuard {
 public:
   enum class Verdict {
     NeedMore,     // everything so far is valid; read more
-    RequestReady, // [request_begin(), request_end()) holds one whole request for libfcgi
+    RequestReady, // [request_begin(), request_end()) holds one whole request for the decoder
     Reject,       // answer error_status() to request_id() (the host sends a short error page),
                   // then close the connection
     Close,        // protocol violation: close the connection, log close_reason()

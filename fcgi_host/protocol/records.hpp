@@ -3,8 +3,8 @@
 // name, the 8-byte header, name-value pairs, the encoders of every record the host, its clients
 // and its tests send, and a reader that frames a byte stream into records. Everyone who writes or
 // reads records uses these (the record guard, the worker's own answers, the master's status
-// server, the status/ping client commands, the test client, the fuzz corpus); libfcgi still
-// decodes the requests it is handed and encodes the handlers' responses.
+// server, the status/ping client commands, the test client, the fuzz corpus, the request
+// decoder); libfcgi encodes the handlers' responses and is the reference decoder of requests.
 //
 // Plain C++ over bytes: no sockets, no libfcgi. Installed with the test client, which speaks it.
 #include <array>
