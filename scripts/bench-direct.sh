@@ -81,8 +81,6 @@ WARMUP=0.3 # seconds of load before each measured run, unrecorded
 
 die() { echo "bench-direct.sh: $*" >&2; exit 1; }
 note() { echo "bench-direct.sh: $*" >&2; }
-need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
-
 while [[ $# -gt 0 ]]; do
   case $1 in
     --passes) need_arg "$@"; PASSES=$2; shift 2 ;;
@@ -137,14 +135,7 @@ pkg-config --exists fcgi 2>/dev/null || missing+=(libfcgi-dev)
 ((CALLGRIND)) && ! have valgrind && missing+=(valgrind)
 has_ct php-fpm && ((!CALLGRIND)) && [[ ! -x $PHP_FPM ]] && optional+=(php8.2-fpm)
 [[ -n $CHART ]] && ! have gnuplot && optional+=(gnuplot-nox)
-if ((${#missing[@]} + ${#optional[@]})); then
-  if ((INSTALL)); then
-    note "installing: ${missing[*]} ${optional[*]}"
-    apt-get install -y "${missing[@]}" "${optional[@]}" >&2
-  elif ((${#missing[@]})); then
-    die "missing Debian packages: ${missing[*]} (run with --install)"
-  fi
-fi
+install_packages
 if has_ct php-fpm && { ((CALLGRIND)) || [[ ! -x $PHP_FPM ]]; }; then
   ((CALLGRIND)) || note "php-fpm 8.2 is not installed (--install): skipping it"
   CONTENDERS=$(echo " $CONTENDERS " | sed 's/ php-fpm / /; s/^ *//; s/ *$//')

@@ -105,8 +105,6 @@ SMOKE=0
 die() { echo "bench.sh: $*" >&2; exit 1; }
 note() { echo "bench.sh: $*" >&2; }
 
-need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
-
 while [[ $# -gt 0 ]]; do
   case $1 in
     --passes) need_arg "$@"; PASSES=$2; shift 2 ;;
@@ -182,14 +180,7 @@ has_ct php-fpm && [[ ! -x $PHP_FPM ]] && optional+=(php8.2-fpm)
 has_ct plack && ! have_plack && optional+=(libplack-perl libfcgi-perl libfcgi-procmanager-perl)
 [[ -n $CHART ]] && ! have gnuplot && optional+=(gnuplot-nox)
 
-if ((${#missing[@]} + ${#optional[@]})); then
-  if ((INSTALL)); then
-    note "installing: ${missing[*]} ${optional[*]}"
-    apt-get install -y "${missing[@]}" "${optional[@]}" >&2
-  elif ((${#missing[@]})); then
-    die "missing Debian packages: ${missing[*]} (run with --install, or apt-get install -y ${missing[*]})"
-  fi
-fi
+install_packages
 if has_ct php-fpm && [[ ! -x $PHP_FPM ]]; then
   note "php-fpm 8.2 is not installed (apt-get install -y php8.2-fpm, or --install): skipping it"
   drop_ct php-fpm

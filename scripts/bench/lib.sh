@@ -35,6 +35,21 @@ nginx_temp_paths() {
   done
 }
 
+# need_arg OPTION ...: an option's value must follow it.
+need_arg() { [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"; }
+
+# install_packages: the Debian packages in the arrays `missing` (required) and `optional`:
+# installed with INSTALL=1; otherwise a missing required one stops the run, naming them all.
+install_packages() {
+  ((${#missing[@]} + ${#optional[@]})) || return 0
+  if ((INSTALL)); then
+    note "installing: ${missing[*]} ${optional[*]}"
+    apt-get install -y "${missing[@]}" "${optional[@]}" >&2
+  elif ((${#missing[@]})); then
+    die "missing Debian packages: ${missing[*]} (run with --install, or apt-get install -y ${missing[*]})"
+  fi
+}
+
 # ---- Used by the benchmark scripts with these globals: PIDS (the pids started and not yet
 # stopped), T (the run's temp dir, with bin/ and log/), REPO, BUILD_DIR, REBUILD, SMOKE, and
 # their note/die functions.
