@@ -23,6 +23,8 @@ void Request::clear() {
   if (!owned_.empty()) owned_.clear();
   entries_.clear();
   method_ = uri_ = path_ = query_ = {};
+  request_id_ = traceparent_ = {};
+  id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
@@ -50,6 +52,46 @@ void Request::add_param(std::string_view name, std::string_view value) {
   entries_.push_back({n, v});
 }
 
+namespace {
+
+bool lower_hex(std::string_view s) {
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+} // namespace
+
+// W3C Trace Context: version "00" is 55 characters; a later version may append fields after a
+// '-'. All-zero ids are invalid.
+std::string_view Request::trace_id() const {
+  std::string_view tp = trace_parent();
+  if (tp.size() < 55 || (tp.size() > 55 && tp[55] != '-') || tp[2] != '-' || tp[35] != '-' ||
+      tp[52] != '-' || !lower_hex(tp.substr(0, 2)) || tp.substr(0, 2) == "ff")
+    return {};
+  std::string_view id = tp.substr(3, 32), parent = tp.substr(36, 16);
+  if (!lower_hex(id) || !lower_hex(parent) || !lower_hex(tp.substr(53, 2)) ||
+      id.find_first_not_of('0') == std::string_view::npos ||
+      parent.find_first_not_of('0') == std::string_view::npos)
+    return {};
+  return id;
+}
+
+std::string_view Request::carried_id() const {
+  if (!request_id_.empty()) return request_id_;
+  return !traceparent_.empty() ? trace_id() : std::string_view{};
+}
+
+std::string_view Request::request_id() const {
+  if (std::string_view carried = carried_id(); !carried.empty()) return carried;
+  if (!id_format_) return {};
+  if (!id_generated_) {
+    id_format_(id_context_, generated_id_);
+    id_generated_ = true;
+  }
+  return {generated_id_, sizeof generated_id_};
+}
+
 const Request::Param* Request::find(std::string_view name) const {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
     if (it->name == name) return &*it;
@@ -69,20 +111,31 @@ Request::Param Request::param_at(std::size_t i) const {
   return entries_[i];
 }
 
+// One pass over the parameters for the six the host needs on every request (the ids go into the
+// scoreboard for each one), each recognised by its length first; the last of a name wins, as in
+// param().
 void Request::finish_params() {
-  // One pass from the end (the last of a repeated name wins, as in param()).
-  bool method = false, query = false, uri = false, script = false;
   std::string_view script_name;
-  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    std::string_view n = it->name;
-    if (n.size() == 14 && !method && n == "REQUEST_METHOD") {
-      method_ = it->value, method = true;
-    } else if (n.size() == 12 && !query && n == "QUERY_STRING") {
-      query_ = it->value, query = true;
-    } else if (n.size() == 11 && !uri && n == "REQUEST_URI") {
-      uri_ = it->value, uri = true;
-    } else if (n.size() == 11 && !script && n == "SCRIPT_NAME") {
-      script_name = it->value, script = true;
+  method_ = query_ = uri_ = request_id_ = traceparent_ = {};
+  for (const Param& e : entries_) {
+    std::string_view name = e.name;
+    switch (name.size()) {
+    case 11:
+      if (name == "REQUEST_URI") uri_ = e.value;
+      if (name == "SCRIPT_NAME") script_name = e.value;
+      break;
+    case 12:
+      if (name == "QUERY_STRING") query_ = e.value;
+      break;
+    case 14:
+      if (name == "REQUEST_METHOD") method_ = e.value;
+      break;
+    case 16:
+      if (name == "HTTP_TRACEPARENT") traceparent_ = e.value;
+      break;
+    case 17:
+      if (name == "HTTP_X_REQUEST_ID") request_id_ = e.value;
+      break;
     }
   }
   if (uri_.empty()) uri_ = script_name; // CGI servers without REQUEST_URI

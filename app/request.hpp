@@ -114,6 +114,19 @@ public:
   // as the Router (or forever), not only as long as the request.
   std::string_view route() const { return route_; }
 
+  // The request's id, for log lines and traces: the X-Request-Id header as the web server sent it
+  // (nginx: `fastcgi_param HTTP_X_REQUEST_ID $request_id;`), else the trace id of a valid
+  // traceparent header, else one the host made up (32 hex digits, unique per worker and
+  // request; formatted on the first call, nothing is spent on it otherwise). Empty when no host
+  // numbered the request (a handler called directly by a test).
+  std::string_view request_id() const;
+  // The W3C traceparent header ("00-<trace id>-<parent id>-<flags>") as sent; empty when absent.
+  std::string_view trace_parent() const { return traceparent_; }
+  // The 32 hex digits of the trace id of a well-formed traceparent; empty otherwise.
+  std::string_view trace_id() const;
+  // The id the request carried (X-Request-Id, else the trace id); empty when it carried none.
+  std::string_view carried_id() const;
+
   // True once the web server has given up on this request (FCGI_ABORT_REQUEST, or the
   // connection closed). Asking costs one non-blocking read; handlers doing long work may poll it.
   bool aborted() const { return abort_probe_ && abort_probe_(abort_context_); }
@@ -146,6 +159,12 @@ public:
     abort_probe_ = probe;
     abort_context_ = context;
   }
+  // The id request_id() makes up when the request carries none: `format(context, out)` writes
+  // exactly 32 characters; called at most once per request, and only when someone asks.
+  void set_id_source(void (*format)(const void* context, char* out), const void* context) {
+    id_format_ = format;
+    id_context_ = context;
+  }
 
 private:
   friend class Router;
@@ -159,9 +178,14 @@ private:
   std::deque<std::string> owned_; // the copies of add_param (a deque: they never move)
   std::vector<Param> entries_;    // in arrival order
   std::string_view method_, uri_, path_, query_;
+  std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
   SpillBuffer body_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;
+  void (*id_format_)(const void*, char*) = nullptr;
+  const void* id_context_ = nullptr;
+  mutable char generated_id_[32]{};
+  mutable bool id_generated_ = false;
 
   // Parsed on demand (the handler API takes a const Request): reset by clear().
   mutable std::string loaded_body_; // a spilled body once body() read it

@@ -1,9 +1,13 @@
 #include "app/response.hpp"
 
+#include "app/content_types.hpp"
 #include "app/text.hpp"
+#include "app/url_encoding.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace app {
@@ -78,6 +82,95 @@ void Response::reset(BodySink* sink) {
   sink_ = sink;
   head_sent_ = false;
   head_only_ = false;
+}
+
+// ---- send_file(): the file itself, or the header that makes the front server send it ----
+
+namespace {
+
+// Files up to this size go out as one buffered body; larger ones are streamed in chunks of it.
+constexpr std::size_t kChunk = 64 * 1024;
+
+// An absolute path without "." or ".." segments or bytes that could end a header: the path the
+// front server resolves (after the prefix, for nginx) is then the one the handler checked.
+void check_path(std::string_view path) {
+  if (!path.starts_with('/')) throw std::invalid_argument("send_file: the path must be absolute");
+  if (path.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
+    throw std::invalid_argument("send_file: the path holds CR, LF or NUL");
+  for (std::string_view rest = path.substr(1); !rest.empty();) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    if (segment == "." || segment == "..")
+      throw std::invalid_argument("send_file: the path holds a \".\" or \"..\" segment");
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+}
+
+// Each segment percent-encoded, the slashes kept: nginx decodes the X-Accel-Redirect URI.
+std::string encode_path(std::string_view path) {
+  std::string out;
+  for (std::string_view rest = path; !rest.empty();) {
+    const std::size_t slash = rest.find('/');
+    out += percent_encode(rest.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    out += '/';
+    rest.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+} // namespace
+
+bool Response::send_file(std::string_view path) {
+  check_path(path);
+  const std::filesystem::path file{std::string(path)};
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(file, ec);
+  const std::uintmax_t size = regular ? std::filesystem::file_size(file, ec) : 0;
+  std::ifstream in;
+  if (regular && !ec) in.open(file, std::ios::binary);
+  if (!regular || ec || !in) {
+    status = 404;
+    set_content("Not Found\n", "text/plain");
+    return true;
+  }
+  status = 200;
+  body.clear();
+  set_header("Content-Type", content_type_for(path));
+  const FileOffload::Mode mode = offload_ ? offload_->mode : FileOffload::Mode::Stream;
+  if (mode == FileOffload::Mode::XAccelRedirect) {
+    std::string prefix = offload_->prefix;
+    if (prefix.ends_with('/')) prefix.pop_back();
+    set_header("X-Accel-Redirect", prefix + encode_path(path));
+    return true;
+  }
+  if (mode == FileOffload::Mode::XSendfile) {
+    set_header("X-Sendfile", path);
+    return true;
+  }
+  if (size <= kChunk) {
+    body.resize(static_cast<std::size_t>(size));
+    in.read(body.data(), static_cast<std::streamsize>(size));
+    body.resize(static_cast<std::size_t>(in.gcount()));
+    return true;
+  }
+  set_header("Content-Length", std::to_string(size));
+  if (head_only()) return write({});
+  std::string chunk(kChunk, '\0');
+  std::uintmax_t sent = 0;
+  while (sent < size) {
+    in.read(chunk.data(),
+            static_cast<std::streamsize>(std::min<std::uintmax_t>(kChunk, size - sent)));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    if (!write(std::string_view(chunk.data(), got))) return false;
+    sent += got;
+  }
+  // Shorter than it was a moment ago: the response must be seen cut, not complete.
+  if (sent < size)
+    throw std::runtime_error("send_file: " + std::string(path) + " shrank while sent");
+  return true;
 }
 
 std::string_view reason_phrase(int status) {

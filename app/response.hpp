@@ -13,6 +13,18 @@ namespace app {
 
 class Response;
 
+// How Response::send_file() answers: the front server in use sends the file itself when told by
+// a header (the host's --send-file-mode and --x-accel-prefix), or the host streams it.
+struct FileOffload {
+  enum class Mode {
+    Stream,         // the host reads the file and sends its bytes
+    XAccelRedirect, // nginx: "X-Accel-Redirect: <prefix><path>", to an `internal` location
+    XSendfile,      // Apache mod_xsendfile, lighttpd "x-sendfile": "X-Sendfile: <path>"
+  };
+  Mode mode = Mode::Stream;
+  std::string prefix = "/internal"; // X-Accel-Redirect: the internal location the path goes under
+};
+
 // Where a streaming response goes. The host implements it; tests can implement it to capture.
 class BodySink {
 public:
@@ -43,6 +55,15 @@ public:
   // std::invalid_argument for another status or a location holding CR, LF or NUL.
   void redirect(std::string_view location, int status = 302);
 
+  // Answers with the file at `path`, an absolute path: status 200, Content-Type by its extension
+  // (app/content_types.hpp), and its bytes (Content-Length, streamed when large) or the front
+  // server's offload header and no body, by the host's FileOffload mode. 404 when it is not a
+  // regular file that can be read. The handler owns the trust in `path`: send_file serves any
+  // file the worker may read, wherever it is; it only refuses (std::invalid_argument, a 500) a
+  // relative path, a "." or ".." segment, and CR, LF or NUL, so that the path the front server
+  // resolves is the one the handler checked. Returns false when the client went away.
+  bool send_file(std::string_view path);
+
   // Streaming: sends the head (status and headers, once) and then `chunk` at once. After the
   // first write, status and headers can no longer change and `body` is not used.
   // Without a sink (a handler called directly in a unit test) the head is marked sent and the
@@ -62,10 +83,13 @@ public:
 
   // Host side.
   void reset(BodySink* sink);
+  // How send_file() answers (kept across reset(); nullptr: stream).
+  void set_file_offload(const FileOffload* offload) { offload_ = offload; }
   void mark_head_sent() { head_sent_ = true; }
 
 private:
   BodySink* sink_ = nullptr;
+  const FileOffload* offload_ = nullptr;
   bool head_sent_ = false;
   bool head_only_ = false;
 };

@@ -96,16 +96,25 @@ install(FILES ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
               ${PROJECT_BINARY_DIR}/fcgi_hostConfigVersion.cmake
         DESTINATION ${FCGI_HOST_CMAKEDIR})
 
-# Configuration, units, nginx recipes, man page.
+# Configuration, units, front-server recipes, man page.
 install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
         DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fcgi-host)
+install(FILES ${PROJECT_SOURCE_DIR}/conf/pools.d/www.conf
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fcgi-host/pools.d)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/fcgi-host.service ${PROJECT_SOURCE_DIR}/conf/fcgi-host.socket
         DESTINATION ${FCGI_HOST_SYSTEMD_UNITDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/conf/nginx-fcgi-host.conf
               ${PROJECT_SOURCE_DIR}/conf/nginx-upstream-cluster.conf
               ${PROJECT_SOURCE_DIR}/conf/fcgi-host.conf
+              ${PROJECT_SOURCE_DIR}/conf/apache-fcgi-host.conf
+              ${PROJECT_SOURCE_DIR}/conf/apache-fcgi-host-sethandler.conf
+              ${PROJECT_SOURCE_DIR}/conf/lighttpd-fcgi-host.conf
+              ${PROJECT_SOURCE_DIR}/conf/Caddyfile.fcgi-host
+              ${PROJECT_SOURCE_DIR}/conf/h2o-fcgi-host.conf
+              ${PROJECT_SOURCE_DIR}/conf/haproxy-fcgi-host.cfg
         DESTINATION ${FCGI_HOST_DOCDIR}/examples)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md ${PROJECT_SOURCE_DIR}/cmake/debian/copyright
+install(FILES ${PROJECT_SOURCE_DIR}/docs/deploy.md ${PROJECT_SOURCE_DIR}/docs/front-servers.md
+              ${PROJECT_SOURCE_DIR}/cmake/debian/copyright
         DESTINATION ${FCGI_HOST_DOCDIR})
 # Without systemd (containers, sysvinit): the same service as an init script.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/cmake/debian/fcgi-host.init

@@ -1,7 +1,8 @@
 #pragma once
 // What a crash does to respawning, as a pure class fed with monotonic times, so that it is
 // unit-tested without processes or clocks. A crash is a worker killed by a signal or exiting
-// non-zero (other than a boot failure); clean exits and request-timeout kills never come here.
+// non-zero after it was ready (a death before is a boot failure: worker_exit.hpp); clean exits
+// and request-timeout kills never come here.
 //
 // - Backoff, per scoreboard slot: a worker that lived `young` (1 s) or more is replaced at once,
 //   and its slot starts over; one that died younger is replaced at once the first time, then
@@ -46,6 +47,13 @@ public:
   Decision on_crash(std::size_t slot, std::uint64_t lived_ns, std::uint64_t now_ns);
   // A spawn failed: the whole pool waits.
   Decision on_spawn_failure(std::uint64_t now_ns);
+  // Whether a crash now would have its line written (the log rate above): the master takes a
+  // crashed worker's stack only for a line that will be written.
+  bool log_due(std::uint64_t now_ns) const {
+    return !logged_once_ ||
+           now_ns - last_log_ns_ >=
+               static_cast<std::uint64_t>(std::chrono::nanoseconds(s_.log_interval).count());
+  }
   // No spawn at all before this (breaker pause, failed spawns).
   std::uint64_t pool_respawn_at_ns() const { return pool_respawn_at_ns_; }
   const Settings& settings() const { return s_; }

@@ -9,8 +9,9 @@ inline constexpr int kWorkerError = 1; // unexpected error in the worker: respaw
 inline constexpr int kWorkerBootFailure =
     3; // could not start (plugin load, on_worker_start threw):
        // the master stops instead of respawning in a loop
-// A worker killed by a signal is a crash: respawned with backoff, counted by the crash-loop
-// breaker.
+// Any death before the worker was ready (another code, a signal) is a boot failure too; after
+// it, a worker killed by a signal is a crash: respawned with backoff, counted by the crash-loop
+// breaker (worker_exit.hpp).
 
 // Master (process) exit codes.
 inline constexpr int kOk = 0;             // stopped on request

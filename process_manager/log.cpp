@@ -84,12 +84,14 @@ void Log::write(LogLevel l, std::string_view message) {
   localtime_r(&ts.tv_sec, &local);
   char stamp[64];
   std::size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
-  std::snprintf(stamp + n, sizeof stamp - n, ".%03ld [%s] %d: ", ts.tv_nsec / 1'000'000,
-                to_string(l), static_cast<int>(getpid()));
+  std::snprintf(stamp + n, sizeof stamp - n, ".%03ld [%s] %d", ts.tv_nsec / 1'000'000, to_string(l),
+                static_cast<int>(getpid()));
 
   std::string line;
-  line.reserve(std::strlen(stamp) + message.size() + 1);
-  line.append(stamp).append(message).push_back('\n');
+  line.reserve(std::strlen(stamp) + tag_.size() + message.size() + 4);
+  line.append(stamp);
+  if (!tag_.empty()) line.append(" ").append(tag_);
+  line.append(": ").append(message).push_back('\n');
 
   // One write(2) per line (appends of whole lines do not interleave); loop only on a short write.
   const char* p = line.data();

@@ -31,13 +31,17 @@ public:
     if (path_.empty()) fd_ = fd;
   }
 
-  // Writes "2026-11-30 10:00:00.123 [warn] 1234: message\n".
+  // A word after the pid on every line ("[api]": the pool this process serves).
+  void set_tag(std::string tag) { tag_ = std::move(tag); }
+
+  // Writes "2026-11-30 10:00:00.123 [warn] 1234: message\n" ("1234 [api]: " with a tag).
   void write(LogLevel l, std::string_view message);
 
 private:
   Log() = default;
   int fd_ = 2;
   std::string path_;
+  std::string tag_;
   LogLevel level_ = LogLevel::Notice;
 };
 

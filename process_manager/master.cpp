@@ -2,6 +2,7 @@
 
 #include "process_manager/backoff.hpp"
 #include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
@@ -12,6 +13,7 @@
 #include "process_manager/spawner.hpp"
 #include "process_manager/stack_trace.hpp"
 #include "process_manager/systemd_notify.hpp"
+#include "process_manager/worker_exit.hpp"
 #include "process_manager/worker_table.hpp"
 
 #include <algorithm>
@@ -31,6 +33,12 @@ constexpr std::chrono::milliseconds kTick{100};
 // The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
+// A crashed or slow worker's stack: rarer (rate-limited), and worth more waiting for on a loaded
+// machine, where a debugger reading the debug info of a big binary can take a second.
+constexpr std::chrono::milliseconds kForensicStackBudget{3000};
+// Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
+// request is slow would have one taken for each: a bound.
+constexpr unsigned kSlowStacksPerMinute = 10;
 
 std::uint64_t ns(std::chrono::milliseconds ms) {
   return static_cast<std::uint64_t>(std::chrono::nanoseconds(ms).count());
@@ -68,8 +76,11 @@ struct Master::Impl {
   void start();
   void dispatch(int sig);
   void reap();
+  void take_crash_stacks();
+  void note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s);
   void enforce_timeouts();
   void nudge_slow_workers();
+  void take_slow_request_stacks();
   void sample_pool();
   std::chrono::milliseconds tick() const;
   void maintain_pool();
@@ -83,6 +94,7 @@ struct Master::Impl {
   void on_usr1();
   void on_usr2();
   void on_ttin();
+  int resize(int target);
   void on_ttou();
   void on_chld();
 
@@ -90,9 +102,11 @@ struct Master::Impl {
   void stop(Worker& w, StopReason reason);
   void send(Worker& w, int sig);
   void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
-               const std::string& boot_error);
-  void on_boot_failure(const Worker& w, const std::string& line, const std::string& why);
-  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d);
+               const ExitFacts& facts, const std::string& boot_error);
+  void on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
+                       const std::string& why);
+  void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d,
+                 const std::string& block = {});
   void spawn_failed(const std::string& line);
   void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
   void release_held_slots();
@@ -100,9 +114,10 @@ struct Master::Impl {
   std::chrono::milliseconds wait_time() const;
   bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
-  void abandon_reload(const std::string& why);
+  void abandon_reload(const std::string& why, const std::string& block = {});
   void end_reload();
   bool ready(const Worker& w) const;
+  void mark_booted_by_time();
   void scale();
   void announce_ready();
   void on_upgrade_pipe();
@@ -132,6 +147,7 @@ struct Master::Impl {
   std::optional<Generation> previous;
   std::uint32_t previous_gen = 0;
   std::uint32_t last_gen = 1;
+  std::uint32_t ready_gen = 0; // the newest generation that was ready (all its workers) once
   std::uint64_t reload_deadline_ns = 0;
   bool reload_queued = false;
 
@@ -142,6 +158,9 @@ struct Master::Impl {
   int upgrade_fd = -1;            // its ready pipe
   bool handed_over = false;       // the new master serves; this one retires
   std::uint64_t last_sample_ns = 0;
+  std::uint64_t slow_window_ns = 0; // the minute slow-request stacks are counted in
+  unsigned slow_stacks = 0;         // taken in it
+  unsigned slow_skipped = 0;        // not taken in it, said in the next one's line
   // A worker could not boot: the one line about it is written; the stop that follows is
   // logged at debug level only.
   bool boot_failed = false;
@@ -156,9 +175,11 @@ int Master::Impl::run() {
       dispatch(sig);                                                 // -> on_term(), on_hup(), ...
     for (int fd : ready) // status socket, upgrade pipe, listen socket (ondemand)
       on_readable(fd);
+    take_crash_stacks();         // a worker waits in its crash handler: its stack, then it dies
     reap();                      // collect exits, then account for them
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     nudge_slow_workers();        // a long request beside kept connections: pass them on
+    take_slow_request_stacks();  // a request past --slow-request-threshold: one stack, it goes on
     if (state == State::Stopped) // every worker is gone
       return exit_code;          // kOk, or kFailure after a boot failure
     maintain_pool();             // finish a reload; scale; spawn or retire to the target
@@ -312,6 +333,7 @@ void Master::Impl::on_upgrade_pipe() {
   PM_LOG(LogLevel::Notice,
          "binary upgrade: new master " + pid + " is ready; retiring this master's workers");
   handed_over = true;
+  scoreboard.pool().successor_master.store(true, std::memory_order_release);
   // Still the main pid: systemd accepts the new one from us, and follows it from now on.
   notifier.notify("MAINPID=" + pid + "\nREADY=1");
   if (options.on_upgrade) options.on_upgrade(true);
@@ -324,6 +346,16 @@ void Master::Impl::on_ttin() {
   ++n;
   PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(n) + " worker(s)" +
                                (current.pool.mode == PoolMode::Static ? "" : " at most"));
+}
+
+int Master::Impl::resize(int target) {
+  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
+  n = std::max(1, target);
+  if (current.pool.mode != PoolMode::Static)
+    current.pool.workers = std::min(current.pool.workers, n);
+  PM_LOG(LogLevel::Notice, "resize: " + std::to_string(n) + " worker(s)" +
+                               (current.pool.mode == PoolMode::Static ? "" : " at most"));
+  return n;
 }
 
 // TTOU: one worker less in the current generation, never below one.
@@ -362,6 +394,13 @@ void Master::Impl::stop(Worker& w, StopReason reason) {
   w.stop_reason = reason;
   send(w, e.signal);
   if (e.signal == SIGKILL) return;
+  // A retired worker inside a slow request would look at its stop only after the handler: the
+  // nudge has it pass its other connections on now, to the workers that go on.
+  const WorkerSlot& s = scoreboard.slot(w.slot);
+  if (reason == StopReason::Retire && w.nudge_after.count() != 0 &&
+      s.request_start_ns.load(std::memory_order_relaxed) != 0 &&
+      s.connections.load(std::memory_order_relaxed) >= 2)
+    ::kill(w.pid, signals::nudge_signal());
   if (w.resend_stop_every.count() > 0) {
     w.stop_signal = e.signal;
     w.resend_at_ns = monotonic_ns() + ns(w.resend_stop_every);
@@ -386,9 +425,15 @@ void Master::Impl::reap() {
       continue;
     }
     WorkerSlot& s = scoreboard.slot(w->slot);
+    note_unreported_crash(*w, c, s);
     std::uint64_t requests = s.requests;
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
+    ExitFacts facts;
+    facts.ready = s.state != WorkerState::Starting;
+    facts.boot_error = !boot_error.empty();
+    facts.ready_by_time = w->boot_window.count() != 0;
+    facts.generation_ready = w->generation <= ready_gen;
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
@@ -400,7 +445,7 @@ void Master::Impl::reap() {
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
     }
-    on_exit(*w, c, requests, boot_error);
+    on_exit(*w, c, requests, facts, boot_error);
   }
   if ((state == State::Stopping || state == State::FastStopping) && table.empty()) {
     state = State::Stopped;
@@ -409,24 +454,65 @@ void Master::Impl::reap() {
 }
 
 void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
-                           const std::string& boot_error) {
+                           const ExitFacts& facts, const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds(monotonic_ns() - w.started_at_ns) + ", " + std::to_string(requests) +
                      " requests";
+  // The crash block goes with the exit line, whatever is decided about the worker's slot: the
+  // crash lines' rate limit (CrashPolicy) is the block's.
+  std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
+  WorkerExit kind = classify_exit(c, facts); // worker_exit.hpp: what "ready" means
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
     PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
-           line + " (" + to_string(*w.stop_reason) + ")");
-  } else if (clean) { // recycled: maintain_pool() respawns at once
+           line + " (" + to_string(*w.stop_reason) + ")" + block);
+  } else if (kind == WorkerExit::Done) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
-  } else if (c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerBootFailure) {
-    on_boot_failure(w, line, boot_error);
+  } else if (kind == WorkerExit::BootFailure) {
+    on_boot_failure(w, c, line, boot_error);
   } else {
     std::uint64_t now = monotonic_ns();
     CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
     hold_for_respawn(w, d.respawn_at_ns);
-    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d);
+    log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
+              block);
   }
+}
+
+// A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
+// taken now, if its block will be written (the crash lines' rate limit), and it is let go.
+void Master::Impl::take_crash_stacks() {
+  bool taken = false; // one a turn: the crash line that is due is the first one's
+  for (Worker& w : table.all()) {
+    WorkerSlot& s = scoreboard.slot(w.slot);
+    if (!crash_waiting(s)) continue;
+    std::string stack;
+    if (!taken && crashes.log_due(monotonic_ns())) {
+      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
+      taken = true;
+    } else {
+      stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";
+    }
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
+    release_crashed(s);
+  }
+}
+
+// A worker that died of a signal while its slot shows a request, without its handler's report:
+// SIGKILL (the kernel's OOM killer, or another process: the master's own kills are known), or a
+// fatal signal its handler did not catch (a handler the application installed instead). The
+// request in flight, no stack. (An --exec program's slot never shows a request.)
+void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
+  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !in_request(s.state))
+    return;
+  if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
+    w.crash_block = describe_crash(s, monotonic_ns(),
+                                   "no stack trace: SIGKILL, not sent by the master (the kernel's "
+                                   "OOM killer sends it: see dmesg)");
+  else if (is_fatal_signal(c.signal))
+    w.crash_block =
+        describe_crash(s, monotonic_ns(), "no stack trace: the crash handler did not run");
 }
 
 // The replacement of a crashed worker of the current generation goes in the same slot, so
@@ -468,20 +554,23 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
 
 // One line, whatever the number of workers: the first failure says what and why; the others
 // (the same cause, as a rule) and the stop that follows are at debug level.
-void Master::Impl::on_boot_failure(const Worker& w, const std::string& line,
+void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
                                    const std::string& why) {
-  std::string what = "worker " + std::to_string(w.pid) + " failed to boot" +
-                     (why.empty() ? "" : ": " + why) + " (exit code " +
-                     std::to_string(exit_code::kWorkerBootFailure) + ")";
+  std::string what = "worker " + std::to_string(w.pid) +
+                     (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
+                                  : " failed to boot: " + why + " (exit code " +
+                                        std::to_string(exit_code::kWorkerBootFailure) + ")");
+  // A crash while booting (in on_worker_start) has its block, as any crash has.
+  const std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
   } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
-    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why));
+    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
   } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
-    abandon_reload(what);
+    abandon_reload(what, block);
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error,
-           what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
+    PM_LOG(LogLevel::Error, what + "; stopping, the master exits with code " +
+                                std::to_string(exit_code::kFailure) + block);
     boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
@@ -494,11 +583,13 @@ void Master::Impl::spawn_failed(const std::string& line) {
 
 // Crashes and failed spawns: one breaker line, at most one line per second.
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
-                             const CrashPolicy::Decision& d) {
+                             const CrashPolicy::Decision& d, const std::string& block) {
   if (d.log)
     PM_LOG(level,
-           line + (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
-                                : std::string()));
+           line +
+               (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
+                             : std::string()) +
+               block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
@@ -536,7 +627,9 @@ void Master::Impl::enforce_timeouts() {
       continue;
     Scoreboard::RequestInfo r = Scoreboard::read_request(s);
     // Taken before the kill: where it hangs is what the person reading this line needs.
-    std::string stack = w.stack_trace_on_timeout ? capture_stack(w.pid, kStackTraceBudget) : "";
+    std::string stack = w.stack_trace_on_timeout
+                            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                            : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
                                 "\" ran for " + seconds(now - start) + " (request_timeout " +
@@ -569,6 +662,44 @@ void Master::Impl::nudge_slow_workers() {
   }
 }
 
+// --slow-request-threshold: the worker's stack while its request is still running, once per
+// request (the worker logs the request again when it ends, with its duration and status).
+void Master::Impl::take_slow_request_stacks() {
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    if (w.slow_stack_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
+    const WorkerSlot& s = scoreboard.slot(w.slot);
+    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+    if (!in_request(s.state) || start == 0 || start == w.slow_stack_request_ns || now < start ||
+        now - start <= ns(w.slow_stack_after) ||
+        s.crash_state.load(std::memory_order_acquire) != CrashState::None) // not slow: crashed
+      continue;
+    w.slow_stack_request_ns = start;
+    if (now - slow_window_ns >= ns(std::chrono::minutes(1))) {
+      slow_window_ns = now;
+      slow_stacks = 0;
+    }
+    if (slow_stacks == kSlowStacksPerMinute) {
+      ++slow_skipped;
+      continue;
+    }
+    ++slow_stacks;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    // The handler runs on the worker's main thread, whose id is the pid.
+    std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    unsigned not_taken = std::exchange(slow_skipped, 0);
+    std::string skipped =
+        not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
+    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
+                               "\", request id " + r.request_id + ", running for " +
+                               seconds(now - start) + " (slow-request-threshold " +
+                               seconds(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
+                               stack);
+    return; // one a turn: a crash report does not wait for several debuggers
+  }
+}
+
 // The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.
 void Master::Impl::sample_pool() {
   std::uint64_t now = monotonic_ns();
@@ -589,6 +720,7 @@ std::chrono::milliseconds Master::Impl::tick() const {
 }
 
 void Master::Impl::maintain_pool() {
+  mark_booted_by_time();
   if (state == State::Reloading) advance_reload();
   if (!can_spawn(state)) {
     release_held_slots();
@@ -703,6 +835,7 @@ void Master::Impl::announce_ready() {
     }
   if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
   announced_ready = true;
+  ready_gen = std::max(ready_gen, current_gen);
   notifier.notify("READY=1");
   if (options.ready_fd >= 0) {
     [[maybe_unused]] ssize_t n = ::write(options.ready_fd, "R", 1);
@@ -739,6 +872,8 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
   w.resend_stop_every = current.pool.resend_stop_every;
   w.nudge_after = current.pool.nudge_after;
+  w.boot_window = current.pool.boot_window;
+  w.slow_stack_after = current.pool.slow_stack_after;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
@@ -750,6 +885,18 @@ bool Master::Impl::ready(const Worker& w) const {
   return s != WorkerState::Starting && s != WorkerState::Free;
 }
 
+// A program that cannot report its own state (--exec) is ready once it has lived its pool's
+// boot window: the master writes Idle in its slot for it (the process no longer can).
+void Master::Impl::mark_booted_by_time() {
+  std::uint64_t now = monotonic_ns();
+  for (const Worker& w : table.all()) {
+    WorkerSlot& s = scoreboard.slot(w.slot);
+    if (w.boot_window.count() != 0 && s.state == WorkerState::Starting &&
+        now - w.started_at_ns >= ns(w.boot_window))
+      s.state = WorkerState::Idle;
+  }
+}
+
 void Master::Impl::advance_reload() {
   std::size_t total = 0, ready_count = 0;
   for (const Worker& w : table.all())
@@ -758,6 +905,7 @@ void Master::Impl::advance_reload() {
       ready_count += ready(w);
     }
   if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
+  ready_gen = std::max(ready_gen, current_gen);
   std::size_t retired = 0;
   for (Worker& w : table.all())
     if (w.generation != current_gen && !w.stopping()) {
@@ -769,9 +917,9 @@ void Master::Impl::advance_reload() {
   end_reload();
 }
 
-void Master::Impl::abandon_reload(const std::string& why) {
+void Master::Impl::abandon_reload(const std::string& why, const std::string& block) {
   PM_LOG(LogLevel::Error, why + "; abandoning generation " + std::to_string(current_gen) +
-                              ", keeping generation " + std::to_string(previous_gen));
+                              ", keeping generation " + std::to_string(previous_gen) + block);
   for (Worker& w : table.all())
     if (w.generation == current_gen) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);
@@ -804,6 +952,10 @@ int Master::run() {
 }
 Scoreboard& Master::scoreboard() {
   return impl_->scoreboard;
+}
+
+int Master::resize(int n) {
+  return impl_->resize(n);
 }
 
 } // namespace process_manager

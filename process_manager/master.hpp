@@ -43,10 +43,18 @@ struct PoolSettings {
   std::chrono::milliseconds resend_stop_every{0};
   // Log a stack trace (eu-stack or gdb, at most ~1 s) of a worker before a request-timeout kill.
   bool stack_trace_on_timeout = true;
+  // 0 = off. A worker whose slot shows one request running longer gets its stack taken once for
+  // that request (php-fpm's request_slowlog_timeout, native frames), while the request goes on;
+  // at most kSlowStacksPerMinute of them a minute.
+  std::chrono::milliseconds slow_stack_after{0};
   // 0 = off. A worker whose slot shows one request running longer while it holds other
   // connections gets signals::nudge_signal() once for that request (it may pass them on). While
   // any worker holds more than one connection, the master looks every millisecond.
   std::chrono::milliseconds nudge_after{0};
+  // 0: a worker says it is ready in its slot (the host's own workers). Otherwise (--exec: a
+  // program that cannot) the master takes it as ready once it has lived this long; a death
+  // before that is a boot failure while its generation was never ready (worker_exit.hpp).
+  std::chrono::milliseconds boot_window{0};
 };
 
 // Handed to a worker's entry point in the child process.
@@ -117,6 +125,10 @@ public:
   int run();
 
   Scoreboard& scoreboard();
+
+  // Sets the current generation's workers (dynamic, ondemand: its most workers) to `n` (at least
+  // 1), as that many TTINs or TTOUs would. Returns the new count.
+  int resize(int n);
 
 private:
   struct Impl;

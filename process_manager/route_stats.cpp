@@ -67,9 +67,43 @@ RouteStats load_route(const RouteStats& r) {
   copy.cpu_ns = load(r.cpu_ns);
   copy.cpu_samples = load(r.cpu_samples);
   copy.errors = load(r.errors);
-  for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+  for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
     copy.buckets[b] = load(r.buckets[b]);
+    copy.exemplars[b] = load_exemplar(r.exemplars[b]);
+  }
   return copy;
+}
+
+void write_exemplar(Exemplar& e, std::string_view id, bool is_trace, std::uint64_t value_ns,
+                    std::uint64_t now_ns, std::uint64_t unix_ms) {
+  std::uint64_t seq = load(e.seq);
+  store(e.seq, seq + 1);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::size_t n = std::min(id.size(), kExemplarIdSize);
+  if (n != 0) std::memcpy(e.id, id.data(), n);
+  store(e.id_len, n);
+  store(e.is_trace, is_trace ? 1 : 0);
+  store(e.value_ns, value_ns);
+  store(e.unix_ms, unix_ms);
+  store(e.mono_ns, now_ns);
+  store(e.seq, seq + 2, std::memory_order_release);
+}
+
+Exemplar load_exemplar(const Exemplar& e) {
+  Exemplar copy{};
+  // Bounded: a worker killed mid-write leaves the counter odd for good.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::uint64_t before = load(e.seq, std::memory_order_acquire);
+    copy.mono_ns = load(e.mono_ns);
+    copy.unix_ms = load(e.unix_ms);
+    copy.value_ns = load(e.value_ns);
+    copy.id_len = std::min<std::uint64_t>(load(e.id_len), kExemplarIdSize);
+    copy.is_trace = load(e.is_trace);
+    std::memcpy(copy.id, e.id, sizeof copy.id);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && load(e.seq) == before) return copy;
+  }
+  return Exemplar{};
 }
 
 void fold_routes(RouteTable& into, RouteTable& from) {
@@ -91,6 +125,8 @@ void fold_routes(RouteTable& into, RouteTable& from) {
       store(*v, 0);
     for (std::uint64_t& b : src.buckets)
       store(b, 0);
+    for (Exemplar& e : src.exemplars)
+      store(e.mono_ns, 0);
   }
 }
 

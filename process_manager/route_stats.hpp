@@ -24,6 +24,21 @@ inline constexpr std::uint64_t kLatencyBoundsNs[] = {
     2'500'000'000, 5'000'000'000, 10'000'000'000};
 inline constexpr std::size_t kLatencyBuckets = std::size(kLatencyBoundsNs) + 1;
 
+// The last request of a latency bucket worth pointing at (an OpenMetrics exemplar): a dashboard's
+// spike leads to one request's id, hence to its log lines. Refreshed at most once a second per
+// bucket, so a request pays one compare, and a formatted id only now and then.
+inline constexpr std::size_t kExemplarIdSize = 32;
+inline constexpr std::uint64_t kExemplarRefreshNs = 1'000'000'000;
+struct Exemplar {
+  std::uint64_t seq;     // odd while the writer rewrites it
+  std::uint64_t mono_ns; // CLOCK_MONOTONIC when written (0: never)
+  std::uint64_t unix_ms; // wall clock at the request's end
+  std::uint64_t value_ns;
+  std::uint64_t id_len;   // of id, at most kExemplarIdSize
+  std::uint64_t is_trace; // 1: id is a W3C trace id, 0: a request id
+  char id[kExemplarIdSize];
+};
+
 struct RouteStats {
   std::uint64_t name_len; // 0: unused; stored (release) after the name
   char name[kRouteNameSize];
@@ -33,6 +48,8 @@ struct RouteStats {
   std::uint64_t cpu_samples;              // how many calls were sampled for CPU time
   std::uint64_t errors;                   // responses with status >= 500
   std::uint64_t buckets[kLatencyBuckets]; // not cumulative
+  // Of this worker only: an exited worker's are dropped with it (fold_routes()).
+  Exemplar exemplars[kLatencyBuckets];
 };
 
 struct RouteTable {
@@ -46,8 +63,9 @@ std::size_t latency_bucket(std::uint64_t ns);
 // overflow entry once the table is full. Linear: callers cache the index (see RouteIndex).
 std::size_t claim_route(RouteTable& table, std::string_view name);
 
-// Adds one call. cpu_ns < 0: this call was not sampled for CPU time.
-inline void record_call(RouteStats& r, std::uint64_t wall_ns, std::int64_t cpu_ns, bool error) {
+// Adds one call; returns its latency bucket. cpu_ns < 0: this call was not sampled for CPU time.
+inline std::size_t record_call(RouteStats& r, std::uint64_t wall_ns, std::int64_t cpu_ns,
+                               bool error) {
   // One writer per table: a relaxed load and store, no locked read-modify-write.
   auto add = [](std::uint64_t& v, std::uint64_t d) {
     std::atomic_ref<std::uint64_t> a(v);
@@ -55,13 +73,27 @@ inline void record_call(RouteStats& r, std::uint64_t wall_ns, std::int64_t cpu_n
   };
   add(r.calls, 1);
   add(r.wall_ns, wall_ns);
-  add(r.buckets[latency_bucket(wall_ns)], 1);
+  std::size_t bucket = latency_bucket(wall_ns);
+  add(r.buckets[bucket], 1);
   if (cpu_ns >= 0) {
     add(r.cpu_ns, static_cast<std::uint64_t>(cpu_ns));
     add(r.cpu_samples, 1);
   }
   if (error) add(r.errors, 1);
+  return bucket;
 }
+
+// Whether a bucket's exemplar is due for a refresh (empty, or older than kExemplarRefreshNs).
+inline bool exemplar_due(const Exemplar& e, std::uint64_t now_ns) {
+  std::uint64_t at = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(e.mono_ns))
+                         .load(std::memory_order_relaxed);
+  return at == 0 || now_ns - at >= kExemplarRefreshNs;
+}
+// Writer side: replaces the exemplar (seqlock write; `id` cut to kExemplarIdSize).
+void write_exemplar(Exemplar& e, std::string_view id, bool is_trace, std::uint64_t value_ns,
+                    std::uint64_t now_ns, std::uint64_t unix_ms);
+// Reader side: a consistent copy (mono_ns 0 when empty, or when the writer kept rewriting it).
+Exemplar load_exemplar(const Exemplar& e);
 
 // Reader side: a copy of one entry (name_len 0 when unused).
 RouteStats load_route(const RouteStats& r);

@@ -1,6 +1,7 @@
 #include "process_manager/scoreboard.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/request_id.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -115,16 +116,27 @@ static void copy_truncated(char* dst, std::size_t dst_size, const char* src, std
   dst[n] = '\0';
 }
 
+// A client may send any bytes as its request id: the master writes it into log lines.
+static void copy_printable(char* dst, std::size_t dst_size, std::string_view src) {
+  std::size_t n = std::min(src.size(), dst_size - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(src[i]);
+    dst[i] = c > 0x20 && c < 0x7f ? src[i] : '?';
+  }
+  dst[n] = '\0';
+}
+
 // A seqlock: the counter is odd while the strings change. The strings themselves are plain bytes
 // (a reader may copy torn data, which it then discards because the counter moved); the fences
 // order them against the counter.
 void Scoreboard::set_request(WorkerSlot& s, const char* method, std::size_t method_len,
-                             const char* uri, std::size_t uri_len) {
+                             const char* uri, std::size_t uri_len, std::string_view request_id) {
   std::uint32_t seq = s.request_seq.load(std::memory_order_relaxed);
   s.request_seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   copy_truncated(s.method, sizeof s.method, method, method_len);
   copy_truncated(s.uri, sizeof s.uri, uri, uri_len);
+  copy_printable(s.request_id, sizeof s.request_id, request_id);
   s.request_seq.store(seq + 2, std::memory_order_release);
 }
 
@@ -135,11 +147,18 @@ Scoreboard::RequestInfo Scoreboard::read_request(const WorkerSlot& s) {
     std::uint32_t before = s.request_seq.load(std::memory_order_acquire);
     std::memcpy(info.method, s.method, sizeof info.method);
     std::memcpy(info.uri, s.uri, sizeof info.uri);
+    std::memcpy(info.request_id, s.request_id, sizeof info.request_id);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (before % 2 == 0 && s.request_seq.load(std::memory_order_relaxed) == before) break;
   }
   info.method[sizeof info.method - 1] = '\0';
   info.uri[sizeof info.uri - 1] = '\0';
+  info.request_id[sizeof info.request_id - 1] = '\0';
+  std::uint64_t prefix = s.id_prefix.load(std::memory_order_relaxed);
+  if (info.request_id[0] == '\0' && prefix != 0) {
+    format_generated_id(prefix, s.request_number.load(std::memory_order_relaxed), info.request_id);
+    info.request_id[kGeneratedIdSize] = '\0';
+  }
   return info;
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <sys/types.h>
 
 namespace process_manager {
@@ -41,6 +42,15 @@ inline constexpr const char* kBootFailureMethod = "(boot)";
 // Fixed-size strings so that the slot stays trivially shareable across processes.
 inline constexpr std::size_t kSlotMethodSize = 16;
 inline constexpr std::size_t kSlotUriSize = 232;
+// An id the request carried (X-Request-Id, or traceparent's trace id), cut to fit.
+inline constexpr std::size_t kSlotRequestIdSize = 64;
+
+// A worker's crash handler and the master, through the slot (process_manager/crash_report.hpp).
+enum class CrashState : std::uint32_t {
+  None = 0,
+  Waiting,  // the worker caught a fatal signal and waits for the master to take its stack
+  Released, // the master is done: the worker dies of the signal
+};
 
 struct alignas(64) WorkerSlot {
   std::atomic<pid_t> pid{0};
@@ -53,6 +63,20 @@ struct alignas(64) WorkerSlot {
   std::atomic<std::uint32_t> request_seq{0};
   char method[kSlotMethodSize]{};
   char uri[kSlotUriSize]{};
+  char request_id[kSlotRequestIdSize]{}; // empty: the generated one (id_prefix, request_number)
+  // The generated request id of the current request (process_manager/request_id.hpp): the
+  // prefix is drawn once at boot, the number stored per request.
+  std::atomic<std::uint64_t> id_prefix{0};
+  std::atomic<std::uint64_t> request_number{0};
+  // Queue time of the current request (the web server's arrival stamp to handler start), -1
+  // when it carried no stamp.
+  std::atomic<std::int64_t> queue_ns{-1};
+  // Written by the worker's crash handler only (crash_report.cpp), read by the master.
+  std::atomic<CrashState> crash_state{CrashState::None};
+  std::atomic<int> crash_signal{0};
+  std::atomic<pid_t> crash_tid{0};
+  std::atomic<std::uint64_t> crash_ns{0}; // CLOCK_MONOTONIC
+  char crash_route[kRouteNameSize]{};     // the route of the request in flight, if known
   // This worker's counters; the master folds them into PoolCounters when it exits.
   std::atomic<std::uint64_t> accepted{0};    // connections
   std::atomic<std::uint64_t> handed_off{0};  // kept connections passed to another worker
@@ -96,6 +120,9 @@ struct PoolCounters {
   std::atomic<std::uint64_t> exits_by_code[256]{};
   std::atomic<std::uint64_t> exits_by_signal[65]{};
   std::atomic<std::uint64_t> kills_by_timeout{0}; // request_timeout kills
+  // Set (before any worker is told to retire) once a new master took over after USR2: its
+  // workers, in a scoreboard of their own, go on serving and take this pool's kept connections.
+  std::atomic<bool> successor_master{false};
 };
 
 class Scoreboard {
@@ -110,13 +137,16 @@ public:
   WorkerSlot& slot(std::size_t i) { return slots_[i]; }
   const WorkerSlot& slot(std::size_t i) const { return slots_[i]; }
 
-  // Worker side: publish the request being served (seqlock write of method and uri).
+  // Worker side: publish the request being served (seqlock write of method, uri and the id the
+  // request carried: empty when the worker generated one).
   static void set_request(WorkerSlot& s, const char* method, std::size_t method_len,
-                          const char* uri, std::size_t uri_len);
-  // Reader side: a consistent copy of method and uri.
+                          const char* uri, std::size_t uri_len, std::string_view request_id = {});
+  // Reader side: a consistent copy of method, uri and the request id (the carried one, else the
+  // generated one; empty for a worker that never numbered its requests).
   struct RequestInfo {
     char method[kSlotMethodSize];
     char uri[kSlotUriSize];
+    char request_id[kSlotRequestIdSize];
   };
   static RequestInfo read_request(const WorkerSlot& s);
 

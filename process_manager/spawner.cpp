@@ -1,5 +1,6 @@
 #include "process_manager/spawner.hpp"
 
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 
@@ -21,6 +22,14 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
   s.generation = generation;
   s.request_start_ns = 0;
   s.requests = 0;
+  s.id_prefix = 0;
+  s.request_number = 0;
+  s.queue_ns = -1;
+  s.crash_signal = 0;
+  s.crash_tid = 0;
+  s.crash_ns = 0;
+  s.crash_route[0] = '\0';
+  s.crash_state = CrashState::None;
   s.state = WorkerState::Starting;
 
   pid_t master = getpid();
@@ -53,6 +62,8 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != master) _exit(exit_code::kWorkerError);
   WorkerSlot& s = scoreboard_.slot(slot);
   s.pid = getpid();
+  // Before the entry point: a crash in a handler's start hook is reported too.
+  install_crash_handler(s, master);
   restore_signal_mask(mask);
 
   int code = exit_code::kWorkerError;

@@ -21,27 +21,39 @@ namespace {
 
 // eu-stack first: it attaches, unwinds and detaches in tens of milliseconds; gdb loads every
 // symbol table first and may need most of the budget.
-std::vector<std::string> debugger_argv(pid_t pid) {
+// -i -s: inlined frames and source lines, from debug info where it is installed; -n: a runaway
+// recursion is not a thousand lines. -1 -p TID: that thread alone (eu-stack attaches to the
+// thread group of any of its threads).
+std::vector<std::string> debugger_argv(pid_t pid, pid_t tid) {
   std::string p = std::to_string(pid);
-  if (access("/usr/bin/eu-stack", X_OK) == 0) return {"/usr/bin/eu-stack", "-p", p};
+  if (access("/usr/bin/eu-stack", X_OK) == 0) {
+    if (tid != 0)
+      return {"/usr/bin/eu-stack", "-1", "-i", "-s", "-n", "64", "-p", std::to_string(tid)};
+    return {"/usr/bin/eu-stack", "-i", "-s", "-n", "64", "-p", p};
+  }
   if (access("/usr/bin/gdb", X_OK) == 0)
     return {"/usr/bin/gdb", "-nx", "-batch", "-p", p, "-ex", "bt"};
   return {};
 }
 
-// Only the frames: both debuggers also print banners and thread headers.
+// Only the frames and their source lines (indented, after a frame): both debuggers also print
+// banners and thread headers.
 std::string frames(const std::string& out) {
   std::istringstream in(out);
   std::string result;
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("#")) result += line + "\n";
+  bool in_frame = false;
+  for (std::string line; std::getline(in, line);) {
+    bool source = in_frame && line.starts_with("    ");
+    in_frame = line.starts_with("#") || source;
+    if (in_frame) result += line + "\n";
+  }
   return result;
 }
 
 } // namespace
 
-std::string capture_stack(pid_t pid, std::chrono::milliseconds budget) {
-  std::vector<std::string> args = debugger_argv(pid);
+std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid) {
+  std::vector<std::string> args = debugger_argv(pid, tid);
   if (args.empty()) return "no stack trace: no debugger installed (eu-stack or gdb)\n";
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) == -1)

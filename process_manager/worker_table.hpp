@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <sys/types.h>
 #include <vector>
 
@@ -23,9 +24,14 @@ struct Worker {
   bool stack_trace_on_timeout = false;
   std::chrono::milliseconds resend_stop_every{0};
   std::chrono::milliseconds nudge_after{0};
-  std::uint64_t nudged_request_ns = 0; // the request start the last nudge was for
-  int stop_signal = 0;                 // the graceful signal last sent, for resend_stop_every
-  std::uint64_t resend_at_ns = 0;      // 0: nothing to repeat
+  std::chrono::milliseconds boot_window{0}; // PoolSettings::boot_window
+  std::chrono::milliseconds slow_stack_after{0};
+  std::uint64_t nudged_request_ns = 0;     // the request start the last nudge was for
+  int stop_signal = 0;                     // the graceful signal last sent, for resend_stop_every
+  std::uint64_t resend_at_ns = 0;          // 0: nothing to repeat
+  std::uint64_t slow_stack_request_ns = 0; // the request start the last slow-request stack was for
+  // Taken while the worker waited in its crash handler: written with its exit line.
+  std::string crash_block;
 
   // Dynamic and ondemand pools: since when the scoreboard has shown it idle with the same request
   // count (0: busy, or not seen idle yet).

@@ -128,7 +128,8 @@ step "package $(basename "$DEB")"
 dpkg-deb --field "$DEB"
 echo
 dpkg-deb --contents "$DEB" | tee "$WORK/contents.txt"
-for path in ./usr/bin/fcgi-host ./etc/fcgi-host/fcgi-host.conf ./lib/systemd/system/fcgi-host.service \
+for path in ./usr/bin/fcgi-host ./etc/fcgi-host/fcgi-host.conf ./etc/fcgi-host/pools.d/www.conf \
+    ./lib/systemd/system/fcgi-host.service \
     ./lib/systemd/system/fcgi-host.socket ./usr/share/man/man1/fcgi-host.1.gz \
     ./usr/include/fcgi-host/app/plugin.hpp ./usr/include/fcgi-host/fcgi_host/run.hpp \
     ./usr/share/doc/fcgi-host/examples/nginx-upstream-cluster.conf ./usr/share/doc/fcgi-host/copyright \
@@ -140,6 +141,8 @@ dpkg-deb --field "$DEB" Depends | grep -q libfcgi0ldbl || fail "Depends lacks li
 dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$WORK/conffiles"
 grep -qx /etc/fcgi-host/fcgi-host.conf "$WORK/conffiles" ||
     fail "fcgi-host.conf is not a conffile"
+grep -qx /etc/fcgi-host/pools.d/www.conf "$WORK/conffiles" ||
+    fail "pools.d/www.conf is not a conffile"
 
 # ---- Install ----------------------------------------------------------------------------------
 step "install"
@@ -170,10 +173,15 @@ for _ in $(seq 100); do [ -S /run/fcgi-host/fcgi-host.sock ] && break; sleep 0.1
 perms=$(stat -c '%U:%G %a' /run/fcgi-host/fcgi-host.sock)
 [ "$perms" = "root:www-data 660" ] || fail "socket is $perms, expected root:www-data 660"
 MASTER=$(cat /run/fcgi-host/fcgi-host.pid)
-for _ in $(seq 100); do pgrep -P "$MASTER" >/dev/null && break; sleep 0.1; done
-workers=$(ps -o user= --ppid "$MASTER" | sort -u | tr -d ' ')
+# The shipped config runs pools.d/www.conf: the master of the pools, the pool's master (started
+# with --pool www), then its workers.
+POOL=""
+for _ in $(seq 100); do POOL=$(pgrep -P "$MASTER" -f -- '--pool www' || true); [ -n "$POOL" ] && break; sleep 0.1; done
+[ -n "$POOL" ] || fail "no master of pool [www] under $MASTER"
+for _ in $(seq 100); do pgrep -P "$POOL" >/dev/null && break; sleep 0.1; done
+workers=$(ps -o user= --ppid "$POOL" | sort -u | tr -d ' ')
 [ "$workers" = fcgi-host ] || fail "workers run as '$workers', expected fcgi-host"
-echo "socket $perms, workers run as $workers"
+echo "socket $perms, pool [www] master $POOL, workers run as $workers"
 
 # Debian's nginx as packaged, with the package's site snippet enabled on a free loopback port
 # (the stock default site moved aside so that nothing binds port 80).

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
-          elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev)
+          elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
+          apache2 lighttpd caddy h2o haproxy)
 
 install_missing() {
   local missing=()
@@ -19,7 +20,17 @@ install_missing() {
   local sudo=()
   (( EUID == 0 )) || sudo=(sudo)
   "${sudo[@]}" apt-get update
+  # The front servers' packages would start their system services on ports 80 and 443; the
+  # tests run each one privately (own config, free loopback port) and need none of them.
+  local no_start=/usr/sbin/policy-rc.d made_policy=0
+  if [[ ! -e $no_start ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$no_start" >/dev/null
+    "${sudo[@]}" chmod 755 "$no_start"
+    made_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+  (( made_policy )) && "${sudo[@]}" rm -f "$no_start"
+  return 0
 }
 
 install_missing

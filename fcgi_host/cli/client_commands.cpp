@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <vector>
 
 namespace fcgi_host {
 
@@ -94,20 +95,21 @@ int connect_to(const std::string& text, Clock::time_point deadline) {
   return fd;
 }
 
-std::string encode_request(const Options& o) {
+std::string encode_request(const HostQuery& q) {
   std::string params;
   auto pair = [&params](std::string_view name, std::string_view value) {
     records::append_name_value(params, name, value);
   };
-  std::string uri = o.path + (o.query.empty() ? "" : "?" + o.query);
+  std::string uri = q.path + (q.query.empty() ? "" : "?" + q.query);
   pair("GATEWAY_INTERFACE", "CGI/1.1");
   pair("SERVER_PROTOCOL", "HTTP/1.1");
-  pair("REQUEST_METHOD", "GET");
+  pair("REQUEST_METHOD", q.method);
   pair("REQUEST_URI", uri);
-  pair("SCRIPT_NAME", o.path);
-  pair("DOCUMENT_URI", o.path);
-  pair("QUERY_STRING", o.query);
+  pair("SCRIPT_NAME", q.path);
+  pair("DOCUMENT_URI", q.path);
+  pair("QUERY_STRING", q.query);
   pair("CONTENT_LENGTH", "");
+  if (!q.accept.empty()) pair("HTTP_ACCEPT", q.accept);
   constexpr std::uint16_t id = 1;
   std::string out;
   records::append_begin_request(out, id, records::Role::Responder); // no keep-conn
@@ -150,19 +152,14 @@ std::string exchange(int fd, const std::string& peer, const std::string& request
   }
 }
 
-struct Reply {
-  bool from_host = false; // the X-Fcgi-Host header was there
-  int status = 200;
-  std::string idle, queue; // X-Idle-Workers, X-Listen-Queue
-  std::string body;
-};
-
-Reply parse_reply(const std::string& cgi) {
-  Reply r;
+HostReply parse_reply(const std::string& cgi) {
+  HostReply r;
   cgi::Head head = cgi::parse_head(cgi);
   if (head.status != 0) r.status = head.status;
   for (auto [name, value] : head.headers) {
-    if (cgi::same_header_name(name, "X-Idle-Workers"))
+    if (cgi::same_header_name(name, "Content-Type"))
+      r.content_type = value;
+    else if (cgi::same_header_name(name, "X-Idle-Workers"))
       r.idle = value;
     else if (cgi::same_header_name(name, "X-Listen-Queue"))
       r.queue = value;
@@ -212,16 +209,88 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
+HostReply ask(const std::string& address, const HostQuery& query,
+              std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  int fd = connect_to(address, deadline);
+  std::string out;
+  try {
+    out = exchange(fd, address, encode_request(query), deadline);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
+  HostReply r = parse_reply(out);
+  if (!r.from_host)
+    throw Failure{kClientNoAnswer, address + " answered, but not as fcgi-host (no " +
+                                       std::string(kHostHeader) +
+                                       " header): is it the "
+                                       "host's --status-listen or --listen address?"};
+  return r;
+}
+
+// fcgi-host reload [POOL] --connect ADDR, fcgi-host scale [POOL] N --connect ADDR.
+int run_control_command(int argc, char** argv) {
+  const std::string verb = argv[1];
+  std::string connect, pool, workers;
+  double timeout_s = 5;
+  std::vector<std::string> words;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if ((a == "--connect" || a == "--timeout") && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (a == "--connect") {
+        connect = v;
+        continue;
+      }
+      char* end = nullptr;
+      timeout_s = std::strtod(v.c_str(), &end);
+      if (*end || !(timeout_s > 0)) throw Failure{kClientUsage, "--timeout: seconds > 0"};
+    } else if (a.starts_with("-")) {
+      throw Failure{kClientUsage, "unknown option '" + std::string(a) + "'"};
+    } else {
+      words.emplace_back(a);
+    }
+  }
+  if (verb == "scale" && !words.empty()) workers = words.back(), words.pop_back();
+  if (words.size() > 1 ||
+      (verb == "scale" &&
+       (workers.empty() || workers.find_first_not_of("0123456789") != std::string::npos)))
+    throw Failure{kClientUsage, verb == "scale" ? "usage: fcgi-host scale [POOL] N --connect ADDR"
+                                                : "usage: fcgi-host reload [POOL] --connect ADDR"};
+  if (connect.empty()) throw Failure{kClientUsage, "--connect ADDR is required"};
+  if (!words.empty()) pool = words.front();
+  std::string args = pool.empty() ? "" : "pool=" + pool;
+  if (!workers.empty()) args += (args.empty() ? "" : "&") + ("workers=" + workers);
+  HostReply r = ask(connect, {"POST", "/control/" + verb, args, ""},
+                    std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+  std::cout << r.body << std::flush;
+  if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
+  return kClientHealthy;
+}
+
 } // namespace
 
+HostReply ask_host(const std::string& address, const HostQuery& query,
+                   std::chrono::milliseconds timeout) {
+  try {
+    return ask(address, query, timeout);
+  } catch (const Failure& f) {
+    throw std::runtime_error(f.why);
+  }
+}
+
 bool is_client_command(int argc, char** argv) {
-  return argc >= 2 &&
-         (std::string_view(argv[1]) == "status" || std::string_view(argv[1]) == "ping");
+  if (argc < 2) return false;
+  std::string_view word = argv[1];
+  return word == "status" || word == "ping" || word == "reload" || word == "scale";
 }
 
 int run_client_command(int argc, char** argv) {
   std::string what = argv[1];
   try {
+    if (what == "reload" || what == "scale") return run_control_command(argc, argv);
     Options o = parse_options(argc, argv);
     if (o.help) {
       std::cout << (o.ping ? "Usage: fcgi-host ping --connect ADDR [--path PATH] [--timeout "
@@ -233,22 +302,8 @@ int run_client_command(int argc, char** argv) {
                 << kClientCommandsHelp;
       return kClientHealthy;
     }
-    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
-    int fd = connect_to(o.connect, deadline);
-    std::string out;
-    try {
-      out = exchange(fd, o.connect, encode_request(o), deadline);
-    } catch (...) {
-      close(fd);
-      throw;
-    }
-    close(fd);
-    Reply r = parse_reply(out);
-    if (!r.from_host)
-      throw Failure{kClientNoAnswer, o.connect + " answered, but not as fcgi-host (no " +
-                                         std::string(kHostHeader) +
-                                         " header): is it the "
-                                         "host's --status-listen or --listen address?"};
+    HostReply r = ask(o.connect, {"GET", o.path, o.query, ""},
+                      std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000)));
     std::cout << r.body << std::flush;
     if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
     if (o.max_queue >= 0 && r.idle == "0") {

@@ -1,5 +1,6 @@
 #include "fcgi_host/cli/config.hpp"
 
+#include "fcgi_host/cli/config_file.hpp"
 #include "fcgi_host/cli/help_text.hpp"
 #include "fcgi_host/cli/version.hpp"
 #include "fcgi_host/net/client_filter.hpp"
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <ostream>
 #include <set>
@@ -97,12 +97,6 @@ std::vector<std::string> split_words(const std::string& text) {
   for (std::string word; in >> word;)
     out.push_back(word);
   return out;
-}
-
-std::string trim(std::string s) {
-  s.erase(0, s.find_first_not_of(" \t\r"));
-  s.erase(s.find_last_not_of(" \t\r") + 1);
-  return s;
 }
 
 // The parsed values with their origins, and typed readers whose errors name the option.
@@ -213,48 +207,79 @@ std::vector<std::string> file_line_as_argument(const po::options_description& op
   return {"--" + name + "=" + value};
 }
 
-// Reads `name = value` lines. Each line is parsed on its own, so that an error names its line.
-// A list option (env) may repeat; any other option given twice is an error.
-void parse_config_file(const std::string& path, const po::options_description& options,
-                       po::variables_map& vm, Config& config) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw ConfigError("--config: \"" + path + "\" is a directory, not a config file");
-  std::ifstream in(path);
-  if (!in) throw ConfigError("--config: cannot read \"" + path + "\": " + std::strerror(errno));
-  std::map<std::string, int> seen;
+// The lines of `file` this process takes: without pools, all of them; in the pools form, the
+// globals, then the section of --pool (which may set again what the globals set), or only the
+// globals for the master that runs every pool.
+std::vector<const ConfigLine*> lines_for(const ConfigFile& file, const Config& config) {
+  std::vector<const ConfigLine*> lines;
+  for (const ConfigLine& l : file.globals)
+    // status-listen before the first section is the master of the pools' own status socket.
+    if (config.pool.empty() || l.name != "status-listen") lines.push_back(&l);
+  if (config.pool.empty()) return lines;
+  const PoolSection* pool = file.find_pool(config.pool);
+  if (!pool)
+    throw ConfigError("--pool: \"" + config.config_file + "\" defines no pool [" + config.pool +
+                      "]");
+  std::erase_if(lines, [pool](const ConfigLine* g) {
+    return std::any_of(pool->lines.begin(), pool->lines.end(),
+                       [g](const ConfigLine& l) { return l.name == g->name; });
+  });
+  for (const ConfigLine& l : pool->lines)
+    lines.push_back(&l);
+  return lines;
+}
+
+// Stores the file's lines. Each line is parsed on its own, so that an error names its line.
+// A list option (env) may repeat; any other option given twice in one scope is an error.
+void parse_config_file(const po::options_description& options, po::variables_map& vm,
+                       Config& config) {
+  const ConfigFile file = read_config_file(config.config_file);
+  if (file.has_pools && config.pool.empty())
+    for (const PoolSection& p : file.pools)
+      config.pools.push_back(p.name);
+  if (!file.has_pools && !config.pool.empty())
+    throw ConfigError("--pool: \"" + config.config_file + "\" defines no pools");
+  std::map<std::string, std::string> seen; // name + scope -> where
   std::set<std::string> from_command_line;
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) from_command_line.insert(name);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    std::string where = path + ":" + std::to_string(number);
-    auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#' || line[first] == ';') continue;
-    auto eq = line.find('=');
-    if (eq == std::string::npos)
-      throw ConfigError(where + ": expected `name = value`, got \"" + line.substr(first) + "\"");
-    std::string name = trim(line.substr(0, eq));
-    std::string value = trim(line.substr(eq + 1));
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-      value = value.substr(1, value.size() - 2);
-    const OptionSpec* spec = find_option(name);
+  for (const ConfigLine* l : lines_for(file, config)) {
+    const OptionSpec* spec = find_option(l->name);
     if (spec && spec->kind == OptionKind::Command)
-      throw ConfigError(where + ": " + name + " cannot be set in a config file");
+      throw ConfigError(l->where + ": " + l->name + " cannot be set in a config file");
     bool repeatable = spec && spec->kind == OptionKind::List;
-    if (auto [it, fresh] = seen.emplace(name, number); !fresh && !repeatable)
-      throw ConfigError(where + ": " + name + " is given twice (first on line " +
-                        std::to_string(it->second) + ")");
-    if (from_command_line.count(name)) continue; // the command line wins
-    std::vector<std::string> arg = file_line_as_argument(options, where, name, value);
+    const auto section = l->where.rfind(" [");
+    const std::string scope = section == std::string::npos ? "" : l->where.substr(section);
+    if (auto [it, fresh] = seen.emplace(l->name + scope, l->where); !fresh && !repeatable)
+      throw ConfigError(l->where + ": " + l->name + " is given twice (first at " + it->second +
+                        ")");
+    if (from_command_line.count(l->name)) continue; // the command line wins
+    std::vector<std::string> arg = file_line_as_argument(options, l->where, l->name, l->value);
     if (arg.empty()) continue;
     try {
       po::store(po::command_line_parser(arg).options(options).style(kStyle).run(), vm);
     } catch (const po::error& e) {
-      throw config_error(e, where + ": ");
+      throw config_error(e, l->where + ": ");
     }
-    config.origins[name] = where + ": " + name;
+    config.origins[l->name] = l->where + ": " + l->name;
   }
+}
+
+// Every option as it was given ("name = value" lines, in name order, defaults left out): what a
+// reload of a pool compares.
+std::string settings_text(const po::variables_map& vm) {
+  std::string text;
+  for (const auto& [name, value] : vm) {
+    if (value.defaulted() || name == "pool" || name == "test-config") continue;
+    if (const auto* one = boost::any_cast<std::string>(&value.value()))
+      text += name + " = " + *one + "\n";
+    else if (const auto* many = boost::any_cast<std::vector<std::string>>(&value.value()))
+      for (const std::string& v : *many)
+        text += name + " = " + v + "\n";
+    else if (const auto* on = boost::any_cast<bool>(&value.value()))
+      text += name + " = " + (*on ? "true" : "false") + "\n";
+  }
+  return text;
 }
 
 // ---- the steps of parse_config: one group of options each ---------------------------------------
@@ -315,6 +340,18 @@ void read_limits(const Values& v, Limits& l) {
   l.handoff_after = v.seconds("handoff-after", true);
 }
 
+void read_responses(const Values& v, Config& c) {
+  c.max_response_head = v.size("max-response-head");
+  if (c.max_response_head < 256) throw v.error("max-response-head", "must be at least 256 bytes");
+  c.send_file_mode = v.text("send-file-mode");
+  if (c.send_file_mode != "stream" && c.send_file_mode != "x-accel-redirect" &&
+      c.send_file_mode != "x-sendfile")
+    throw v.error("send-file-mode",
+                  "'" + c.send_file_mode + "' is not one of stream, x-accel-redirect, x-sendfile");
+  c.x_accel_prefix = v.text("x-accel-prefix");
+  if (!c.x_accel_prefix.starts_with("/")) throw v.error("x-accel-prefix", "must start with /");
+}
+
 void read_logs(const Values& v, Config& c) {
   v.text("error-log", c.error_log);
   c.log_level = v.text("log-level");
@@ -353,6 +390,16 @@ void read_access_control(const Values& v, Config& c) {
   v.text("group", c.group);
 }
 
+void read_process_limits(const Values& v, Config& c) {
+  if (v.has("rlimit-files"))
+    c.rlimit_files = static_cast<unsigned long long>(v.integer("rlimit-files", 1, 1 << 30));
+  if (v.has("rlimit-core"))
+    c.rlimit_core =
+        v.text("rlimit-core") == "unlimited" ? Config::kUnlimited : v.size("rlimit-core");
+  if (v.has("nice")) c.nice = static_cast<int>(v.integer("nice", -20, 19));
+  c.max_workers_total = static_cast<int>(v.integer("max-workers-total", 0, 100000));
+}
+
 void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   // --exec PROGRAM ARGS on the command line; `exec = PROGRAM ARGS` (split at spaces) in the file.
   c.exec = line.program.empty() ? split_words(v.text("exec")) : line.program;
@@ -365,6 +412,7 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
     if (e.find('=') == std::string::npos || e.front() == '=')
       throw v.error("env", "'" + e + "' is not NAME=VALUE");
   c.clear_env = v.flag("clear-env");
+  read_process_limits(v, c);
 }
 
 // In --exec mode the workers are another program: what only the host's own workers do is refused
@@ -422,21 +470,26 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
     out << "fcgi-host " << kVersion << "\n";
     return ParseOutcome::Exit;
   }
+  if (vm.count("pool")) config.pool = vm["pool"].as<std::string>();
   if (vm.count("config")) {
     config.config_file = vm["config"].as<std::string>();
-    parse_config_file(config.config_file, options, vm, config);
+    parse_config_file(options, vm, config);
+  } else if (!config.pool.empty()) {
+    throw ConfigError("--pool: names a pool of --config FILE, and no --config is given");
   }
   try {
     po::notify(vm);
   } catch (const po::error& e) {
     throw config_error(e);
   }
+  config.settings_text = settings_text(vm);
   const Values values(vm, config);
   config.test_config = values.flag("test-config");
   read_socket(values, config);
   read_pool(values, config);
   read_lifecycle(values, config);
   read_limits(values, config.limits);
+  read_responses(values, config);
   read_logs(values, config);
   read_status(values, config);
   read_access_control(values, config);

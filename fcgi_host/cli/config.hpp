@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <sys/types.h>
@@ -87,6 +88,22 @@ struct Config {
   std::string chdir;
   std::vector<std::string> env; // NAME=VALUE
   bool clear_env = false;
+  // Set on the master at start, so its workers inherit them; unset: inherited as they are.
+  static constexpr unsigned long long kUnlimited = ~0ull;
+  std::optional<unsigned long long> rlimit_files;
+  std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
+  std::optional<int> nice;
+
+  // Pools (config_file.hpp): a config file with [sections] describes several applications.
+  std::string pool;               // --pool: the section this process runs; empty: not a pool
+  std::vector<std::string> pools; // the file's pools, when this process runs them all
+  int max_workers_total = 0;      // the cap over every pool's ceiling; 0: none
+  std::string settings_text;      // every option given, one "name = value" line each
+
+  // Responses: the head's limit, and how Response::send_file() answers.
+  std::size_t max_response_head = default_size("max-response-head");
+  std::string send_file_mode{find_option("send-file-mode")->default_text};
+  std::string x_accel_prefix{find_option("x-accel-prefix")->default_text};
 
   // Observability.
   std::string status_path;

@@ -11,7 +11,13 @@ inline constexpr const char* kClientCommandsHelp =
     "  --max-queue N      status: unhealthy when no worker is idle and more than N wait\n"
     "  --timeout SECONDS  give up after this long (default: 5)\n"
     "  Exit 0: healthy; 1: unhealthy (not 200, or the queue above --max-queue); 2: usage;\n"
-    "  3: no answer, or an answer that is not fcgi-host's (no X-Fcgi-Host header)\n";
+    "  3: no answer, or an answer that is not fcgi-host's (no X-Fcgi-Host header)\n"
+    "Control, through the master's Unix --status-listen socket, as its user or root:\n"
+    "  fcgi-host reload [POOL] --connect ADDR   reload every pool, or one (a single\n"
+    "                                           application: as HUP does)\n"
+    "  fcgi-host scale [POOL] N --connect ADDR  set the workers of a pool (or of the\n"
+    "                                           application) to N\n"
+    "  Exit 0: done; 1: refused (the answer says why); 2: usage; 3: no answer\n";
 
 inline constexpr const char* kSignalsHelp =
     "Signals (send them to the master):\n"
@@ -27,7 +33,8 @@ inline constexpr const char* kSignalsHelp =
 inline constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  stopped on request (TERM, QUIT, INT), or --help, --version, a good --test-config\n"
-    "  1  runtime failure: workers could not boot, or a fatal error in the master\n"
+    "  1  runtime failure: workers could not boot (died before they were ready), or a fatal\n"
+    "     error in the master\n"
     "  2  bad option or config file, or what --test-config finds (unknown user or group, missing\n"
     "     directory, program or plugin, unknown app, unresolvable address, bad log format)\n"
     "  3  start-up failure: listening socket, log file, pidfile or dropping privileges\n";

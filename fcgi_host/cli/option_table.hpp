@@ -38,6 +38,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "check the options, the config file and everything start needs short of binding and "
      "forking, then exit",
      OptionKind::Command},
+    {"pool", 0, "NAME", "",
+     "run only this [NAME] section of a config file that defines pools (without it, the "
+     "master runs every pool)",
+     OptionKind::Command},
 
     {"listen", 'l', "ADDR", "",
      "unix:/path, /path, HOST:PORT, [IPv6]:PORT or :PORT (default: the listening socket "
@@ -75,6 +79,18 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"pidfile", 0, "FILE", "",
      "write the master's pid here; the file is locked for the master's life, so a second master "
      "on it is refused before it touches the socket"},
+    {"rlimit-files", 0, "N", "",
+     "the open-files limit (RLIMIT_NOFILE, soft and hard) of the master and its workers "
+     "(default: inherited)"},
+    {"rlimit-core", 0, "BYTES", "",
+     "the core-file size limit (RLIMIT_CORE) of the master and its workers: 0, a size with K, "
+     "M, G, or unlimited (default: inherited)"},
+    {"nice", 0, "N", "",
+     "the scheduling niceness of the master and its workers, -20 to 19 "
+     "(default: inherited)"},
+    {"max-workers-total", 0, "N", "0",
+     "pools: the most workers all pools may have together, checked against each pool's "
+     "ceiling at start and reload (0: no cap; a global option)"},
 
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
@@ -117,6 +133,16 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "the total time a response may take to reach a client that reads it slowly (a response "
      "complete in memory goes out from the worker's event loop, so a slow reader never holds "
      "the worker)"},
+    {"max-response-head", 0, "BYTES", "4K",
+     "the buffer a response head (status line and headers) must fit in with the 8-byte header "
+     "of its FastCGI record and a byte to spare, as nginx's fastcgi_buffer_size (4K by default) "
+     "must hold it; larger: logged and answered 500, not left to become the web server's 502"},
+    {"send-file-mode", 0, "MODE", "stream",
+     "how Response::send_file() answers: stream (the host sends the file), x-accel-redirect "
+     "(nginx sends it: an X-Accel-Redirect header under --x-accel-prefix), x-sendfile (Apache "
+     "mod_xsendfile, lighttpd: an X-Sendfile header)"},
+    {"x-accel-prefix", 0, "PATH", "/internal",
+     "x-accel-redirect: the nginx internal location a sent file's absolute path goes under"},
 
     {"error-log", 0, "FILE", "", "write the log to this file (default: stderr)"},
     {"log-level", 0, "LEVEL", "notice", "debug, info, notice, warn, error or alert"},
@@ -124,8 +150,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"access-format", 0, "FORMAT", "%a %m %u %s %d %b",
      "access log line: %a remote address, %m method, %u URI, %s status (499: aborted by the "
      "web server), %d duration ms, %c CPU ms, %b body bytes, %p pid, %w worker slot, "
-     "%g generation, %t time, %q queue time ms (- when not stamped), %% a percent sign"},
-    {"slow-request-threshold", 0, "SECONDS", "0", "log requests that take longer (0: off)"},
+     "%g generation, %t time, %q queue time ms (- when not stamped), %I request id, "
+     "%{NAME}e a FastCGI parameter, %{Name}o a response header, %% a percent sign"},
+    {"slow-request-threshold", 0, "SECONDS", "0",
+     "log requests that take longer, with one stack of the worker while they run (0: off)"},
     {"max-queue-time", 0, "MS", "0",
      "answer 503 at once, without running the handler, to a request that waited longer for a "
      "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "

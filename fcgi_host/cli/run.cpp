@@ -3,6 +3,9 @@
 #include "app/builtin_apps.hpp"
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/master_control.hpp"
+#include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
@@ -159,6 +162,7 @@ process_manager::PoolSettings pool_settings(const Config& config) {
   pool.workers = config.workers;
   pool.graceful_timeout = config.graceful_timeout;
   pool.request_timeout = config.request_timeout;
+  pool.slow_stack_after = config.slow_request_threshold;
   pool.mode = pool_mode(config.pm);
   pool.min_spare = config.min_spare;
   pool.max_spare = config.max_spare;
@@ -180,6 +184,12 @@ WorkerSettings worker_settings(const Config& config, int listen_fd) {
   settings.max_requests_jitter = config.max_requests_jitter;
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.observe = observability_settings(config);
+  settings.max_response_head = config.max_response_head;
+  settings.file_offload.mode =
+      config.send_file_mode == "x-accel-redirect" ? app::FileOffload::Mode::XAccelRedirect
+      : config.send_file_mode == "x-sendfile"     ? app::FileOffload::Mode::XSendfile
+                                                  : app::FileOffload::Mode::Stream;
+  settings.file_offload.prefix = config.x_accel_prefix;
   settings.output_fd = worker_output_fd;
   settings.handoff = worker_handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
@@ -198,6 +208,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
     g.pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
     g.pool.resend_stop_every = std::chrono::milliseconds{500};
+    g.pool.boot_window = kExecBootWindow;
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
@@ -277,6 +288,7 @@ bool read_config(Host& host) {
     if (parse_config(static_cast<int>(argv.size()), argv.data(), host.config, std::cout) ==
         ParseOutcome::Exit)
       return false;
+    if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
     host.app = resolve_app(host.config, host.own);
     check_before_start(host.config);
     resolve_credentials(host.config);
@@ -324,9 +336,10 @@ void open_listener(Host& host) {
 }
 
 // Kept connections move between the workers of every generation through one channel, made here
-// or, after USR2, taken over from the old master.
+// or, after USR2, taken over from the old master. Also with --handoff-after 0: a stopping
+// worker always passes its kept connections on.
 void open_handoff_channel(Host& host) {
-  if (host.exec_mode() || host.config.limits.handoff_after.count() <= 0) return;
+  if (host.exec_mode()) return;
   worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
   worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
   if (worker_handoff.enabled()) return;
@@ -497,17 +510,20 @@ std::string what_is_served(const Host& host) {
   return "app " + host.config.app;
 }
 
+void log_strays(const Host& host) {
+  if (host.strays.empty()) return;
+  std::string fds;
+  for (int fd : host.strays)
+    fds += " " + std::to_string(fd);
+  PM_LOG(LogLevel::Notice, "closed " + std::to_string(host.strays.size()) +
+                               " descriptor(s) inherited from the starting process, which "
+                               "workers must not see:" +
+                               fds);
+}
+
 // The master's loop, until it stops; then the adopted socket file is removed when ours.
 int serve(Host& host) {
-  if (!host.strays.empty()) {
-    std::string fds;
-    for (int fd : host.strays)
-      fds += " " + std::to_string(fd);
-    PM_LOG(LogLevel::Notice, "closed " + std::to_string(host.strays.size()) +
-                                 " descriptor(s) inherited from the starting process, which "
-                                 "workers must not see:" +
-                                 fds);
-  }
+  log_strays(host);
   const Credentials credentials = resolve_credentials(host.config); // checked: does not throw
   std::string run_as;
   if (credentials.default_user)
@@ -526,13 +542,70 @@ int serve(Host& host) {
   };
   process_manager::Master master(make_generation(host.config, host.app, host.listen_fd),
                                  host.options);
-  if (host.status_server) host.status_server->set_scoreboard(&master.scoreboard());
+  if (host.status_server) {
+    host.status_server->set_scoreboard(&master.scoreboard());
+    host.status_server->set_control([&master](std::string_view verb, std::string_view args) {
+      return control_master(master, verb, args);
+    });
+  }
   int code = master.run();
   // A stop that never began (the loop failed): the socket file is still ours to remove.
   if (!host.handed_over) host.adopted_file.remove_if_ours();
   // After a failure the master's last line already said why and that it exits.
   PM_LOG(code == exit_code::kOk ? LogLevel::Notice : LogLevel::Debug, "fcgi-host stopped");
   return code;
+}
+
+void limit_process(const Config& config) {
+  try {
+    apply_process_limits(config);
+  } catch (const StartupError& e) {
+    throw StartFailure{exit_code::kStartupFailure, e.what()};
+  }
+}
+
+// A config file with pools: this process is the master of every pool (pool_master.hpp).
+int run_pool_master(Host& host) {
+  // A plugin is loaded by its pool's master, never here (its constructors would run in the
+  // master of every pool): only --test-config, a process of its own, loads it to check it.
+  const ApplicationCheck check = [own = host.own, load = host.config.test_config](const Config& c) {
+    if (load || own || !c.exec.empty() || !looks_like_path(c.app))
+      resolve_app(c, own);
+    else if (::access(c.app.c_str(), R_OK) != 0)
+      throw ConfigError(c.where("app") + ": " + sys_error("access", c.app));
+    check_before_start(c);
+    resolve_credentials(c);
+  };
+  try {
+    if (!host.config.test_config) close_strays(host);
+    configure_log(host.config);
+    log_strays(host);
+    if (host.config.test_config) {
+      std::vector<PoolPlan> plans = plan_pools(host.args, host.config, check);
+      std::cout << "fcgi-host: configuration in " << host.config.config_file << " is valid ("
+                << plans.size() << " pools:";
+      for (const PoolPlan& p : plans)
+        std::cout << " " << p.name;
+      std::cout << ")\n";
+      return exit_code::kOk;
+    }
+    return run_pools(host.args, host.config, check, own_executable());
+  } catch (const ConfigError& e) {
+    std::cerr << "fcgi-host: " << e.what() << "\n";
+    return exit_code::kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "fcgi-host: " << e.what() << "\n";
+    return exit_code::kStartupFailure;
+  }
+}
+
+// A pool's master: its lines carry the pool's name; started by the master of the pools, it
+// leaves the pidfile to that master.
+void join_pool(Host& host) {
+  if (host.config.pool.empty()) return;
+  process_manager::Log::get().set_tag("[" + host.config.pool + "]");
+  if (std::getenv(kPoolMasterEnv)) host.config.pidfile.clear();
+  ::unsetenv(kPoolMasterEnv);
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {
@@ -543,6 +616,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
   host.own = own;
   try {
     if (!read_config(host)) return exit_code::kOk;
+    if (!host.config.pools.empty()) return run_pool_master(host);
+    join_pool(host);
+    limit_process(host.config);
     close_strays(host);
     open_logs(host);
     take_pidfile(host);

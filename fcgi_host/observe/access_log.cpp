@@ -12,7 +12,26 @@ namespace fcgi_host {
 
 namespace {
 
-constexpr std::string_view kTokens = "amusdcbpwgtq%";
+constexpr std::string_view kTokens = "amusdcbpwgtqI%";
+// %{NAME}e: a FastCGI parameter; %{Name}o: a response header (php-fpm's and Apache's syntax).
+constexpr std::string_view kNamedTokens = "eo";
+constexpr std::string_view kKnown = "%a %m %u %s %d %c %b %p %w %g %t %q %I %{NAME}e %{Name}o %%";
+
+// The name and the letter of a "%{NAME}x" at format[i] (the '%'); the letter 0 when malformed.
+struct Named {
+  std::string_view name;
+  char kind = 0;
+  std::size_t length = 0; // of the whole token
+};
+Named named_token(std::string_view format, std::size_t i) {
+  Named n;
+  std::size_t close = format.find('}', i + 2);
+  if (close == std::string_view::npos || close + 1 >= format.size() || close == i + 2) return n;
+  n.name = format.substr(i + 2, close - i - 2);
+  n.kind = kNamedTokens.find(format[close + 1]) != std::string_view::npos ? format[close + 1] : 0;
+  n.length = close + 2 - i;
+  return n;
+}
 
 void append_number(std::string& out, std::uint64_t v) {
   char buf[24];
@@ -52,9 +71,19 @@ int open_file(const std::string& path) {
 bool valid_access_format(std::string_view format, std::string& why) {
   for (std::size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') continue;
+    if (i + 1 < format.size() && format[i + 1] == '{') {
+      Named n = named_token(format, i);
+      if (n.kind == 0) {
+        why = "malformed token '" + std::string(format.substr(i, 12)) +
+              "' (a name in braces, then e or o: %{HTTP_HOST}e, %{Content-Type}o)";
+        return false;
+      }
+      i += n.length - 1;
+      continue;
+    }
     if (i + 1 == format.size() || kTokens.find(format[i + 1]) == std::string_view::npos) {
       why = "unknown token '%" + std::string(format.substr(i + 1, 1)) +
-            "' (known: %a %m %u %s %d %c %b %p %w %g %t %q %%)";
+            "' (known: " + std::string(kKnown) + ")";
       return false;
     }
     ++i;
@@ -73,6 +102,12 @@ void AccessLog::open(const std::string& path, std::string_view format) {
   if (!valid_access_format(format, why)) throw std::invalid_argument("access-format: " + why);
   tokens_.clear();
   for (std::size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '%' && format[i + 1] == '{') {
+      Named n = named_token(format, i);
+      tokens_.push_back({n.kind, std::string(n.name)});
+      i += n.length - 1;
+      continue;
+    }
     if (format[i] == '%' && format[i + 1] != '%') {
       tokens_.push_back({format[++i], {}});
       continue;
@@ -154,6 +189,15 @@ const std::string& AccessLog::format_line(const Entry& e) {
       break;
     case 't':
       append_time();
+      break;
+    case 'I':
+      append_field(line_, e.request ? e.request->request_id() : std::string_view{});
+      break;
+    case 'e':
+      append_field(line_, e.request ? e.request->param(t.text) : std::string_view{});
+      break;
+    case 'o':
+      append_field(line_, e.response ? e.response->header(t.text) : std::string_view{});
       break;
     case 'q':
       if (e.queue_ns < 0)

@@ -4,6 +4,8 @@
 // format is parsed once; a line is built in a buffer the worker reuses (no allocation once it has
 // grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
 // in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
+#include "app/request.hpp"
+#include "app/response.hpp"
 #include "fcgi_host/cli/option_table.hpp"
 
 #include <cstdint>
@@ -39,6 +41,9 @@ public:
     std::size_t slot = 0;
     std::uint32_t generation = 0;
     std::int64_t queue_ns = -1; // -1: the request carried no arrival stamp
+    // For %I (request id), %{NAME}e (a parameter) and %{Name}o (a response header).
+    const app::Request* request = nullptr;
+    const app::Response* response = nullptr;
   };
   void write(const Entry& e);
 
@@ -48,8 +53,8 @@ public:
 private:
   AccessLog() = default;
   struct Token {
-    char kind; // 0: literal text, else the letter after '%'
-    std::string text;
+    char kind;        // 0: literal text, else the letter after '%' (or after "%{NAME}")
+    std::string text; // the literal text, or NAME
   };
   void append_time();
 

@@ -24,6 +24,7 @@ ObservabilitySettings observability_settings(const Config& config) {
   s.ping_response = config.ping_response;
   s.status_allow = ClientFilter(config.status_allow);
   s.pool_mode = config.pm;
+  if (!config.pool.empty()) s.pool_name = config.pool;
   s.max_queue_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(config.max_queue_time).count());
   return s;
@@ -82,8 +83,22 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
   return process_manager::claim_route(routes_, route);
 }
 
-void RequestMetrics::end(std::string_view route, int status, std::string_view method,
-                         std::string_view uri, bool need_duration, bool aborted) {
+// The request's trace id when it carried a traceparent, else its request id; the wall clock is
+// read here only (vDSO), at most once a second per bucket.
+void RequestMetrics::record_exemplar(process_manager::Exemplar& e, const app::Request& request,
+                                     std::uint64_t now_ns) {
+  std::string_view trace = request.trace_id();
+  std::string_view id = trace.empty() ? request.request_id() : trace;
+  if (id.empty()) return; // a request no host numbered (a test's)
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  std::uint64_t unix_ms = static_cast<std::uint64_t>(wall.tv_sec) * 1000u +
+                          static_cast<std::uint64_t>(wall.tv_nsec) / 1'000'000u;
+  process_manager::write_exemplar(e, id, !trace.empty(), duration_ns_, now_ns, unix_ms);
+}
+
+void RequestMetrics::end(std::string_view route, int status, const app::Request& request,
+                         bool need_duration, bool aborted) {
   if (aborted) {
     slot_.aborted_requests.fetch_add(1, std::memory_order_relaxed);
     status = kAbortedStatus;
@@ -98,17 +113,20 @@ void RequestMetrics::end(std::string_view route, int status, std::string_view me
   }
   if (settings_.metrics) {
     process_manager::RouteStats& r = routes_.routes[route_index(route)];
-    process_manager::record_call(r, duration_ns_, cpu_ns_, status >= 500);
+    std::size_t bucket = process_manager::record_call(r, duration_ns_, cpu_ns_, status >= 500);
+    if (process_manager::exemplar_due(r.exemplars[bucket], now))
+      record_exemplar(r.exemplars[bucket], request, now);
     slot_.last_duration_ns.store(duration_ns_, std::memory_order_relaxed);
     if (cpu_ns_ >= 0)
       slot_.last_cpu_ns.store(static_cast<std::uint64_t>(cpu_ns_), std::memory_order_relaxed);
   }
   if (settings_.slow_threshold_ns != 0 && duration_ns_ > settings_.slow_threshold_ns) {
     slot_.slow_requests.fetch_add(1, std::memory_order_relaxed);
-    PM_LOG(LogLevel::Warn, "slow request: \"" + std::string(method) + " " + std::string(uri) +
-                               "\" took " + seconds_text(duration_ns_) + ", status " +
-                               std::to_string(status) + " (slow-request-threshold " +
-                               seconds_text(settings_.slow_threshold_ns) + ")");
+    PM_LOG(LogLevel::Warn,
+           "slow request: \"" + std::string(request.method()) + " " + std::string(request.uri()) +
+               "\" took " + seconds_text(duration_ns_) + ", status " + std::to_string(status) +
+               ", request id " + std::string(request.request_id()) + " (slow-request-threshold " +
+               seconds_text(settings_.slow_threshold_ns) + ")");
   }
 }
 
@@ -148,8 +166,13 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       out.cpu_ns += r.cpu_ns;
       out.cpu_samples += r.cpu_samples;
       out.errors += r.errors;
-      for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
+      for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b) {
         out.buckets[b] += r.buckets[b];
+        // Of all workers', the newest.
+        const process_manager::Exemplar& e = r.exemplars[b];
+        if (e.mono_ns != 0 && e.id_len != 0 && e.unix_ms >= out.exemplars[b].unix_ms)
+          out.exemplars[b] = {std::string(e.id, e.id_len), e.is_trace != 0, e.value_ns, e.unix_ms};
+      }
     }
   };
   add_table(sb.retired_routes());
@@ -186,6 +209,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       process_manager::Scoreboard::RequestInfo info = process_manager::Scoreboard::read_request(s);
       w.method = info.method;
       w.uri = info.uri;
+      w.request_id = info.request_id;
     }
     if (st != WorkerState::Starting) {
       ++snap.total;

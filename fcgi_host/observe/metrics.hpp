@@ -8,6 +8,7 @@
 // sampled: every kCpuSampleEvery-th request of a worker is measured, and the per-route CPU total
 // is estimated as (sampled CPU / samples) x calls. --metrics off leaves one clock read (the
 // request timeout needs it) and the scoreboard state stores.
+#include "app/request.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "process_manager/listen_queue.hpp"
@@ -37,6 +38,7 @@ struct ObservabilitySettings {
   std::string ping_response = "pong";
   ClientFilter status_allow;
   std::string pool_mode = "static";
+  std::string pool_name = "fcgi-host"; // a pool's name (docs/pools.md), php-fpm's "pool" field
   std::uint64_t max_queue_ns = 0; // --max-queue-time; 0: off
 };
 
@@ -59,16 +61,19 @@ public:
       cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
   }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
-  // with kAbortedStatus). Records the call under `route`; logs it when slow. Reads the clock
-  // only when something needs the duration (metrics, slow log, or `need_duration`).
-  void end(std::string_view route, int status, std::string_view method, std::string_view uri,
-           bool need_duration, bool aborted = false);
+  // with kAbortedStatus). Records the call under `route`; logs it when slow (with the
+  // request's method, URI and id). Reads the clock only when something needs the duration
+  // (metrics, slow log, or `need_duration`).
+  void end(std::string_view route, int status, const app::Request& request, bool need_duration,
+           bool aborted = false);
 
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
 
 private:
   std::size_t route_index(std::string_view route);
+  void record_exemplar(process_manager::Exemplar& e, const app::Request& request,
+                       std::uint64_t now_ns);
 
   process_manager::WorkerSlot& slot_;
   process_manager::RouteTable& routes_;
@@ -95,10 +100,18 @@ struct WorkerSnapshot {
   std::uint64_t requests = 0;
   std::uint64_t accepted = 0;
   std::uint64_t request_duration_ns = 0; // the current request so far (0: none)
-  std::string method, uri;               // the current request
+  std::string method, uri, request_id;   // the current request
   std::uint64_t last_duration_ns = 0;
   std::uint64_t last_cpu_ns = 0;
   bool active = false;
+};
+
+// A latency bucket's exemplar (route_stats.hpp); id empty when the bucket has none.
+struct ExemplarSnapshot {
+  std::string id;
+  bool is_trace = false; // a W3C trace id (else a request id)
+  std::uint64_t value_ns = 0;
+  std::uint64_t unix_ms = 0;
 };
 
 struct RouteSnapshot {
@@ -109,6 +122,7 @@ struct RouteSnapshot {
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
   std::array<std::uint64_t, process_manager::kLatencyBuckets> buckets{};
+  std::array<ExemplarSnapshot, process_manager::kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.
   std::uint64_t cpu_estimate_ns() const {
     return cpu_samples ? static_cast<std::uint64_t>(static_cast<double>(cpu_ns) /
@@ -120,6 +134,7 @@ struct RouteSnapshot {
 
 struct Snapshot {
   std::string pool_mode;
+  std::string pool_name = "fcgi-host";
   std::uint64_t start_time_s = 0; // epoch
   std::uint64_t uptime_s = 0;
   std::uint64_t accepted = 0;

@@ -178,7 +178,7 @@ std::string label_escape(std::string_view in) {
 // The pool's fields, in php-fpm's order and words, plus ours.
 std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) {
   std::vector<std::pair<std::string, std::string>> f = {
-      {"pool", "fcgi-host"},
+      {"pool", s.pool_name},
       {"process manager", s.pool_mode},
       {"start time", start_time_text(s.start_time_s)},
       {"start since", num(s.uptime_s)},
@@ -237,6 +237,7 @@ std::string text_page(const Snapshot& s, bool full) {
       line("request duration", num(w.request_duration_ns / 1000)); // µs, as php-fpm
       line("request method", w.method.empty() ? "-" : w.method);
       line("request URI", w.uri.empty() ? "-" : w.uri);
+      line("request id", w.request_id.empty() ? "-" : w.request_id);
       line("last request duration", num(w.last_duration_ns / 1000));
       line("last request cpu", num(w.last_cpu_ns / 1000));
     }
@@ -270,7 +271,7 @@ std::string json_page(const Snapshot& s, bool full) {
     q.append(json_escape(v)).append("\"");
     return q;
   };
-  field("pool", str("fcgi-host"));
+  field("pool", str(s.pool_name));
   field("process manager", str(s.pool_mode));
   field("start time", num(s.start_time_s));
   field("start since", num(s.uptime_s));
@@ -320,6 +321,7 @@ std::string json_page(const Snapshot& s, bool full) {
            ",\"requests\":" + num(w.requests) + ",\"accepted conn\":" + num(w.accepted) +
            ",\"request duration\":" + num(w.request_duration_ns / 1000) +
            ",\"request method\":" + str(w.method) + ",\"request uri\":" + str(w.uri) +
+           ",\"request id\":" + str(w.request_id) +
            ",\"last request duration\":" + num(w.last_duration_ns / 1000) +
            ",\"last request cpu\":" + num(w.last_cpu_ns / 1000) + "}";
     }
@@ -339,10 +341,17 @@ public:
     std::string shown = counter && !openmetrics_ ? name + "_total" : name;
     out_ += "# HELP " + shown + " " + help + "\n# TYPE " + shown + " " + type + "\n";
   }
-  void sample(const std::string& name, const std::string& labels, const std::string& value) {
+  void sample(const std::string& name, const std::string& labels, const std::string& value,
+              const ExemplarSnapshot* exemplar = nullptr) {
     out_ += name;
     if (!labels.empty()) out_ += "{" + labels + "}";
-    out_ += " " + value + "\n";
+    out_ += " " + value;
+    // Exemplars exist in OpenMetrics only: "# {trace_id="..."} value timestamp".
+    if (openmetrics_ && exemplar && !exemplar->id.empty())
+      out_ += std::string(" # {") + (exemplar->is_trace ? "trace_id" : "request_id") + "=\"" +
+              label_escape(exemplar->id) + "\"} " + secs(exemplar->value_ns) + " " +
+              secs(exemplar->unix_ms * 1'000'000u);
+    out_ += "\n";
   }
   void gauge(const std::string& name, const std::string& help, const std::string& value) {
     family(name, "gauge", help);
@@ -359,6 +368,7 @@ public:
     const std::array<std::uint64_t, kLatencyBuckets>* buckets;
     std::uint64_t count;
     std::uint64_t sum_ns;
+    const std::array<ExemplarSnapshot, kLatencyBuckets>* exemplars = nullptr;
   };
   void histogram(const std::string& name, const std::string& help,
                  const std::vector<Series>& series) {
@@ -368,7 +378,8 @@ public:
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         cumulative += (*h.buckets)[b];
-        sample(name + "_bucket", h.labels + sep + "le=\"" + bound(b) + "\"", num(cumulative));
+        sample(name + "_bucket", h.labels + sep + "le=\"" + bound(b) + "\"", num(cumulative),
+               h.exemplars ? &(*h.exemplars)[b] : nullptr);
       }
       sample(name + "_count", h.labels, num(h.count));
       sample(name + "_sum", h.labels, secs(h.sum_ns));
@@ -436,7 +447,7 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
     w.sample(p + "handler_cpu_seconds_total", route(r), secs(r.cpu_estimate_ns()));
   std::vector<MetricsWriter::Series> durations;
   for (const RouteSnapshot& r : s.routes)
-    durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns});
+    durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns, &r.exemplars});
   w.histogram(p + "handler_duration_seconds", "Wall time per handler route.", durations);
 
   w.histogram(
@@ -488,12 +499,14 @@ std::string html_page(const Snapshot& s) {
            (r.calls ? secs(r.wall_ns / r.calls * 1000) : std::string("-")) + "</td><td>" +
            secs(r.cpu_estimate_ns()) + "</td></tr>\n";
   out += "</table>\n<table><tr><th>slot</th><th>pid</th><th>gen</th><th>state</th>"
-         "<th>requests</th><th>current request</th><th>for ms</th><th>last ms</th></tr>\n";
+         "<th>requests</th><th>current request</th><th>request id</th><th>for ms</th>"
+         "<th>last ms</th></tr>\n";
   for (const WorkerSnapshot& w : s.workers)
     out += "<tr><td>" + num(w.slot) + "</td><td>" + num(static_cast<std::uint64_t>(w.pid)) +
            "</td><td>" + num(w.generation) + "</td><td>" + process_manager::to_string(w.state) +
            "</td><td>" + num(w.requests) + "</td><td>" + html_escape(w.method + " " + w.uri) +
-           "</td><td>" + num(w.request_duration_ns / 1'000'000) + "</td><td>" +
+           "</td><td>" + html_escape(w.request_id) + "</td><td>" +
+           num(w.request_duration_ns / 1'000'000) + "</td><td>" +
            num(w.last_duration_ns / 1'000'000) + "</td></tr>\n";
   return out + "</table>\n</body></html>\n";
 }
@@ -537,6 +550,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     return reply;
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
+  snap.pool_name = settings.pool_name;
   reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);
   reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
   reply.headers.emplace_back("X-Listen-Queue",
@@ -568,6 +582,14 @@ bool remote_addr_allowed(const ClientFilter& filter, std::string_view remote_add
     return filter.allows(reinterpret_cast<sockaddr*>(&v6));
   }
   return false; // fail closed: what does not parse strictly (010.0.0.1, fe80::1%eth0) is no match
+}
+
+EndpointReply plain_reply(int status, std::string body) {
+  EndpointReply r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers.emplace_back(std::string(kHostHeader), kVersion);
+  return r;
 }
 
 } // namespace fcgi_host

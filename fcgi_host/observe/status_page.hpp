@@ -61,6 +61,9 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
                               const process_manager::Scoreboard& scoreboard, int listen_fd,
                               std::string_view query, bool allowed, std::string_view accept = {});
 
+// A plain-text reply carrying kHostHeader (a control answer, an error of the status socket).
+EndpointReply plain_reply(int status, std::string body);
+
 // Copies a reply into a handler-style response.
 void fill_response(const EndpointReply& reply, app::Response& response);
 

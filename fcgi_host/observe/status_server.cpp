@@ -32,7 +32,36 @@ Config status_socket_config(const Config& config) {
   return c;
 }
 
+// Control requests change what the master runs: only its own user (or root) may send them, and
+// only over the Unix socket, whose peer the kernel names.
+bool peer_is_owner(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  return cred.uid == 0 || cred.uid == geteuid();
+}
+
+constexpr std::string_view kControlPrefix = "/control/";
+
 } // namespace
+
+EndpointReply StatusServer::answer(const StatusRequest& q) const {
+  if (q.path.starts_with(kControlPrefix)) {
+    if (!q.owner)
+      return plain_reply(403, "control requests are taken from the master's user over its Unix "
+                              "status socket only\n");
+    if (q.method != "POST") return plain_reply(405, "control requests are POSTs\n");
+    if (!control_) return plain_reply(404, "no control here\n");
+    return control_(q.path.substr(kControlPrefix.size()), q.query);
+  }
+  if (answer_) return answer_(q);
+  // Ping on the ping path (default /ping), status on every other path.
+  std::string_view ping = settings_.ping_path;
+  if (ping.empty()) ping = "/ping";
+  if (!scoreboard_) return {};
+  return answer_endpoint(q.path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
+                         *scoreboard_, pool_listen_fd_, q.query, q.allowed, q.accept);
+}
 
 StatusServer::StatusServer(const Config& config, ObservabilitySettings settings, int pool_listen_fd)
     : socket_(std::make_unique<ListenSocket>(status_socket_config(config))),
@@ -55,12 +84,13 @@ void StatusServer::serve() {
                    settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
     std::uint64_t own_deadline = process_manager::monotonic_ns() +
                                  static_cast<std::uint64_t>(kPerConnection.count()) * 1'000'000u;
-    serve_connection(c, allowed, std::min(deadline, own_deadline));
+    serve_connection(c, allowed, peer.ss_family == AF_UNIX && peer_is_owner(c),
+                     std::min(deadline, own_deadline));
     ::close(c);
   }
 }
 
-void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline) {
+void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint64_t deadline) {
   GuardLimits limits;
   limits.max_body = 4096;
   limits.max_params_size = 16384;
@@ -100,10 +130,12 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
     if (r.header.is(records::Type::Params)) params.append(r.content);
   std::vector<records::NameValue> pairs;
   records::decode_name_values(params, pairs); // the guard checked the pair lengths already
-  std::string_view uri, document_uri, query, accept;
+  std::string_view uri, document_uri, query, accept, method;
   bool has_query = false;
   for (auto& [name, value] : pairs) {
-    if (name == "REQUEST_URI")
+    if (name == "REQUEST_METHOD")
+      method = value;
+    else if (name == "REQUEST_URI")
       uri = value;
     else if (name == "DOCUMENT_URI" || name == "SCRIPT_NAME")
       document_uri = value;
@@ -115,13 +147,7 @@ void StatusServer::serve_connection(int fd, bool allowed, std::uint64_t deadline
   std::string_view path = document_uri.empty() ? uri.substr(0, uri.find('?')) : document_uri;
   if (!has_query && uri.find('?') != std::string_view::npos) query = uri.substr(uri.find('?') + 1);
 
-  // Ping on the ping path (default /ping), status on every other path.
-  std::string_view ping = settings_.ping_path;
-  if (ping.empty()) ping = "/ping";
-  EndpointReply reply;
-  if (scoreboard_)
-    reply = answer_endpoint(path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
-                            *scoreboard_, pool_listen_fd_, query, allowed, accept);
+  EndpointReply reply = answer({method, path, query, accept, allowed, owner});
   std::string text;
   cgi::append_status_line(text, reply.status);
   cgi::append_header_line(text, "Content-Type", reply.content_type);

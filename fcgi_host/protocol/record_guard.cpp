@@ -55,6 +55,7 @@ void RecordGuard::consume_request() {
   keep_conn_ = params_done_ = aborted_ = ready_ = false;
   params_size_ = body_size_ = records_ = management_records_ = 0;
   content_length_ = -1;
+  repeated_params_ = false;
   params_records_.clear();
   error_status_ = 0;
   close_reason_.clear();
@@ -143,6 +144,7 @@ RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
     data = gathered;
   }
   std::size_t pairs = 0;
+  std::array<std::string_view, kNotInterpreted> seen{}; // views into `data`
   for (records::NameValue pair;;) {
     records::PairStatus status = records::next_name_value(data, pair);
     if (status == records::PairStatus::End) break;
@@ -150,21 +152,43 @@ RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
       return reject(400, "FastCGI params with a length beyond the params sent");
     if (++pairs > limits_.max_params)
       return reject(400, "more than " + std::to_string(limits_.max_params) + " FastCGI params");
-    const std::string_view name = pair.name, value = pair.value;
-    if (name.empty() || holds(name, true))
-      return reject(400, "a FastCGI param name that is empty or holds NUL or '='");
-    if (holds(value, false))
-      return reject(400, "FastCGI param " + std::string(name) + " holds a NUL byte");
-    if (name == "CONTENT_LENGTH" && !value.empty()) {
-      if (value.size() > 18 ||
-          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return reject(400,
-                      "CONTENT_LENGTH '" + std::string(value.substr(0, 32)) + "' is not a number");
-      content_length_ = std::stoll(std::string(value));
-      if (static_cast<unsigned long long>(content_length_) > limits_.max_body)
-        return reject(413, "CONTENT_LENGTH " + std::string(value) + " is over --max-body");
-    }
+    if (Verdict v = check_param(pair.name, pair.value, seen); v != Verdict::NeedMore) return v;
   }
+  return Verdict::NeedMore;
+}
+
+RecordGuard::Verdict RecordGuard::check_param(std::string_view name, std::string_view value,
+                                              std::array<std::string_view, kNotInterpreted>& seen) {
+  if (name.empty() || holds(name, true))
+    return reject(400, "a FastCGI param name that is empty or holds NUL or '='");
+  if (holds(value, false))
+    return reject(400, "FastCGI param " + std::string(name) + " holds a NUL byte");
+  const std::size_t index = interpreted_param_index(name);
+  if (index == kNotInterpreted) return Verdict::NeedMore;
+  if (seen[index].data() != nullptr) {
+    // interpreted_params.hpp: one value, however often it is sent.
+    if (seen[index] != value)
+      return reject(400, "FastCGI param " + std::string(name) + " sent twice, as '" +
+                             std::string(seen[index].substr(0, 32)) + "' and '" +
+                             std::string(value.substr(0, 32)) + "'");
+    repeated_params_ = true;
+    return Verdict::NeedMore;
+  }
+  seen[index] = value.data() ? value : std::string_view("", 0);
+  return name == "CONTENT_LENGTH" ? check_content_length(value) : Verdict::NeedMore;
+}
+
+RecordGuard::Verdict RecordGuard::check_content_length(std::string_view value) {
+  // Empty, or -1 (Caddy's "unknown length" for a chunked upload): the body is the STDIN stream
+  // up to its empty record, bounded by --max-body like any other (FastCGI 1.0, 6.2: the stream
+  // ends at its empty record whatever the params say).
+  if (value.empty() || value == "-1") return Verdict::NeedMore;
+  if (value.size() > 18 ||
+      !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return reject(400, "CONTENT_LENGTH '" + std::string(value.substr(0, 32)) + "' is not a number");
+  content_length_ = std::stoll(std::string(value));
+  if (static_cast<unsigned long long>(content_length_) > limits_.max_body)
+    return reject(413, "CONTENT_LENGTH " + std::string(value) + " is over --max-body");
   return Verdict::NeedMore;
 }
 

@@ -13,8 +13,10 @@
 //     records of one request at a time, and what follows stays in the host's buffer.
 // Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
 #include "fcgi_host/cli/option_table.hpp"
+#include "fcgi_host/protocol/interpreted_params.hpp"
 #include "fcgi_host/protocol/records.hpp" // the encoders of what the host answers itself
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,6 +38,14 @@ struct GuardLimits {
 struct ServerValues {
   unsigned max_conns = 1;
   unsigned max_reqs = 1;
+};
+
+// What the decoder takes from the guard's reading of a request, beside its bytes.
+struct RequestFraming {
+  std::size_t body_size = 0;    // the STDIN bytes up to the empty record
+  bool length_declared = false; // CONTENT_LENGTH was a number (and the body matched it); false
+                                // when absent, empty or -1 (a body of unknown length)
+  bool repeated_params = false; // an interpreted param came twice, with one value
 };
 
 class RecordGuard {
@@ -74,6 +84,7 @@ public:
   int error_status() const { return error_status_; }
   const std::string& close_reason() const { return close_reason_; }
   std::size_t body_size() const { return body_size_; }
+  RequestFraming framing() const { return {body_size_, content_length_ >= 0, repeated_params_}; }
 
 private:
   Verdict close(std::string reason);
@@ -83,6 +94,9 @@ private:
   Verdict begin_request(std::uint16_t id, const char* content, std::size_t length,
                         std::string& replies);
   Verdict check_params(const char* buf);
+  Verdict check_param(std::string_view name, std::string_view value,
+                      std::array<std::string_view, kNotInterpreted>& seen);
+  Verdict check_content_length(std::string_view value);
 
   GuardLimits limits_;
   ServerValues values_;
@@ -97,7 +111,8 @@ private:
   bool ready_ = false; // RequestReady returned, consume_request() not yet called
   std::size_t params_size_ = 0;
   std::size_t body_size_ = 0;
-  long long content_length_ = -1; // CONTENT_LENGTH, -1 when not sent
+  long long content_length_ = -1; // CONTENT_LENGTH, -1 when not sent, empty or "-1"
+  bool repeated_params_ = false;
   std::size_t records_ = 0;
   std::size_t management_records_ = 0;
   std::vector<std::size_t> params_records_; // offsets of the PARAMS records of this request

@@ -1,5 +1,7 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 
+#include "fcgi_host/protocol/interpreted_params.hpp"
+
 #include <charconv>
 #include <cstring>
 #include <exception>
@@ -11,6 +13,27 @@ void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
 }
 
+void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
+  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+  request.add_param_view("FCGI_ROLE", "RESPONDER");
+  unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
+  for (const records::NameValue& p : from.params) {
+    if (!framing.length_declared && p.name == "CONTENT_LENGTH") continue; // added below
+    if (framing.repeated_params) {
+      const std::size_t index = interpreted_param_index(p.name);
+      if (index != kNotInterpreted && (added & (1u << index))) continue;
+      if (index != kNotInterpreted) added |= 1u << index;
+    }
+    request.add_param_view(p.name, p.value);
+  }
+  if (!framing.length_declared && framing.body_size > 0) {
+    char number[24];
+    auto end = std::to_chars(number, number + sizeof number, framing.body_size);
+    request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
+                      std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+  }
+}
+
 // CR and LF become spaces: a handler bug must not split headers. One plain pass (find_first_of
 // looks each character up in its set, several times slower on short header text).
 void append_header_text(std::string& out, std::string_view text) {
@@ -20,14 +43,17 @@ void append_header_text(std::string& out, std::string_view text) {
     if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
 }
 
+// The web server reads the head into one buffer with the header of the STDOUT record that
+// carries it (nginx: fastcgi_buffer_size holds both), and needs a byte more: nginx 1.22 answers
+// 502 for a head that does not fit, and loses the body of one that fills the buffer exactly.
+constexpr std::size_t kRecordHeader = 8;
+
 } // namespace
 
-bool fill_request(const DecodedRequest& from, app::Request& request) {
+bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
+                  app::Request& request) {
   request.clear();
-  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
-  request.add_param_view("FCGI_ROLE", "RESPONDER");
-  for (const records::NameValue& p : from.params)
-    request.add_param_view(p.name, p.value);
+  add_params(from, framing, request);
   request.finish_params();
   // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
@@ -73,14 +99,53 @@ void write_head(const app::Response& response, bool add_content_length, FCGX_Str
   put(out, head);
 }
 
+std::size_t head_size(const app::Response& response, bool add_content_length) {
+  char number[24];
+  auto digits = [&](std::size_t n) {
+    return static_cast<std::size_t>(std::to_chars(number, number + sizeof number, n).ptr - number);
+  };
+  std::size_t size = 8 +
+                     digits(static_cast<std::size_t>(response.status < 0 ? 0 : response.status)) +
+                     1 + app::reason_phrase(response.status).size() + 2;
+  bool has_length = false;
+  for (const auto& [name, value] : response.headers) {
+    size += name.size() + 2 + value.size() + 2;
+    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
+      has_length = true;
+  }
+  if (add_content_length && !has_length) size += 16 + digits(response.body.size()) + 2;
+  return size + 2;
+}
+
+void write_head_refusal(FCGX_Stream* out) {
+  put(out, "Status: 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+           "Content-Length: 22\r\n\r\nInternal Server Error\n");
+}
+
+void StreamSink::send_head(const app::Response& response) {
+  if (std::size_t size = head_size(response, false); size + kRecordHeader >= head_limit_) {
+    refused_head_ = size;
+    write_head_refusal(out_);
+    return;
+  }
+  write_head(response, false, out_);
+}
+
 bool StreamSink::send_body(std::string_view chunk) {
+  if (refused_head_) return false; // the client has its whole 500 already
   put(out_, chunk);
   return FCGX_GetError(out_) == 0 && !(failed_ && *failed_);
 }
 
-void write_response(const app::Response& response, FCGX_Stream* out) {
+std::size_t write_response(const app::Response& response, FCGX_Stream* out,
+                           std::size_t head_limit) {
+  if (std::size_t size = head_size(response, true); size + kRecordHeader >= head_limit) {
+    write_head_refusal(out);
+    return size;
+  }
   write_head(response, true, out);
   if (!response.body.empty()) put(out, response.body);
+  return 0;
 }
 
 } // namespace fcgi_host

@@ -4,6 +4,7 @@
 // line, body) to libfcgi's output stream.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_host/protocol/request_decoder.hpp"
 
 #include <cstddef>
@@ -13,14 +14,26 @@ namespace fcgi_host {
 
 // Fills `request` (cleared first, its buffers reused): the params as views into the decoded
 // request's buffer (no copy), the body appended to the request's own body (which spills to a
-// temporary file above its threshold). False if the body could not be stored.
-bool fill_request(const DecodedRequest& from, app::Request& request);
+// temporary file above its threshold). False if the body could not be stored. The handler sees
+// what the guard decided (`framing`): an interpreted param sent twice with one value once, and a
+// body of unknown length (CONTENT_LENGTH absent, empty or -1) with its real length as
+// CONTENT_LENGTH.
+bool fill_request(const DecodedRequest& from, const RequestFraming& framing, app::Request& request);
 
 // Writes the status line and headers, adding Content-Length for a buffered body that has none.
 // CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out);
 
-// Streams the head and body chunks of a handler that calls Response::write().
+// The bytes write_head() writes for `response`.
+std::size_t head_size(const app::Response& response, bool add_content_length);
+
+// What answers a response whose head, with the 8-byte header of the record that carries it, is
+// larger than the limit: a whole 500 (the web server
+// would otherwise answer 502 for a head larger than its buffer, and nobody would know why).
+void write_head_refusal(FCGX_Stream* out);
+
+// Streams the head and body chunks of a handler that calls Response::write(). A head larger
+// than the limit becomes write_head_refusal(), and the body chunks after it are dropped.
 // `failed` (optional) is where the writes' failure shows (libfcgi_io::Source::write_failed: the
 // host's OS_Write never reports one to libfcgi).
 class StreamSink : public app::BodySink {
@@ -30,16 +43,24 @@ public:
   void attach(FCGX_Stream* out, const bool* failed) {
     out_ = out;
     failed_ = failed;
+    refused_head_ = 0;
   }
-  void send_head(const app::Response& response) override { write_head(response, false, out_); }
+  void set_head_limit(std::size_t limit) { head_limit_ = limit; }
+  void send_head(const app::Response& response) override;
   bool send_body(std::string_view chunk) override;
+  // The size of the head refused since attach(), or 0.
+  std::size_t refused_head() const { return refused_head_; }
 
 private:
   FCGX_Stream* out_;
   const bool* failed_;
+  std::size_t head_limit_ = static_cast<std::size_t>(-1);
+  std::size_t refused_head_ = 0;
 };
 
-// Sends a whole buffered response: head, then body.
-void write_response(const app::Response& response, FCGX_Stream* out);
+// Sends a whole buffered response: head, then body; or write_head_refusal() when its head is
+// larger than `head_limit`. Returns the size of the refused head, or 0.
+std::size_t write_response(const app::Response& response, FCGX_Stream* out,
+                           std::size_t head_limit = static_cast<std::size_t>(-1));
 
 } // namespace fcgi_host

@@ -64,6 +64,8 @@ struct RequestCodec::State {
   StreamSink sink{nullptr};
   DecodedRequest decoded;
   std::string ending;  // the empty STDOUT record and FCGI_END_REQUEST, reused
+  std::size_t head_limit = static_cast<std::size_t>(-1);
+  std::size_t refused_head = 0; // of the buffered response
   bool active = false; // decoded, not yet finished or aborted
   bool keep = false;   // FCGI_KEEP_CONN
 };
@@ -92,6 +94,7 @@ bool RequestCodec::init_library(std::string& error) {
 }
 
 RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t size,
+                                           const RequestFraming& framing,
                                            std::uint64_t write_deadline_ns, app::Request& request) {
   State& s = *state_;
   if (decode_request(records, size, DecodeLimits{}, s.decoded) != DecodeStatus::Whole ||
@@ -106,17 +109,27 @@ RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t si
   libfcgi_io::register_source(s.writer.key, &s.source);
   s.keep = s.decoded.keep_conn;
   s.active = true;
+  s.refused_head = 0;
   s.sink.attach(s.writer.stream, &s.source.write_failed);
-  return fill_request(s.decoded, request) ? Decoded::Whole : Decoded::ShortBody;
+  return fill_request(s.decoded, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
 
 app::BodySink& RequestCodec::sink() {
   return state_->sink;
 }
 
+void RequestCodec::set_head_limit(std::size_t bytes) {
+  state_->head_limit = bytes;
+  state_->sink.set_head_limit(bytes);
+}
+
+std::size_t RequestCodec::refused_head() const {
+  return state_->refused_head ? state_->refused_head : state_->sink.refused_head();
+}
+
 void RequestCodec::send(const app::Response& response, std::string* backlog) {
   state_->source.backlog = backlog;
-  write_response(response, state_->writer.stream);
+  state_->refused_head = write_response(response, state_->writer.stream, state_->head_limit);
 }
 
 RequestCodec::Ending RequestCodec::finish() {

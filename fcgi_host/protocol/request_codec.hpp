@@ -10,6 +10,7 @@
 //   response.write() through codec.sink()  →  codec.finish() (or codec.abort())
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/protocol/record_guard.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,10 +39,18 @@ public:
   };
   // Decodes the records of one request, records[0, size) of `fd`'s buffer (params split over
   // several records are joined in place there). `request` holds views into those bytes until
-  // they are consumed. A streamed response that follows is written to `fd`, waiting for the
-  // client until `write_deadline_ns` (CLOCK_MONOTONIC) at the most.
-  Decoded decode(int fd, char* records, std::size_t size, std::uint64_t write_deadline_ns,
-                 app::Request& request);
+  // they are consumed; `framing` is what the guard decided about them. A streamed response that
+  // follows is written to `fd`, waiting for the client until `write_deadline_ns`
+  // (CLOCK_MONOTONIC) at the most.
+  Decoded decode(int fd, char* records, std::size_t size, const RequestFraming& framing,
+                 std::uint64_t write_deadline_ns, app::Request& request);
+
+  // A response head larger than `bytes` with its record's 8-byte header is answered with a whole
+  // 500 instead (buffered or streamed; the chunks of a streamed body after it are dropped):
+  // --max-response-head.
+  void set_head_limit(std::size_t bytes);
+  // The size of the head refused for the current request, or 0 (the worker logs it).
+  std::size_t refused_head() const;
 
   // Where Response::write() sends a streamed response (head, then chunks).
   app::BodySink& sink();

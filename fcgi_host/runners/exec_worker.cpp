@@ -40,8 +40,8 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
     return exit_code::kWorkerBootFailure;
   }
 
-  // The scoreboard shows it ready from here: an exec'd program cannot report its own state.
-  context.slot.state.store(process_manager::WorkerState::Idle, std::memory_order_relaxed);
+  // The slot stays Starting: an exec'd program cannot report its own state, so the master
+  // takes it as ready once it has lived the boot window (kExecBootWindow, worker_exit.hpp).
 
   std::vector<char*> argv;
   for (const std::string& a : settings.argv)

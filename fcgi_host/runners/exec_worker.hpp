@@ -5,16 +5,24 @@
 //  - fd 0 is the listen socket, blocking (libfcgi programs block in accept());
 //  - fd 1 and 2 go to the host's log; every other fd is closed;
 //  - --user/--group, --clear-env and --env apply as for built-in workers.
-// The program cannot write the scoreboard: it counts as ready once exec'd, and --request-timeout
-// and the status page see it as idle. Signals (PoolSettings): TERM to retire or stop it (libfcgi
-// finishes the current request, then exits), no USR1 (libfcgi takes it as a stop).
+// The program cannot write the scoreboard: it counts as ready once it has lived
+// kExecBootWindow (the master then marks its slot idle; a death before that, while its
+// generation was never ready, is a boot failure: `--exec /bin/false` stops the master at start
+// instead of looping), and --request-timeout and the status page see it as idle. Signals
+// (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
+// USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/worker/process_setup.hpp"
 #include "process_manager/master.hpp"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 namespace fcgi_host {
+
+// How long an exec'd program must live to count as ready (PoolSettings::boot_window): a program
+// that cannot start (bad arguments, a missing library or config) is gone well within it.
+inline constexpr std::chrono::milliseconds kExecBootWindow{1000};
 
 struct ExecSettings {
   int listen_fd = -1;

@@ -64,12 +64,14 @@ bool Worker::serve_request(Connection& c) {
     return keep_or_close(c, out);
   }
   if (!decode(c, out)) return false;
+  slot_.request_number.store(++request_number_, std::memory_order_relaxed);
   if (out.counted()) {
     slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
+    slot_.queue_ns.store(-1, std::memory_order_relaxed);
     if (settings_.observe.metrics) {
       std::string_view method = request_.method(), uri = request_.uri();
       process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
-                                               uri.size());
+                                               uri.size(), request_.carried_id());
     }
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
     metrics_.begin(out.start_ns);
@@ -81,6 +83,7 @@ bool Worker::serve_request(Connection& c) {
   } else if (!out.counted()) {
     answer_endpoint(out);
   } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
+    slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
     serving_fd_ = c.fd;
     run_handler(out);
     serving_fd_ = -1;
@@ -111,7 +114,7 @@ bool Worker::decode(Connection& c, Outcome& out) {
   out.start_ns = process_manager::monotonic_ns();
   RequestCodec::Decoded decoded =
       codec_.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
-                    out.start_ns + write_timeout_ns_, request_);
+                    g.framing(), out.start_ns + write_timeout_ns_, request_);
   if (decoded == RequestCodec::Decoded::Refused) {
     close_connection(c, "the decoder refused a request the record guard accepted");
     return false;
@@ -152,7 +155,8 @@ void Worker::run_handler(Outcome& out) {
   in_handler_ = false;
   if (!failure) return;
   client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
-                                          std::string(request_.uri()) + ": " + failure +
+                                          std::string(request_.uri()) + " (request id " +
+                                          std::string(request_.request_id()) + "): " + failure +
                                           (response_.head_sent() ? " (response cut)" : ""));
   if (response_.head_sent()) {
     out.failed_after_head = true;
@@ -172,13 +176,22 @@ void Worker::send(Connection& c, Outcome& out) {
     return;
   }
   if (!response_.head_sent()) codec_.send(response_, &c.backlog);
+  if (std::size_t head = codec_.refused_head()) {
+    client_errors_.write(Kind::Handler,
+                         "response head of " + std::to_string(head) + " bytes to " +
+                             std::string(request_.method()) + " " + std::string(request_.uri()) +
+                             " is larger than --max-response-head (" +
+                             std::to_string(settings_.max_response_head) + "): answered 500");
+    response_.status = 500; // for the metrics and the access log
+  }
   out.ending = codec_.finish();
   if (out.ending == RequestCodec::Ending::WriteFailed && errno != ETIMEDOUT) out.aborted = true;
   if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)
     client_errors_.write(Kind::Connection,
                          "response to " + std::string(request_.method()) + " " +
-                             std::string(request_.uri()) +
-                             " cut: the client did not read it within --write-timeout");
+                             std::string(request_.uri()) + " (request id " +
+                             std::string(request_.request_id()) +
+                             ") cut: the client did not read it within --write-timeout");
 }
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
@@ -187,9 +200,7 @@ void Worker::observe(const Outcome& out) {
   AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
   bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
-  if (ran)
-    metrics_.end(request_.route(), response_.status, request_.method(), request_.uri(),
-                 log.enabled(), out.aborted);
+  if (ran) metrics_.end(request_.route(), response_.status, request_, log.enabled(), out.aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
   e.remote_addr = request_.param("REMOTE_ADDR");
@@ -203,6 +214,8 @@ void Worker::observe(const Outcome& out) {
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;
+  e.request = &request_;
+  e.response = &response_;
   log.write(e);
 }
 

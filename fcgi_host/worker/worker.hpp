@@ -38,6 +38,9 @@ struct WorkerSettings {
   unsigned long max_requests = 0;
   unsigned long max_requests_jitter = 0;
   long max_rss_kib = 0;
+  // A response head larger than this is answered 500 (--max-response-head).
+  std::size_t max_response_head = default_size("max-response-head");
+  app::FileOffload file_offload; // how Response::send_file() answers
   ObservabilitySettings observe; // metrics, status and ping paths, slow log
   int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
 };

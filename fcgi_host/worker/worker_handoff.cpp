@@ -1,8 +1,15 @@
 // Moving kept connections to a free worker (handoff.hpp says why).
 //
 // Two moments:
-//  - A stopping worker (reload, upgrade, recycling, TERM of one generation) passes on each kept
-//    connection between two requests, from its own loop.
+//  - A stopping worker whose pool goes on (retired at a reload, an upgrade or a TTOU, or
+//    recycling) passes on each kept connection between two requests, or with the part of a
+//    request it read, from its own loop: at once, after each response, and at each idle
+//    deadline while the channel was full. It never closes one, and it never passes one to a
+//    worker that stops too (a stopping worker does not watch the channel): nginx does not
+//    retry a POST that failed on a kept connection, and any close of a kept connection may
+//    meet a request already on its way. The channel holds a connection in flight until a
+//    worker that goes on reads it, even one not started yet (a recycled single worker's
+//    replacement, a new master's workers).
 //  - A worker whose handler runs long cannot look at its other connections: the master, which
 //    watches every slot's request start anyway, sends it a nudge signal once the handler has
 //    run --handoff-after while the worker holds other connections and another worker waits.
@@ -12,22 +19,47 @@
 //    uncontended lock and unlock per request, no system call.
 #include "fcgi_host/worker/worker_loop.hpp"
 
+#include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/signals.hpp"
 
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace fcgi_host {
+namespace {
+
+// Bytes the peer sent that nobody has read yet (a request on its way); errors count as some.
+bool bytes_waiting(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) != 0 || n > 0;
+}
+
+// A worker told to retire (QUIT) while its handler runs: the observer moves its kept
+// connections then, instead of after the handler.
+bool retire_pending() {
+  sigset_t pending;
+  return sigpending(&pending) == 0 && sigismember(&pending, SIGQUIT) == 1;
+}
+
+} // namespace
 
 using process_manager::WorkerState;
 
 // Is there a worker to take a connection? `need_free`: one waiting in its loop now (a slow
 // handler's connections are worth moving only to a worker that can serve them at once);
-// otherwise any worker that goes on (a stopping worker's go to the next generation).
+// otherwise any worker that goes on: another of this pool not stopping, a new master's after
+// an upgrade, or this one's replacement when it recycles. None when the whole host stops
+// (TERM): passing connections among stopping workers only moves the moment they are closed.
 bool Worker::can_hand_off(bool need_free) const {
   if (!settings_.handoff.enabled()) return false;
+  if (!need_free) {
+    if (stop_ == Stop::Drain) return false;
+    if (recycle_reason_ || scoreboard_.pool().successor_master.load(std::memory_order_acquire))
+      return true;
+  }
   for (std::size_t i = 0; i < scoreboard_.capacity(); ++i) {
     if (i == slot_index_) continue;
     const process_manager::WorkerSlot& s = scoreboard_.slot(i);
@@ -66,6 +98,20 @@ void Worker::hand_off_waiting(int except_fd) {
     if (slot && slot->fd != except_fd) hand_off(*slot);
 }
 
+// A stopping worker's connection that is between requests or waits for more of one: true when
+// it is gone from here. With a worker to go on, it is passed on (or, the channel full, stays
+// for the next try). With none (the whole host stops), a kept connection is closed only when
+// that loses the least: idle between requests with nothing read and nothing waiting in the
+// socket, and, right after a response, only once kStopServeNs of serving is over.
+bool Worker::release_when_stopping(Connection& c, bool idle_deadline) {
+  if (can_hand_off(false)) return hand_off(c);
+  if (c.phase != Connection::Phase::KeptIdle || !c.between_requests() || bytes_waiting(c.fd))
+    return false;
+  if (!idle_deadline && process_manager::monotonic_ns() < stop_serving_until_) return false;
+  close_connection(c);
+  return true;
+}
+
 void Worker::start_observer() {
   if (!settings_.handoff.enabled()) return;
   // Blocked in every thread (the observer inherits this mask), taken by sigwaitinfo() alone.
@@ -95,7 +141,10 @@ void Worker::observe_slow_handlers() {
     if (sigwaitinfo(&nudge, &info) < 0) continue;
     std::lock_guard lock(table_mutex_);
     if (observer_quit_) return;
-    if (in_handler_ && can_hand_off(true)) hand_off_waiting(serving_fd_);
+    // A slow handler's other connections go to a free worker; a retiring worker's (the master
+    // nudges it with the stop) to any worker that goes on, without waiting for the handler.
+    if (in_handler_ && (can_hand_off(true) || (retire_pending() && can_hand_off(false))))
+      hand_off_waiting(serving_fd_);
   }
 }
 

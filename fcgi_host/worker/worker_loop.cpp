@@ -31,8 +31,10 @@
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
+#include "process_manager/request_id.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -47,6 +49,22 @@
 
 namespace fcgi_host {
 namespace {
+
+// Called from the crash handler (process_manager/crash_report.hpp): only reads the request and
+// copies into the slot. The route is known to the worker alone (a Router sets it in handle()).
+void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  const app::Request& r = *static_cast<const app::Request*>(request);
+  // Again: with --metrics off the worker does not publish them per request.
+  std::string_view method = r.method(), uri = r.uri();
+  process_manager::Scoreboard::set_request(slot, method.data(), method.size(), uri.data(),
+                                           uri.size(), r.carried_id());
+  std::string_view route = r.route();
+  std::size_t n = std::min(route.size(), sizeof slot.crash_route - 1);
+  for (std::size_t i = 0; i < n; ++i)
+    slot.crash_route[i] = route[i];
+  slot.crash_route[n] = '\0';
+}
 
 using process_manager::LogLevel;
 using process_manager::WorkerState;
@@ -103,12 +121,24 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
   guard_limits_.max_params = l.max_params;
   guard_limits_.max_records = l.max_records;
   request_.set_spill_threshold(l.spill_threshold);
+  id_prefix_ = process_manager::random_id_prefix();
+  slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
+  request_.set_id_source(
+      [](const void* w, char* out) {
+        auto& self = *static_cast<const Worker*>(w);
+        process_manager::format_generated_id(self.id_prefix_, self.request_number_, out);
+      },
+      this);
+  process_manager::set_crash_describer(describe_for_crash, &request_);
+  response_.set_file_offload(&settings.file_offload);
+  codec_.set_head_limit(settings.max_response_head);
   // Each worker its own limit, so that workers started together do not all recycle together.
   if (settings.max_requests > 0)
     request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);
 }
 
 Worker::~Worker() {
+  process_manager::set_crash_describer(nullptr, nullptr);
   stop_observer();
   for (auto& c : connections_)
     if (c) ::close(c->fd);
@@ -348,15 +378,8 @@ void Worker::process(Connection& c) {
     case RecordGuard::Verdict::RequestReady:
       if (!serve_request(c)) return;                     // closed, or moved
       if (c.phase == Connection::Phase::Writing) return; // continue_writing() goes on
-      if (stop_ != Stop::No && c.between_requests()) {
-        // A stopping worker passes its kept connections on; with nobody to take them, it keeps
-        // serving them for a while (see begin_stop()), then closes each after its response.
-        if (can_hand_off(false) && hand_off(c)) return;
-        if (process_manager::monotonic_ns() >= stop_serving_until_) {
-          close_connection(c);
-          return;
-        }
-      }
+      // A stopping worker passes its kept connections on (worker_handoff.cpp).
+      if (stop_ != Stop::No && c.between_requests() && release_when_stopping(c, false)) return;
       continue; // a pipelined request may already be in the buffer
     case RecordGuard::Verdict::Reject:
       reject(c);
@@ -365,6 +388,8 @@ void Worker::process(Connection& c) {
       close_connection(c, c.guard.close_reason());
       return;
     case RecordGuard::Verdict::NeedMore:
+      // Also after a backlog went out, or with part of a request: a stopping worker's go on.
+      if (stop_ != Stop::No && can_hand_off(false) && hand_off(c)) return;
       watch(c);
       return;
     }
@@ -552,8 +577,10 @@ void Worker::expire_deadlines() {
     switch (c.phase) {
     case Connection::Phase::KeptIdle:
       if (c.between_requests()) {
-        if (stop_ != Stop::No && can_hand_off(false) && hand_off(c)) break;
-        close_connection(c);
+        if (stop_ == Stop::No)
+          close_connection(c); // --keepalive-timeout
+        else if (!release_when_stopping(c, true))
+          c.deadline_ns = now + kStopIdleNs; // the next try
         break;
       }
       [[fallthrough]];
@@ -612,11 +639,12 @@ void Worker::begin_stop(Stop how) {
   watch_channel(false);
   // Kept connections are not closed: nginx may be writing a request on one right now, and a
   // request written to a connection we close is lost (nginx retries a GET, not a POST). They
-  // move to a worker that goes on (the new generation on a reload). With nobody to take them
-  // (the whole pool stops), a kept connection is closed once it has been idle for a moment:
-  // nginx reuses the most recently used connection first, and notices the close of one resting
-  // in its cache. Connections that stay busy are closed after a response once kStopServeNs
-  // has passed.
+  // move to a worker that goes on (the new generation on a reload, the new master's workers
+  // after an upgrade, the replacement when recycling; release_when_stopping()). With nobody to
+  // take them (the whole host stops), a kept connection is closed once it has been idle for a
+  // moment with nothing waiting in it: nginx reuses the most recently used connection first,
+  // and notices the close of one resting in its cache. Connections that stay busy are closed
+  // after a response, with nothing waiting, once kStopServeNs has passed.
   if (can_hand_off(false)) hand_off_waiting(-1);
   std::uint64_t now = process_manager::monotonic_ns();
   stop_serving_until_ = now + kStopServeNs;

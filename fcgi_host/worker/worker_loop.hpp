@@ -63,6 +63,7 @@ private:
   bool can_hand_off(bool need_free) const;
   bool hand_off(Connection& c);
   void hand_off_waiting(int except_fd);
+  bool release_when_stopping(Connection& c, bool idle_deadline);
   void start_observer();
   void stop_observer();
   void observe_slow_handlers();
@@ -102,6 +103,9 @@ private:
   unsigned accepts_since_signal_check_ = 0;
   unsigned long request_limit_ = 0; // 0: no --max-requests
   unsigned long served_ = 0;
+  // The made-up request id of requests that carry none (process_manager/request_id.hpp).
+  std::uint64_t id_prefix_ = 0;
+  std::uint64_t request_number_ = 0;
   const char* recycle_reason_ = nullptr; // set after a request; acted on at the top of run()
 
   std::vector<std::unique_ptr<Connection>> connections_; // indexed by fd

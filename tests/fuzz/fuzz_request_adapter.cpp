@@ -95,7 +95,7 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   Fixture& f = fixture();
   compare_decoders(bytes);
   std::string request_bytes(bytes); // the codec's views point into it until the request ends
-  auto decoded = f.codec.decode(f.pair[0], request_bytes.data(), request_bytes.size(),
+  auto decoded = f.codec.decode(f.pair[0], request_bytes.data(), request_bytes.size(), g.framing(),
                                 process_manager::monotonic_ns() + 1'000'000'000, f.request);
   FUZZ_CHECK(decoded == fcgi_host::RequestCodec::Decoded::Whole);
   FUZZ_CHECK(f.request.body().size() == g.body_size());

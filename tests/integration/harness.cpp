@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -131,6 +132,7 @@ TempDir::~TempDir() {
 
 std::string TempDir::write(const std::string& name, const std::string& content) const {
   std::string p = file(name);
+  std::filesystem::create_directories(std::filesystem::path(p).parent_path());
   std::ofstream out(p, std::ios::binary);
   out << content;
   if (!out) throw Error("cannot write " + p);
@@ -424,6 +426,41 @@ RunResult run_host(HostOptions options, Millis timeout) {
   return r;
 }
 
+// ---- ServerProcess -----------------------------------------------------------------------------
+
+ServerProcess::ServerProcess(std::string name, const std::vector<std::string>& argv,
+                             const std::string& out_log, const std::string& cwd, int port,
+                             int stop_signal, const std::function<std::string()>& describe)
+    : stop_signal_(stop_signal) {
+  pid_ = spawn(argv, out_log, cwd);
+  std::string target = "127.0.0.1:" + std::to_string(port);
+  bool ready = wait_for(
+      [&] {
+        if (!process_alive(pid_)) return true;
+        try {
+          ::close(fcgi_test::connect_socket(target, Millis{200}));
+          return true;
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      Millis{10000});
+  if (!ready || !process_alive(pid_)) {
+    std::string why = describe();
+    kill_group_and_reap(pid_);
+    pid_ = -1;
+    throw Error(name + " did not start on " + target + ":\n" + why);
+  }
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, stop_signal_);
+  if (!reap(pid_, Millis{5000})) kill_group_and_reap(pid_);
+  for (pid_t p : pids_in_group(pid_))
+    ::kill(p, SIGKILL);
+}
+
 // ---- NginxProcess ------------------------------------------------------------------------------
 
 NginxProcess::NginxProcess(NginxOptions o) {
@@ -438,6 +475,11 @@ NginxProcess::NginxProcess(NginxOptions o) {
     pass = "host";
     keep = "      fastcgi_keep_conn on;\n";
   }
+  std::string more;
+  for (const auto& [prefix, address] : o.locations)
+    more += "    location " + prefix + " {\n      include /etc/nginx/fastcgi_params;\n" +
+            "      fastcgi_pass " + (address.starts_with("/") ? "unix:" + address : address) +
+            ";\n    }\n";
   // `user root`: nginx started as root would run its worker as www-data, which cannot reach a
   // socket inside our private 0700 temp dir (a 502 "Permission denied" that is no host bug).
   dir_.write("nginx.conf", "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
@@ -468,46 +510,29 @@ NginxProcess::NginxProcess(NginxOptions o) {
                                "    listen 127.0.0.1:" +
                                std::to_string(port_) +
                                ";\n"
-                               "    server_name localhost;\n"
+                               "    server_name localhost;\n" +
+                               o.server_extra +
                                "    location / {\n"
                                "      include /etc/nginx/fastcgi_params;\n"
                                "      fastcgi_param SCRIPT_NAME $fastcgi_script_name;\n"
                                "      fastcgi_param HTTP_X_REQUEST_START \"t=${msec}\";\n"
+                               "      fastcgi_param HTTP_X_REQUEST_ID $request_id;\n"
+                               "      add_header X-Request-Id $request_id always;\n"
                                "      fastcgi_pass " +
-                               pass + ";\n" + keep +
-                               "    }\n"
+                               pass + ";\n" + keep + "    }\n" + more +
                                "  }\n"
                                "}\n");
   // -e: the error log before the config is read would otherwise go to /var/log/nginx.
-  pid_ = spawn({"/usr/sbin/nginx", "-p", d + "/", "-c", d + "/nginx.conf", "-e", d + "/error.log"},
-               dir_.file("nginx.out"), d);
-  std::string target = "127.0.0.1:" + std::to_string(port_);
-  bool ready = wait_for(
-      [&] {
-        if (!process_alive(pid_)) return true;
-        try {
-          ::close(fcgi_test::connect_socket(target, Millis{200}));
-          return true;
-        } catch (const Error&) {
-          return false;
-        }
-      },
-      Millis{10000});
-  if (!ready || !process_alive(pid_)) {
-    std::string why = read_file(dir_.file("nginx.out")) + error_log();
-    kill_group_and_reap(pid_);
-    pid_ = -1;
-    throw Error("nginx did not start on " + target + ":\n" + why);
-  }
+  // QUIT: graceful, lets the worker finish and nginx remove its pid file.
+  server_ = std::make_unique<ServerProcess>(
+      "nginx",
+      std::vector<std::string>{"/usr/sbin/nginx", "-p", d + "/", "-c", d + "/nginx.conf", "-e",
+                               d + "/error.log"},
+      dir_.file("nginx.out"), d, port_, SIGQUIT,
+      [this] { return read_file(dir_.file("nginx.out")) + error_log(); });
 }
 
-NginxProcess::~NginxProcess() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGQUIT); // graceful: lets the worker finish and nginx remove its pid file
-  if (!reap(pid_, Millis{5000})) kill_group_and_reap(pid_);
-  for (pid_t p : pids_in_group(pid_))
-    ::kill(p, SIGKILL);
-}
+NginxProcess::~NginxProcess() = default;
 
 std::string NginxProcess::error_log() const {
   return read_file(dir_.file("error.log"));
@@ -541,17 +566,12 @@ std::string decode_chunked(std::string_view in) {
   }
 }
 
-} // namespace
-
-HttpResponse http_request(int port, const std::string& method, const std::string& target,
-                          const std::string& body, Millis timeout) {
+// Sends `request` on a new connection and reads the whole answer (the server closes).
+HttpResponse exchange(int port, const std::string& method, const std::string& target,
+                      const std::string& request, Millis timeout) {
   fcgi_test::Client conn(fcgi_test::connect_socket("127.0.0.1:" + std::to_string(port), timeout));
   conn.set_timeout(timeout);
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
-  if (!body.empty() || method == "POST" || method == "PUT")
-    req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  conn.send_raw(req);
+  conn.send_raw(request);
   auto all = conn.read_until_closed(timeout);
   if (all.status == fcgi_test::IoStatus::TimedOut)
     throw fcgi_test::TimeoutError("HTTP " + method + " " + target + ": no complete answer in " +
@@ -583,6 +603,32 @@ HttpResponse http_request(int port, const std::string& method, const std::string
   else
     r.body = std::string(rest);
   return r;
+}
+
+std::string request_head(const std::string& method, const std::string& target) {
+  return method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+}
+
+} // namespace
+
+HttpResponse http_request(int port, const std::string& method, const std::string& target,
+                          const std::string& body, Millis timeout) {
+  std::string req = request_head(method, target);
+  if (!body.empty() || method == "POST" || method == "PUT")
+    req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  return exchange(port, method, target, req + "\r\n" + body, timeout);
+}
+
+HttpResponse http_request_chunked(int port, const std::string& method, const std::string& target,
+                                  const std::string& body, std::size_t chunk_size, Millis timeout) {
+  std::string req = request_head(method, target) + "Transfer-Encoding: chunked\r\n\r\n";
+  char size[32];
+  for (std::size_t at = 0; at < body.size(); at += chunk_size) {
+    std::size_t n = std::min(chunk_size, body.size() - at);
+    std::snprintf(size, sizeof size, "%zx\r\n", n);
+    req.append(size).append(body, at, n).append("\r\n");
+  }
+  return exchange(port, method, target, req + "0\r\n\r\n", timeout);
 }
 
 } // namespace it

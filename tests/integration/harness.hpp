@@ -23,7 +23,9 @@
 #include "support/wait.hpp"
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -43,7 +45,7 @@ public:
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // Writes `content` to path()/name and returns the full path.
+  // Writes `content` to path()/name (making its directories) and returns the full path.
   std::string write(const std::string& name, const std::string& content) const;
 
 private:
@@ -169,12 +171,36 @@ RunResult run_host(HostOptions options, Millis timeout = Millis{10000});
 // Lines of `log` containing `needle`.
 std::vector<std::string> lines_with(const std::string& log, const std::string& needle);
 
+// ---- HTTP servers in front of the host (nginx, tests/integration/front_servers.hpp) -----------
+
+// A web server of ours: spawned in its own process group (output to `out_log`, in `cwd`), ready
+// once 127.0.0.1:port accepts; stopped with `stop_signal`, then killed whole. `describe` says what
+// went wrong (its logs) when it does not start: the constructor then throws with it.
+class ServerProcess {
+public:
+  ServerProcess(std::string name, const std::vector<std::string>& argv, const std::string& out_log,
+                const std::string& cwd, int port, int stop_signal,
+                const std::function<std::string()>& describe);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  pid_t pid() const { return pid_; }
+
+private:
+  pid_t pid_ = -1;
+  int stop_signal_;
+};
+
 // ---- nginx -------------------------------------------------------------------------------------
 
 struct NginxOptions {
   std::string fastcgi_address; // "unix:/p", "/p" or "host:port"
   int upstream_keepalive = 0;  // > 0: upstream block with keepalive N and fastcgi_keep_conn on
   std::string client_max_body_size = "64m";
+  // More locations beside `location /`: {prefix, fastcgi address} (several pools behind one
+  // nginx).
+  std::vector<std::pair<std::string, std::string>> locations{};
+  std::string server_extra{}; // more directives for the server block (an internal location)
 };
 
 class NginxProcess {
@@ -185,13 +211,13 @@ public:
   NginxProcess& operator=(const NginxProcess&) = delete;
 
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return server_->pid(); }
   std::string error_log() const;
 
 private:
   TempDir dir_;
   int port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<ServerProcess> server_;
 };
 
 // ---- HTTP/1.1 client (blocking, one request per connection) ---------------------------------
@@ -206,5 +232,10 @@ struct HttpResponse {
 // Throws fcgi_test::Error (or TimeoutError) on connection trouble or a malformed response.
 HttpResponse http_request(int port, const std::string& method, const std::string& target,
                           const std::string& body = {}, Millis timeout = Millis{10000});
+// The same with the body sent as `Transfer-Encoding: chunked`, in chunks of `chunk_size` bytes
+// (no Content-Length): an upload of unknown length, as `curl -T -` sends it.
+HttpResponse http_request_chunked(int port, const std::string& method, const std::string& target,
+                                  const std::string& body, std::size_t chunk_size = 16384,
+                                  Millis timeout = Millis{10000});
 
 } // namespace it

@@ -75,6 +75,8 @@ TEST_SUITE("host signals") {
     HostProcess host({"--app", "hello", "--workers", "1"});
     auto before = host.wait_workers(1);
     REQUIRE(before.size() == 1);
+    // Ready first: a worker killed while it boots is a boot failure, which stops the master.
+    REQUIRE(host.connect().request("GET", "/").body == "OK");
     auto start = Clock::now();
     ::kill(before[0], SIGKILL);
     CHECK(host.wait_worker_replaced(before[0], 1, Millis{1000}).size() == 1);

@@ -4,6 +4,7 @@
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <future>
@@ -201,6 +202,95 @@ TEST_SUITE("lifecycle") {
     CHECK(lines.size() == 3);
   }
 
+  TEST_CASE("a worker that dies before it is ready (abort, exit(1), --exec /bin/false) stops "
+            "the master: one line, exit 1, no respawn loop") {
+    struct Form {
+      std::vector<std::string> args;
+      std::string words;
+    };
+    const std::string plugin = FCGI_TEST_BOOT_FAILURE_PLUGIN;
+    for (const Form& f : {Form{{"--app", plugin, "--env", "FCGI_TEST_BOOT_DEATH=abort"},
+                               "died of SIGABRT before it was ready (boot failure)"},
+                          // exit() runs the sanitizers' exit checks in a sanitized build: any code.
+                          Form{{"--app", plugin, "--env", "FCGI_TEST_BOOT_DEATH=exit"},
+                               " before it was ready (boot failure)"},
+                          Form{{"--exec", "/bin/false"},
+                               "exited with code 1 before it was ready (boot failure)"}}) {
+      it::HostOptions o;
+      o.args = {"--workers", "3"};
+      o.args.insert(o.args.end(), f.args.begin(), f.args.end());
+      o.allow_log = {"LeakSanitizer"}; // exit() in a sanitized build may report leaks
+      o.expect_log = {R"(\[error\] .*worker [0-9]+ .*before it was ready \(boot failure\); )"
+                      R"(stopping, the master exits with code 1)"};
+      it::RunResult r = it::run_host(o, Millis{10000});
+      INFO("output:\n" << r.output);
+      CHECK(r.status == 1);
+      CHECK(it::lines_with(r.output, f.words + "; stopping, the master exits with code 1").size() ==
+            1);
+      CHECK(it::lines_with(r.output, "respawn").empty());
+      CHECK(it::lines_with(r.output, "crash").empty());
+      CHECK(it::lines_with(r.output, "[alert]").empty());
+    }
+  }
+
+  TEST_CASE("a worker killed while it boots stops the master: one line, exit 1") {
+    it::HostOptions o;
+    o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "1",
+              "--env", "FCGI_TEST_BOOT_DEATH=hold"};
+    o.wait_ready = false;
+    o.expect_log = {R"(worker [0-9]+ died of SIGKILL before it was ready \(boot failure\); )"
+                    R"(stopping, the master exits with code 1)"};
+    HostProcess host(o);
+    std::vector<pid_t> booting = host.wait_workers(1);
+    REQUIRE(booting.size() == 1);
+    ::kill(booting[0], SIGKILL);
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 1);
+    CHECK(it::lines_with(host.log(), "before it was ready").size() == 1);
+  }
+
+  TEST_CASE("a new generation whose worker dies before it is ready (abort, exit(1), SIGKILL "
+            "while booting) is abandoned at HUP: the old one keeps serving") {
+    struct Form {
+      const char* form;
+      const char* words; // of the one line (a regex)
+    };
+    for (const Form& f : {Form{"abort", "died of SIGABRT"}, Form{"exit", "exited with code [0-9]+"},
+                          Form{"hold", "died of SIGKILL"}}) {
+      CAPTURE(f.form);
+      it::HostOptions o;
+      o.files = {{"host.conf", "env = FCGI_TEST_BOOT_DEATH=none\n"}};
+      o.args = {"--app",          FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "2", "--config",
+                "{dir}/host.conf"};
+      o.allow_log = {"LeakSanitizer"}; // exit() in a sanitized build may report leaks
+      const std::string line = std::string(f.words) +
+                               " before it was ready \\(boot failure\\); abandoning generation "
+                               "2, keeping generation 1";
+      o.expect_log = {line};
+      HostProcess host(o);
+      REQUIRE(host.wait_workers(2).size() == 2);
+      std::vector<pid_t> before = host.worker_pids();
+      host.dir().write("host.conf", std::string("env = FCGI_TEST_BOOT_DEATH=") + f.form + "\n");
+      host.signal(SIGHUP);
+      if (std::string(f.form) == "hold") { // kill one of the new generation while it boots
+        pid_t booting = 0;
+        CHECK(it::wait_for(
+            [&] {
+              for (pid_t p : host.worker_pids())
+                if (std::find(before.begin(), before.end(), p) == before.end()) booting = p;
+              return booting != 0;
+            },
+            Millis{5000}));
+        if (booting) ::kill(booting, SIGKILL);
+      }
+      CHECK(host.wait_log(line, Millis{10000}));
+      CHECK(host.connect().request("GET", "/after").status == 200);
+      CHECK(it::wait_for([&] { return host.worker_pids() == before; }, Millis{5000}));
+      CHECK(it::lines_with(host.log(), "abandoning generation").size() == 1);
+      host.signal(SIGTERM);
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    }
+  }
+
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
     it::HostOptions o;
     o.args = {"--workers",          "2", "--env",  "FIXTURE_WHO=exec-test",
@@ -217,6 +307,11 @@ TEST_SUITE("lifecycle") {
       served_by.insert(body_field(r.body, "pid"));
     }
     CHECK(served_by.size() >= 1);
+    // Respawned when killed once ready (alive for the boot window: worker_exit.hpp); a death
+    // before would be a boot failure.
+    CHECK(it::wait_for(
+        [&] { return host.status_json().find("\"idle processes\":2") != std::string::npos; },
+        Millis{5000}));
     // Respawned when killed.
     ::kill(pids[0], SIGKILL);
     CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);

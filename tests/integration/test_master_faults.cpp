@@ -275,8 +275,19 @@ TEST_SUITE("master faults") {
 
   TEST_CASE("kill -9 of a random healthy worker every 0.5 s: the pool never empties, "
             "respawns are prompt") {
-    HostProcess host({"--app", "hello", "--workers", "4"});
+    it::HostOptions o;
+    o.args = {"--app", "hello", "--workers", "4"};
+    o.status_socket = true;
+    HostProcess host(o);
     REQUIRE(host.wait_workers(4).size() == 4);
+    // Healthy means ready: a worker killed while it boots is a boot failure, which stops the
+    // master. The status page counts only workers past their boot.
+    auto all_ready = [&] {
+      return it::wait_for(
+          [&] { return host.status_json().find("\"idle processes\":4") != std::string::npos; },
+          Millis{10000});
+    };
+    REQUIRE(all_ready());
     std::mt19937 random(12345);
     std::vector<double> delays;
     std::vector<std::size_t> pool_sizes;
@@ -289,6 +300,7 @@ TEST_SUITE("master faults") {
       ::kill(victim, SIGKILL);
       CHECK(wait_replaced(host, victim, 4, Millis{10000}));
       delays.push_back(ms_since(kill_time));
+      CHECK(all_ready());
       // The next kill 0.5 s after this one; the pool is sampled meanwhile.
       it::wait_for(
           [&] {

@@ -110,3 +110,24 @@ TEST_CASE("spawn-fcgi convention: a listening socket on fd 0 is served without -
   CHECK(ok_body("unix:" + path) == "OK");
   stop(host, dir.file("host.log"));
 }
+
+TEST_CASE("systemd socket activation with pools: the pool on the socket's address takes it") {
+  it::TempDir dir;
+  std::string activated = dir.file("systemd.sock");
+  std::string other = dir.file("other.sock");
+  std::string config = dir.write(
+      "pools.conf", "workers = 1\n[web]\nlisten = unix:" + activated +
+                        "\napp = hello\n[tools]\nlisten = unix:" + other + "\napp = echo\n");
+  int fd = bound_unix_socket(activated);
+  pid_t host = start_with_socket(fd, 3, true, {"--config", config}, dir.file("host.log"));
+  close(fd);
+  CHECK(ok_body("unix:" + activated) == "OK"); // the hello pool, on systemd's socket
+  CHECK(ok_body("unix:" + other).find("uri=/") != std::string::npos); // echo, bound itself
+  std::string log = it::read_file(dir.file("host.log"));
+  INFO(log);
+  CHECK(log.find("[web]: fcgi-host listening on systemd socket (fd 3)") != std::string::npos);
+  CHECK(log.find("no pool serves it") == std::string::npos);
+  stop(host, dir.file("host.log"));
+  struct stat st;
+  CHECK(stat(activated.c_str(), &st) == 0); // systemd's socket file stays: it is systemd's
+}

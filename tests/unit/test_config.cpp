@@ -177,3 +177,19 @@ TEST_CASE("--exec: every word after the program is the program's") {
   CHECK(error_of({"--app", "echo", "--exec", "/bin/true"}).starts_with("--app: "));
   CHECK(error_of({"stray"}).find("--exec PROGRAM") != std::string::npos);
 }
+
+TEST_CASE("responses: --max-response-head, --send-file-mode and --x-accel-prefix") {
+  Config d = parse({});
+  CHECK(d.max_response_head == 4096);
+  CHECK(d.send_file_mode == "stream");
+  CHECK(d.x_accel_prefix == "/internal");
+  Config c = parse({"--max-response-head", "8K", "--send-file-mode", "x-accel-redirect",
+                    "--x-accel-prefix", "/protected"});
+  CHECK(c.max_response_head == 8192);
+  CHECK(c.send_file_mode == "x-accel-redirect");
+  CHECK(c.x_accel_prefix == "/protected");
+  CHECK(parse({"--send-file-mode", "x-sendfile"}).send_file_mode == "x-sendfile");
+  CHECK(error_of({"--send-file-mode", "sendfile"}).find("--send-file-mode") != std::string::npos);
+  CHECK(error_of({"--x-accel-prefix", "internal"}).find("must start with /") != std::string::npos);
+  CHECK(error_of({"--max-response-head", "100"}).find("at least 256") != std::string::npos);
+}

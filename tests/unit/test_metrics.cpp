@@ -32,6 +32,18 @@ const RouteSnapshot* find_route(const Snapshot& s, const std::string& name) {
 
 } // namespace
 
+namespace {
+// A request as the host decodes it, for RequestMetrics::end().
+const app::Request& request_for(std::string_view method, std::string_view uri) {
+  static app::Request r;
+  r.clear();
+  r.add_param("REQUEST_METHOD", method);
+  r.add_param("REQUEST_URI", uri);
+  r.finish_params();
+  return r;
+}
+} // namespace
+
 TEST_CASE("metrics: latency buckets take their upper bound inclusively") {
   CHECK(latency_bucket(0) == 0);
   CHECK(latency_bucket(1'000'000) == 0);
@@ -62,11 +74,11 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
     RequestMetrics m(sb.slot(slot), sb.routes(slot), settings);
     for (int i = 0; i < 10; ++i) {
       m.begin(1);
-      m.end("/a", i == 0 ? 503 : 200, "GET", "/a", false);
+      m.end("/a", i == 0 ? 503 : 200, request_for("GET", "/a"), false);
       sb.slot(slot).requests += 1;
     }
     m.begin(1);
-    m.end("/b", 200, "GET", "/b", false);
+    m.end("/b", 200, request_for("GET", "/b"), false);
     sb.slot(slot).requests += 1;
   }
   sb.slot(0).accepted = 7;
@@ -100,7 +112,7 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
   sb.slot(0).state = WorkerState::Idle;
   RequestMetrics m(sb.slot(0), sb.routes(0), settings);
   m.begin(1);
-  m.end("/a", 200, "GET", "/a", false);
+  m.end("/a", 200, request_for("GET", "/a"), false);
   CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->calls == 21);
 }
 
@@ -111,7 +123,7 @@ TEST_CASE("metrics: --metrics off records nothing per route") {
   sb.slot(0).generation = 1;
   RequestMetrics m(sb.slot(0), sb.routes(0), settings);
   m.begin(1);
-  m.end("/a", 200, "GET", "/a", false);
+  m.end("/a", 200, request_for("GET", "/a"), false);
   CHECK(take_snapshot(sb, -1, "static").routes.empty());
 }
 
@@ -122,7 +134,7 @@ TEST_CASE("metrics: CPU time is sampled once every kCpuSampleEvery requests") {
   RequestMetrics m(sb.slot(0), sb.routes(0), settings);
   for (unsigned i = 0; i < 3 * kCpuSampleEvery; ++i) {
     m.begin(1);
-    m.end("/a", 200, "GET", "/a", false);
+    m.end("/a", 200, request_for("GET", "/a"), false);
   }
   CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->cpu_samples == 3);
 }
@@ -203,9 +215,9 @@ TEST_CASE("metrics: an aborted request is counted apart, in every status format"
   sb.slot(0).state = WorkerState::Idle;
   RequestMetrics m(sb.slot(0), sb.routes(0), settings);
   m.begin(1);
-  m.end("/a", 200, "GET", "/a", false, true);
+  m.end("/a", 200, request_for("GET", "/a"), false, true);
   m.begin(1);
-  m.end("/a", 200, "GET", "/a", false, false);
+  m.end("/a", 200, request_for("GET", "/a"), false, false);
   Snapshot s = take_snapshot(sb, -1, "static");
   CHECK(s.aborted_requests == 1);
   std::string type;

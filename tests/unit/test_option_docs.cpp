@@ -117,6 +117,7 @@ TEST_CASE("conf/fcgi-host.conf has a line for every option, commented ones show 
     if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
     std::string name = line.substr(commented, eq - commented);
     std::string value = line.substr(eq + 3);
+    if (name == "include") continue; // a file-only directive: the package's pools.d/
     names.insert(name);
     const fcgi_host::OptionSpec* o = fcgi_host::find_option(name);
     REQUIRE_MESSAGE(o, "the config sets an unknown option: " << name);
@@ -125,13 +126,18 @@ TEST_CASE("conf/fcgi-host.conf has a line for every option, commented ones show 
                     name << " = " << value << ", the default is " << o->default_text);
   }
   CHECK(names == table_names(false));
-  fcgi_host::Config c;
+  // As shipped, it runs the pools of conf/pools.d/: the package's one application.
   std::string path = std::string(FCGI_HOST_SOURCE_DIR) + "/conf/fcgi-host.conf";
-  const char* argv[] = {"fcgi-host", "--config", path.c_str()};
+  const char* argv[] = {"fcgi-host", "--config", path.c_str(), "--pool", "www"};
   std::ostringstream out;
-  fcgi_host::parse_config(3, argv, c, out);
+  fcgi_host::Config all;
+  fcgi_host::parse_config(3, argv, all, out);
+  CHECK(all.pools == std::vector<std::string>{"www"});
+  fcgi_host::Config c;
+  fcgi_host::parse_config(5, argv, c, out);
   CHECK(c.user == "fcgi-host");
   CHECK(c.socket_group == "www-data");
+  CHECK(c.listen.to_string() == "unix:/run/fcgi-host/fcgi-host.sock");
 }
 
 TEST_CASE("the README's option table names the table's options") {

@@ -248,6 +248,82 @@ TEST_CASE("CONTENT_LENGTH must match the body") {
   CHECK(empty_is_fine.add(request_bytes(1, {{"CONTENT_LENGTH", ""}}, "")) == Verdict::RequestReady);
 }
 
+TEST_CASE("CONTENT_LENGTH absent, empty or -1: the body is STDIN up to its empty record") {
+  for (const char* length : std::initializer_list<const char*>{"", "-1", nullptr}) {
+    CAPTURE((length ? length : "(absent)"));
+    fcgi_test::Params params = {{"REQUEST_METHOD", "POST"}};
+    if (length) params.emplace_back("CONTENT_LENGTH", length);
+    Feed f;
+    CHECK(f.add(request_bytes(1, params, "chunked body")) == Verdict::RequestReady);
+    fcgi_host::RequestFraming framing = f.guard.framing();
+    CHECK(framing.body_size == 12);
+    CHECK_FALSE(framing.length_declared);
+    CHECK_FALSE(framing.repeated_params);
+    GuardLimits limits;
+    limits.max_body = 11; // still bounded by --max-body, counted from the records
+    Feed over(limits);
+    CHECK(over.add(request_bytes(1, params, "chunked body")) == Verdict::Reject);
+    CHECK(over.guard.error_status() == 413);
+  }
+  Feed declared;
+  CHECK(declared.add(simple_request(1, "abc")) == Verdict::RequestReady);
+  CHECK(declared.guard.framing().length_declared);
+  for (const char* not_a_length : {"-2", "+3", " 3", "3 ", "0x3", "-"}) {
+    CAPTURE(not_a_length);
+    Feed f;
+    CHECK(f.add(request_bytes(1, {{"CONTENT_LENGTH", not_a_length}}, "abc")) == Verdict::Reject);
+    CHECK(f.guard.error_status() == 400);
+  }
+}
+
+TEST_CASE("an interpreted param sent twice: one value is taken once, two values are a 400") {
+  struct Case {
+    fcgi_test::Params params;
+    std::string body;
+  };
+  // CONTENT_LENGTH 3 then 10: neither the first nor the last may decide the body's length.
+  for (const Case& k :
+       {Case{{{"CONTENT_LENGTH", "3"}, {"CONTENT_LENGTH", "10"}}, "0123456789"},
+        Case{{{"CONTENT_LENGTH", "3"}, {"CONTENT_LENGTH", "10"}}, "012"},
+        Case{{{"CONTENT_LENGTH", ""}, {"CONTENT_LENGTH", "3"}}, "012"},
+        Case{{{"CONTENT_LENGTH", "-1"}, {"CONTENT_LENGTH", "3"}}, "012"},
+        Case{{{"REQUEST_URI", "/a"}, {"REQUEST_URI", "/b"}}, ""},
+        Case{{{"REQUEST_METHOD", "GET"}, {"REQUEST_METHOD", "DELETE"}}, ""},
+        Case{{{"REMOTE_ADDR", "10.0.0.1"}, {"REMOTE_ADDR", "127.0.0.1"}}, ""},
+        Case{{{"HTTP_X_REQUEST_START", "t=1"}, {"HTTP_X_REQUEST_START", "t=2"}}, ""}}) {
+    CAPTURE(k.params[0].first);
+    Feed f;
+    CHECK(f.add(request_bytes(1, k.params, k.body)) == Verdict::Reject);
+    CHECK(f.guard.error_status() == 400);
+    CHECK(f.guard.close_reason().find("sent twice") != std::string::npos);
+  }
+  Feed same;
+  CHECK(same.add(request_bytes(
+            1, {{"CONTENT_LENGTH", "3"}, {"QUERY_STRING", "a=1"}, {"CONTENT_LENGTH", "3"}},
+            "012")) == Verdict::RequestReady);
+  CHECK(same.guard.framing().repeated_params);
+  CHECK(same.guard.framing().length_declared);
+  // A header the host does not interpret may repeat (HTTP list headers do): not a 400.
+  Feed header;
+  CHECK(header.add(request_bytes(1, {{"HTTP_ACCEPT", "a/b"}, {"HTTP_ACCEPT", "c/d"}}, "")) ==
+        Verdict::RequestReady);
+  CHECK_FALSE(header.guard.framing().repeated_params);
+  // The state is per request: a kept connection's next request starts clean.
+  same.guard.consume_request();
+  CHECK_FALSE(same.guard.framing().repeated_params);
+}
+
+TEST_CASE("interpreted_param_index knows each interpreted name and nothing else") {
+  using fcgi_host::interpreted_param_index;
+  using fcgi_host::kInterpretedParams;
+  using fcgi_host::kNotInterpreted;
+  for (std::size_t i = 0; i < kInterpretedParams.size(); ++i)
+    CHECK(interpreted_param_index(kInterpretedParams[i]) == i);
+  for (std::string_view other : {"CONTENT_LENGTH_", "CONTENT_LENGTh", "HTTP_HOST", "SERVER_NAME",
+                                 "REMOTE_PORT", "DOCUMENT_URI", "X", ""})
+    CHECK(interpreted_param_index(other) == kNotInterpreted);
+}
+
 TEST_CASE("legal but unusual framing: 255 bytes of padding, 65535-byte records, split pairs") {
   Feed f;
   std::string params =

@@ -221,13 +221,12 @@ void compare_with_libfcgi(std::string bytes, std::size_t step) {
       bool whole =
           fcgi_host::decode_request(copy.data(), copy.size(), {}, mine) == DecodeStatus::Whole;
       CHECK(whole == reference.accepted);
-      app::Request request;
-      REQUIRE(fcgi_host::fill_request(mine, request));
-      Pairs seen;
-      for (std::size_t i = 0; i < request.param_count(); ++i)
-        seen.emplace_back(std::string(request.param_at(i).name),
-                          std::string(request.param_at(i).value));
+      Pairs seen{{"FCGI_ROLE", "RESPONDER"}}; // libfcgi's first param
+      for (const auto& p : mine.params)
+        seen.emplace_back(std::string(p.name), std::string(p.value));
       CHECK(seen == reference.params);
+      app::Request request;
+      REQUIRE(fcgi_host::fill_request(mine, guard.framing(), request));
       CHECK(request.body() == reference.body);
       CHECK(request.body_size() == guard.body_size());
       ++requests;
@@ -268,4 +267,26 @@ TEST_CASE("decoder and libfcgi agree: params, body and verdict for the same byte
     CAPTURE(round);
     compare_with_libfcgi(bytes + bytes, round % 3 == 0 ? 1 : 4096); // and a pipelined second
   }
+}
+
+TEST_CASE("decoder: the handler sees what the guard decided about the params") {
+  // A body of unknown length gets its real length as CONTENT_LENGTH; an interpreted param sent
+  // twice with one value is seen once; the other params are views, in the order sent.
+  Decoded d = decode(framed({{"CONTENT_LENGTH", ""},
+                             {"REQUEST_METHOD", "POST"},
+                             {"REQUEST_METHOD", "POST"},
+                             {"HTTP_X", "1"}},
+                            "abc"));
+  REQUIRE(d.status == DecodeStatus::Whole);
+  fcgi_host::RequestFraming framing;
+  framing.body_size = 3;
+  framing.length_declared = false;
+  framing.repeated_params = true;
+  app::Request request;
+  REQUIRE(fcgi_host::fill_request(d.request, framing, request));
+  CHECK(request.param("CONTENT_LENGTH") == "3");
+  CHECK(request.method() == "POST");
+  CHECK(request.param_count() == 4); // FCGI_ROLE, REQUEST_METHOD once, HTTP_X, CONTENT_LENGTH
+  CHECK(request.param("HTTP_X").data() >= d.bytes.data());
+  CHECK(request.body() == "abc");
 }

@@ -1,0 +1,509 @@
+#include "fcgi_host/cli/pool_master.hpp"
+
+#include "app/args.hpp"
+#include "fcgi_host/cli/pool_status.hpp"
+#include "fcgi_host/observe/status_server.hpp"
+#include "fcgi_host/sys_error.hpp"
+#include "process_manager/exit_codes.hpp"
+#include "process_manager/log.hpp"
+#include "process_manager/pidfile.hpp"
+#include "process_manager/reaper.hpp"
+#include "process_manager/signal_pipe.hpp"
+#include "process_manager/systemd_notify.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <netdb.h>
+#include <optional>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+using process_manager::LogLevel;
+namespace exit_code = process_manager::exit_code;
+using Clock = std::chrono::steady_clock;
+
+// A pool's master that dies this young is started again after a pause, doubling to kMaxPause;
+// after kMaxYoungDeaths in a row the pool is given up.
+constexpr std::chrono::milliseconds kYoung{1000};
+constexpr std::chrono::milliseconds kFirstPause{100};
+constexpr std::chrono::milliseconds kMaxPause{5000};
+constexpr int kMaxYoungDeaths = 6;
+constexpr int kSystemdFd = 3; // SD_LISTEN_FDS_START
+
+// The address a listening socket is bound to, as ListenAddress::to_string() writes it.
+std::string bound_address(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";
+  if (a.ss_family == AF_UNIX)
+    return "unix:" + std::string(reinterpret_cast<sockaddr_un&>(a).sun_path);
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, port, sizeof port,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "";
+  return a.ss_family == AF_INET6 ? "[" + std::string(host) + "]:" + port
+                                 : std::string(host) + ":" + port;
+}
+
+struct Pool {
+  enum class State {
+    Running,    // its master runs
+    Waiting,    // its master died of a signal; started again at `start_at`
+    Restarting, // stopped for a socket change: started again when its master has exited
+    Removed,    // no longer in the configuration: stopping for good
+    Stopped,    // its master exited on its own (a failure, or a stop sent to it directly)
+  };
+  explicit Pool(PoolPlan p) : plan(std::move(p)) {}
+  PoolPlan plan;
+  std::string status_address; // its master's status socket (its own, or one given to it)
+  State state = State::Running;
+  pid_t pid = 0;
+  Clock::time_point started;
+  Clock::time_point start_at;
+  int young_deaths = 0;
+  int exit_code = exit_code::kOk;
+};
+
+class PoolMaster {
+public:
+  PoolMaster(std::vector<std::string> args, const ApplicationCheck& check, std::string executable)
+      : args_(std::move(args)), check_(check), executable_(std::move(executable)) {}
+
+  int run(const Config& file) {
+    take_systemd_socket();
+    take_pidfile(file);
+    open_status_server(file);
+    signals_.install(kSignals);
+    for (PoolPlan& plan : plan_pools(args_, file, check_))
+      start(pools_.emplace_back(std::move(plan)));
+    std::string names;
+    for (const Pool& p : pools_)
+      names +=
+          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
+    PM_LOG(LogLevel::Notice,
+           "fcgi-host running " + std::to_string(pools_.size()) + " pool(s): " + names);
+    if (!systemd_address_.empty() &&
+        std::none_of(pools_.begin(), pools_.end(), [this](const Pool& p) {
+          return p.plan.config.listen.to_string() == systemd_address_;
+        }))
+      PM_LOG(LogLevel::Warn, "the socket systemd passed (" + systemd_address_ +
+                                 ") is no pool's listen address: no pool serves it");
+    notifier_.notify("READY=1");
+    std::vector<int> watch, ready;
+    if (status_) watch.push_back(status_->fd());
+    for (;;) {
+      for (int sig : signals_.wait(std::chrono::milliseconds{500}, watch, &ready))
+        on_signal(sig);
+      if (!ready.empty()) status_->serve();
+      for (const process_manager::ExitedChild& c : reaper_.reap())
+        on_exit(c);
+      start_waiting_pools();
+      if (std::optional<int> code = finished()) return *code;
+    }
+  }
+
+private:
+  static constexpr std::array<int, 9> kSignals = {SIGTERM, SIGQUIT, SIGINT,  SIGHUP, SIGUSR1,
+                                                  SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD};
+
+  // Socket activation: systemd's socket goes to the pool that listens on its address (as a
+  // single application takes it), and no other pool sees it.
+  void take_systemd_socket() {
+    const char* pid = std::getenv("LISTEN_PID");
+    const char* fds = std::getenv("LISTEN_FDS");
+    if (!pid || !fds || std::atoi(pid) != getpid() || std::atoi(fds) < 1) return;
+    systemd_address_ = bound_address(kSystemdFd);
+    ::fcntl(kSystemdFd, F_SETFD, FD_CLOEXEC);
+    for (const char* name : {"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"})
+      ::unsetenv(name);
+  }
+
+  void take_pidfile(const Config& file) {
+    if (file.pidfile.empty()) return;
+    try {
+      pidfile_ = std::make_unique<process_manager::Pidfile>(file.pidfile);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("pidfile: ") + e.what() + "; not starting");
+    }
+  }
+
+  // --status-listen before the first section: this master's own status page (every pool's, with
+  // a pool label) and the control socket of `fcgi-host reload POOL` and `scale POOL N`. It asks
+  // each pool's master on a status socket of its own, in a private directory, unless the pool
+  // names one.
+  void open_status_server(const Config& file) {
+    if (file.status_listen.empty()) return;
+    status_ = std::make_unique<StatusServer>(file, observability_settings(file), -1);
+    status_->set_answer([this](const StatusRequest& q) { return answer_status(q); });
+    status_->set_control(
+        [this](std::string_view verb, std::string_view args) { return control(verb, args); });
+    std::string pattern = (std::filesystem::temp_directory_path() / "fcgi-host-pools-XXXXXX");
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error(sys_error("mkdtemp", pattern));
+    status_dir_ = pattern;
+    ping_response_ = file.ping_response;
+  }
+
+  std::vector<std::string> start_args(Pool& pool) {
+    std::vector<std::string> words = pool_args(args_, pool.plan.name);
+    pool.status_address = pool.plan.config.status_listen;
+    if (pool.status_address.empty() && status_) {
+      pool.status_address = "unix:" + status_dir_ + "/" + pool.plan.name + ".sock";
+      words.push_back("--status-listen");
+      words.push_back(pool.status_address);
+    }
+    return words;
+  }
+
+  void start(Pool& pool) {
+    std::vector<std::string> words = start_args(pool);
+    std::vector<char*> argv;
+    for (std::string& w : words)
+      argv.push_back(w.data());
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    const bool systemd_socket =
+        !systemd_address_.empty() && systemd_address_ == pool.plan.config.listen.to_string();
+    const sigset_t saved = process_manager::block_all_signals();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      process_manager::reset_signal_dispositions();
+      process_manager::restore_signal_mask(saved);
+      // A pool's master (and so its workers) never outlives this master.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(exit_code::kFailure);
+      ::setenv(kPoolMasterEnv, "1", 1);
+      ::unsetenv("NOTIFY_SOCKET"); // systemd hears from this master only
+      if (systemd_socket && ::fcntl(kSystemdFd, F_SETFD, 0) == 0) {
+        ::setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
+        ::setenv("LISTEN_FDS", "1", 1);
+      }
+      ::execv(executable_.c_str(), argv.data());
+      _exit(127);
+    }
+    process_manager::restore_signal_mask(saved);
+    if (pid < 0) {
+      PM_LOG(LogLevel::Error,
+             "pool [" + pool.plan.name + "]: " + sys_error("fork", "") + "; trying again in 1 s");
+      pool.state = Pool::State::Waiting;
+      pool.start_at = Clock::now() + std::chrono::seconds{1};
+      return;
+    }
+    pool.pid = pid;
+    pool.state = Pool::State::Running;
+    pool.started = Clock::now();
+  }
+
+  Pool* find(pid_t pid) {
+    for (Pool& p : pools_)
+      if (p.pid == pid) return &p;
+    return nullptr;
+  }
+  Pool* find(const std::string& name) {
+    for (Pool& p : pools_)
+      if (p.plan.name == name) return &p;
+    return nullptr;
+  }
+
+  void send_all(int sig) {
+    for (const Pool& p : pools_)
+      if (p.pid > 0) ::kill(p.pid, sig);
+  }
+
+  void on_signal(int sig) {
+    switch (sig) {
+    case SIGTERM:
+    case SIGQUIT:
+    case SIGINT:
+      if (!stopping_) notifier_.notify("STOPPING=1");
+      stopping_ = true;
+      send_all(sig);
+      break;
+    case SIGHUP:
+      if (!stopping_) reload();
+      break;
+    case SIGUSR1:
+      process_manager::Log::get().reopen();
+      send_all(SIGUSR1);
+      break;
+    case SIGUSR2:
+    case SIGTTIN:
+    case SIGTTOU:
+      PM_LOG(LogLevel::Warn, std::string(strsignal(sig)) +
+                                 " names no pool: send it to a pool's own master (its pid is in "
+                                 "the log), or restart the service for a new binary");
+      break;
+    default:
+      break; // SIGCHLD: the reaper looks
+    }
+  }
+
+  void on_exit(const process_manager::ExitedChild& c) {
+    Pool* pool = find(c.pid);
+    if (!pool) return;
+    pool->pid = 0;
+    const std::string name = "pool [" + pool->plan.name + "]";
+    if (pool->state == Pool::State::Removed) {
+      PM_LOG(LogLevel::Notice, name + " stopped: it is no longer in the configuration");
+      std::erase_if(pools_,
+                    [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
+      return;
+    }
+    if (pool->state == Pool::State::Restarting && !stopping_) {
+      start(*pool);
+      PM_LOG(LogLevel::Notice, name + " started again on " + pool->plan.config.listen.to_string());
+      return;
+    }
+    if (stopping_) {
+      pool->state = Pool::State::Stopped;
+      return;
+    }
+    if (c.kind == process_manager::ExitedChild::Kind::Exited) {
+      pool->state = Pool::State::Stopped;
+      pool->exit_code = c.code;
+      PM_LOG(c.code == 0 ? LogLevel::Notice : LogLevel::Error,
+             name + " stopped: its master " + process_manager::describe(c) +
+                 (c.code == 0 ? "" : " (its last lines say why)") +
+                 "; the other pools go on, a reload starts it again");
+      return;
+    }
+    const bool young = Clock::now() - pool->started < kYoung;
+    pool->young_deaths = young ? pool->young_deaths + 1 : 0;
+    if (pool->young_deaths >= kMaxYoungDeaths) {
+      pool->state = Pool::State::Stopped;
+      pool->exit_code = exit_code::kFailure;
+      PM_LOG(LogLevel::Error, name + " stopped: its master " + process_manager::describe(c) +
+                                  ", the " + std::to_string(kMaxYoungDeaths) +
+                                  "th time in a row within 1 s of its start");
+      return;
+    }
+    auto pause = young ? std::min<std::chrono::milliseconds>(
+                             kMaxPause, kFirstPause * (1 << (pool->young_deaths - 1)))
+                       : std::chrono::milliseconds{0};
+    pool->state = Pool::State::Waiting;
+    pool->start_at = Clock::now() + pause;
+    PM_LOG(LogLevel::Error,
+           name + ": its master " + process_manager::describe(c) + "; starting it again" +
+               (pause.count() ? " in " + std::to_string(pause.count()) + " ms" : ""));
+  }
+
+  void start_waiting_pools() {
+    if (stopping_) return;
+    for (Pool& p : pools_)
+      if (p.state == Pool::State::Waiting && Clock::now() >= p.start_at) start(p);
+  }
+
+  // The exit code once nothing is left to run: 0 after a stop; with pools that all failed, the
+  // last one's code (with one pool, the code a single application would exit with).
+  std::optional<int> finished() const {
+    bool alive = std::any_of(pools_.begin(), pools_.end(), [](const Pool& p) {
+      return p.pid > 0 || p.state == Pool::State::Waiting || p.state == Pool::State::Restarting;
+    });
+    if (alive) return std::nullopt;
+    if (stopping_) {
+      PM_LOG(LogLevel::Notice, "fcgi-host stopped");
+      return exit_code::kOk;
+    }
+    int code = exit_code::kFailure;
+    for (const Pool& p : pools_)
+      if (p.exit_code != exit_code::kOk) code = p.exit_code;
+    PM_LOG(LogLevel::Alert, "no pool is left running; stopping, exit " + std::to_string(code));
+    return code;
+  }
+
+  std::optional<std::vector<PoolPlan>> read_plans();
+  void reload();
+  EndpointReply reload_pool(const std::string& name);
+  void apply(PoolPlan next, std::string& summary, bool force = false);
+  EndpointReply answer_status(const StatusRequest& q);
+  EndpointReply control(std::string_view verb, std::string_view args);
+
+  std::vector<std::string> args_;
+  ApplicationCheck check_;
+  std::string executable_;
+  process_manager::SignalPipe signals_;
+  process_manager::Reaper reaper_;
+  process_manager::SystemdNotifier notifier_;
+  std::unique_ptr<process_manager::Pidfile> pidfile_;
+  std::vector<Pool> pools_; // a vector of a handful: found by name or pid
+  bool stopping_ = false;
+  std::unique_ptr<StatusServer> status_;
+  std::string status_dir_; // the pools' own status sockets
+  std::string ping_response_;
+  std::string systemd_address_; // of the socket systemd passed on fd 3; empty: none
+
+public:
+  ~PoolMaster() {
+    if (status_dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(status_dir_, ec);
+  }
+};
+
+// Every file read again and every pool checked; empty (and one line) when any is wrong.
+std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
+  try {
+    std::vector<const char*> argv;
+    for (const std::string& a : args_)
+      argv.push_back(a.c_str());
+    Config file;
+    std::ostringstream ignored;
+    parse_config(static_cast<int>(argv.size()), argv.data(), file, ignored);
+    if (file.pools.empty())
+      throw ConfigError("the config file defines no pools any more (a restart runs it as one "
+                        "application)");
+    return plan_pools(args_, file, check_);
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error,
+           std::string("reload refused, every pool keeps running as it is: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+void PoolMaster::reload() {
+  notifier_.reloading();
+  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  if (!plans) {
+    notifier_.notify("READY=1");
+    return;
+  }
+  std::string summary;
+  for (Pool& p : pools_) {
+    bool kept = std::any_of(plans->begin(), plans->end(),
+                            [&p](const PoolPlan& n) { return n.name == p.plan.name; });
+    if (kept || p.state == Pool::State::Removed) continue;
+    summary += " [" + p.plan.name + "] removed;";
+    p.state = Pool::State::Removed;
+    if (p.pid > 0) ::kill(p.pid, SIGTERM);
+  }
+  std::erase_if(pools_,
+                [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
+  for (PoolPlan& plan : *plans)
+    apply(std::move(plan), summary);
+  PM_LOG(LogLevel::Notice,
+         "reload:" + (summary.empty() ? std::string(" nothing changed") : summary));
+  notifier_.notify("READY=1");
+}
+
+// `fcgi-host reload NAME`: that pool reloads (a new generation) even when nothing changed; the
+// others are left as they are.
+EndpointReply PoolMaster::reload_pool(const std::string& name) {
+  if (!find(name)) return plain_reply(404, "no pool [" + name + "]\n");
+  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  if (!plans)
+    return plain_reply(409, "reload refused: the configuration has an error (see the log)\n");
+  for (PoolPlan& plan : *plans) {
+    if (plan.name != name) continue;
+    std::string summary;
+    apply(std::move(plan), summary, true);
+    PM_LOG(LogLevel::Notice, "reload of one pool:" + summary);
+    return plain_reply(200, "reload:" + summary + "\n");
+  }
+  return plain_reply(409,
+                     "pool [" + name + "] is no longer in the configuration: reload them all\n");
+}
+
+EndpointReply PoolMaster::answer_status(const StatusRequest& q) {
+  if (q.path == "/ping") return plain_reply(200, ping_response_ + "\n");
+  app::Args args;
+  args.parse(q.query);
+  const std::string only(args.get("pool"));
+  std::string forwarded;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args.at(i).name != "pool")
+      forwarded += (forwarded.empty() ? "" : "&") + std::string(args.at(i).name) +
+                   (args.at(i).value.empty() ? "" : "=" + std::string(args.at(i).value));
+  std::vector<PoolPage> pages;
+  for (const Pool& p : pools_) {
+    if (!only.empty() && p.plan.name != only) continue;
+    PoolPage page{p.plan.name, std::nullopt, "not running"};
+    if (p.pid > 0) {
+      try {
+        page.reply = ask_host(p.status_address,
+                              {"GET", std::string(q.path), forwarded, std::string(q.accept)},
+                              std::chrono::milliseconds{200});
+      } catch (const std::exception& e) {
+        page.error = e.what();
+      }
+    }
+    pages.push_back(std::move(page));
+  }
+  if (!only.empty() && pages.empty()) return plain_reply(404, "no pool [" + only + "]\n");
+  return merge_pool_pages(pages);
+}
+
+EndpointReply PoolMaster::control(std::string_view verb, std::string_view text) {
+  app::Args args;
+  args.parse(text);
+  const std::string name(args.get("pool"));
+  if (verb == "reload") {
+    if (!name.empty()) return reload_pool(name);
+    reload();
+    return plain_reply(200, "reloading every pool (the log lists what changed)\n");
+  }
+  if (verb != "scale") return plain_reply(404, "unknown control '" + std::string(verb) + "'\n");
+  const Pool* pool = find(name);
+  if (name.empty()) return plain_reply(400, "scale: name the pool (fcgi-host scale POOL N)\n");
+  if (!pool || pool->pid <= 0) return plain_reply(404, "no running pool [" + name + "]\n");
+  try {
+    HostReply r =
+        ask_host(pool->status_address,
+                 {"POST", "/control/scale", "workers=" + std::string(args.get("workers")), ""},
+                 std::chrono::milliseconds{1000});
+    return plain_reply(r.status, "[" + name + "] " + r.body);
+  } catch (const std::exception& e) {
+    return plain_reply(502, "[" + name + "] did not answer: " + std::string(e.what()) + "\n");
+  }
+}
+
+// One pool of the new configuration: started, reloaded, restarted or left alone.
+void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
+  const std::string tag = " [" + next.name + "]";
+  Pool* pool = find(next.name);
+  if (!pool || pool->state == Pool::State::Removed) {
+    summary += tag + " added;";
+    start(pools_.emplace_back(std::move(next)));
+    return;
+  }
+  const bool socket_changed = pool->plan.socket != next.socket;
+  const bool changed = force || socket_changed || pool->plan.settings != next.settings;
+  pool->plan = std::move(next);
+  pool->young_deaths = 0;
+  if (pool->state == Pool::State::Stopped) {
+    summary += tag + " started again;";
+    pool->exit_code = exit_code::kOk;
+    start(*pool);
+  } else if (!changed) {
+    summary += tag + " unchanged;";
+  } else if (socket_changed && pool->pid > 0) {
+    // The socket is bound once per master: a new address, owner or mode takes a new master.
+    summary += tag + " restarts (its socket changed: " + pool->plan.socket + ");";
+    pool->state = Pool::State::Restarting;
+    ::kill(pool->pid, SIGTERM);
+  } else if (pool->pid > 0) {
+    summary += tag + " reloads;";
+    ::kill(pool->pid, SIGHUP);
+  }
+}
+
+} // namespace
+
+int run_pools(const std::vector<std::string>& args, const Config& file,
+              const ApplicationCheck& check, const std::string& executable) {
+  PoolMaster master(args, check, executable);
+  return master.run(file);
+}
+
+} // namespace fcgi_host

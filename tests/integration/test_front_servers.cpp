@@ -1,0 +1,284 @@
+// Behind every FastCGI front server Debian packages besides nginx (tests/integration/
+// front_servers.hpp), each running the snippet shipped in conf/, over a Unix socket and over TCP,
+// with and without its connection reuse: a GET with a query, HEAD, a 1 MiB POST, a chunked
+// POST, a crashing handler (the server answers 5xx and the next request works), and a reload
+// (HUP) under load with 0 failed requests. A server that is not installed is skipped, saying so.
+#include "checks.hpp"
+#include "front_servers.hpp"
+#include "lifecycle_load.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <regex>
+#include <thread>
+
+using fcgi_test::Millis;
+using it::Front;
+using it::FrontServer;
+using it::HostOptions;
+using it::HostProcess;
+
+namespace {
+
+// A connection-reuse mode: its name and its edits to the shipped snippet.
+struct Mode {
+  std::string name;
+  it::TextEdits edits;
+  bool reuses = false; // keeps its connections to the host between requests
+};
+
+std::string transport_name(it::Listen listen) {
+  return listen == it::Listen::Tcp ? "TCP" : "a Unix socket";
+}
+
+// HAProxy 2.6 forwards a chunked body only when it fits in one buffer (15 KiB by default) and
+// answers a larger one 400 itself, before it connects (conf/haproxy-fcgi-host.cfg).
+constexpr std::size_t kHaproxyChunkedFits = 12 * 1024;
+
+void check_requests(const FrontServer& front, Front kind) {
+  it::HttpResponse get = it::http_request(front.port(), "GET", "/echo/hi?x=1&y=%20");
+  CHECK(get.status == 200);
+  CHECK(get.body.find("\npath=/echo/hi\n") != std::string::npos);
+  CHECK(get.body.find("\nquery=x=1&y=%20\n") != std::string::npos);
+  if (it::front_stamps_requests(kind)) { // the params the host's queue time and logs use
+    CHECK(get.body.find("\nparam HTTP_X_REQUEST_START=t=") != std::string::npos);
+    CHECK(get.body.find("\nparam HTTP_X_REQUEST_ID=") != std::string::npos);
+  }
+
+  it::HttpResponse head = it::http_request(front.port(), "HEAD", "/echo");
+  CHECK(head.status == 200);
+  CHECK(head.body.empty());
+
+  const std::string body = it::pattern_body(1 << 20);
+  it::HttpResponse post = it::http_request(front.port(), "POST", "/echo", body, Millis{20000});
+  CHECK(post.status == 200);
+  bool intact = it::ends_with(post.body, "\n\n" + body);
+  CHECK(intact);
+
+  // An upload of unknown length: the handler gets the whole body, whatever CONTENT_LENGTH the
+  // server sends for it (none, -1, or the length it counted after buffering).
+  const std::string chunked =
+      it::pattern_body(kind == Front::Haproxy ? kHaproxyChunkedFits : 100 * 1024);
+  it::HttpResponse up =
+      it::http_request_chunked(front.port(), "POST", "/echo", chunked, 4096, Millis{20000});
+  CHECK(up.status == 200);
+  bool chunked_intact = it::ends_with(up.body, "\n\n" + chunked);
+  CHECK(chunked_intact);
+  if (kind == Front::Haproxy) // the documented limit: HAProxy's own 400
+    CHECK(it::http_request_chunked(front.port(), "POST", "/echo", it::pattern_body(100 * 1024),
+                                   4096, Millis{20000})
+              .status == 400);
+}
+
+// The handler aborts its worker: the server answers an error, and the next request is served
+// (the other worker, or the one the master respawned). The dead worker's idle kept connections
+// die with it; HAProxy with `http-reuse always` may send the next request on one of them and
+// answer it 502 (seen in about one check of five; docs/front-servers.md), then it serves on. Behind
+// every other server and mode the very next request is served.
+void check_crash(const FrontServer& front, bool next_is_served) {
+  int status = it::http_request(front.port(), "GET", "/crash").status;
+  CHECK(status >= 500);
+  CHECK(status <= 503);
+  int failed = 0;
+  while (!next_is_served && failed < 3 &&
+         it::http_request(front.port(), "GET", "/echo").status == 502)
+    ++failed;
+  for (int i = 0; i < 5; ++i)
+    CHECK(it::http_request(front.port(), "GET", "/echo").status == 200);
+  if (failed > 0) MESSAGE(failed << " request(s) after the crash got HAProxy's 502");
+}
+
+void check_reload_under_load(const FrontServer& front, HostProcess& host) {
+  it::HttpLoad load(front.port(), "/echo", 3, 3000);
+  REQUIRE(load.wait_more(30));
+  std::size_t done = it::lines_with(host.log(), "ready; retiring").size();
+  host.signal(SIGHUP);
+  CHECK(host.wait_log("ready; retiring", Millis{15000}, done + 1));
+  CHECK(load.wait_more(30));
+  load.stop();
+  INFO("first error: " << load.first_error());
+  CHECK(load.failures() == 0);
+  CHECK(load.samples().size() >= 60);
+}
+
+// Connections the host accepted so far (its master's status page).
+long accepted(const HostProcess& host) {
+  std::smatch m;
+  std::string json = host.status_json();
+  return std::regex_search(json, m, std::regex("\"accepted conn\":([0-9]+)")) ? std::stol(m[1])
+                                                                              : -1;
+}
+
+// 20 GETs one after the other: a server that reuses its connections makes fewer than 20.
+void check_reuse(const FrontServer& front, const HostProcess& host, bool reuses) {
+  long before = accepted(host);
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(it::http_request(front.port(), "GET", "/echo").status == 200);
+  long made = accepted(host) - before;
+  INFO("connections for 20 requests: " << made);
+  if (reuses)
+    CHECK(made < 20);
+  else
+    CHECK(made >= 20);
+}
+
+void check_mode(Front front, it::Listen listen, const std::string& what, const Mode& mode) {
+  INFO(what);
+  HostOptions o;
+  o.args = {"--app", "echo", "--workers", "2"};
+  for (const std::string& a : it::reachable_socket_args())
+    o.args.push_back(a);
+  o.listen = listen;
+  o.status_socket = true;
+  HostProcess host(o);
+  it::open_socket_dir(host);
+  FrontServer server({front, host.address(), mode.edits});
+  INFO("the server's log:\n" << server.log() << "\nits snippet:\n" << server.snippet());
+  check_requests(server, front);
+  check_reuse(server, host, mode.reuses);
+  check_crash(server, !(front == Front::Haproxy && mode.reuses));
+  check_reload_under_load(server, host);
+}
+
+void run_front(Front front, it::Listen listen, const std::vector<Mode>& modes) {
+  const std::string name = it::front_name(front) + " over " + transport_name(listen);
+  if (!it::front_installed(front)) {
+    MESSAGE(it::front_name(front) << " is not installed: skipped (scripts/test.sh installs it)");
+    return;
+  }
+  for (const Mode& mode : modes) {
+    check_mode(front, listen, name + ", " + mode.name, mode);
+    MESSAGE(name << ", " << mode.name << ": checked");
+  }
+}
+
+const std::vector<Mode> kNoReuse{{"one connection per request", {}}};
+const std::vector<Mode> kApacheReuse{{"enablereuse=on", {}, true},
+                                     {"enablereuse=off", {{"enablereuse=on", "enablereuse=off"}}}};
+const std::vector<Mode> kH2oReuse{
+    {"keepalive", {}, true},
+    {"no keepalive", {{"fastcgi.timeout.keepalive: 10000", "fastcgi.timeout.keepalive: 0"}}}};
+const std::vector<Mode> kHaproxyModes{
+    {"keep-conn", {}, true},
+    {"no keep-conn", {{"    option keep-conn", "    no option keep-conn"}}},
+    {"keep-conn, get-values", {{"no option get-values", "option get-values"}}, true},
+    {"keep-conn, mpxs-conns, get-values",
+     {{"no option get-values", "option get-values"}, {"no option mpxs-conns", "option mpxs-conns"}},
+     true}};
+
+// 10 clients x 300 GETs of the hello app through the server on `port` (a new client connection
+// each): req/s, or 0 after an error.
+double rate_of(int port) {
+  std::atomic<int> errors{0};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 10; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 300 && errors == 0; ++i) {
+        try {
+          if (it::http_request(port, "GET", "/", {}, Millis{10000}).body != "OK") ++errors;
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& t : clients)
+    t.join();
+  double seconds = it::seconds_since(start);
+  return errors == 0 ? 3000 / seconds : 0;
+}
+
+HostOptions hello_host(it::Listen listen) {
+  HostOptions o;
+  o.args = {"--app", "hello", "--workers", "2"};
+  for (const std::string& a : it::reachable_socket_args())
+    o.args.push_back(a);
+  o.listen = listen;
+  return o;
+}
+
+} // namespace
+
+TEST_SUITE("front servers") {
+
+  TEST_CASE("Apache ProxyPass over a Unix socket, enablereuse on and off") {
+    run_front(Front::ApacheProxyPass, it::Listen::UnixSocket, kApacheReuse);
+  }
+  TEST_CASE("Apache ProxyPass over TCP, enablereuse on and off") {
+    run_front(Front::ApacheProxyPass, it::Listen::Tcp, kApacheReuse);
+  }
+  TEST_CASE("Apache SetHandler over a Unix socket") {
+    run_front(Front::ApacheSetHandler, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("Apache SetHandler over TCP") {
+    run_front(Front::ApacheSetHandler, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("lighttpd over a Unix socket") {
+    run_front(Front::Lighttpd, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("lighttpd over TCP") {
+    run_front(Front::Lighttpd, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("Caddy over a Unix socket") {
+    run_front(Front::Caddy, it::Listen::UnixSocket, kNoReuse);
+  }
+  TEST_CASE("Caddy over TCP") {
+    run_front(Front::Caddy, it::Listen::Tcp, kNoReuse);
+  }
+  TEST_CASE("h2o over a Unix socket, keepalive on and off") {
+    run_front(Front::H2o, it::Listen::UnixSocket, kH2oReuse);
+  }
+  TEST_CASE("h2o over TCP, keepalive on and off") {
+    run_front(Front::H2o, it::Listen::Tcp, kH2oReuse);
+  }
+  TEST_CASE("HAProxy over a Unix socket, every fcgi-app connection mode") {
+    run_front(Front::Haproxy, it::Listen::UnixSocket, kHaproxyModes);
+  }
+  TEST_CASE("HAProxy over TCP, keep-conn on and off") {
+    run_front(Front::Haproxy, it::Listen::Tcp, {kHaproxyModes.begin(), kHaproxyModes.begin() + 2});
+  }
+
+  // A measurement, not a check: FCGI_HOST_FRONT_RATES=1 (with FCGI_HOST_BINARY pointing at a
+  // Release build) prints req/s through each server, as docs/front-servers.md shows them.
+  TEST_CASE("req/s of 10 clients x 300 GETs through each front server (FCGI_HOST_FRONT_RATES=1)") {
+    if (!std::getenv("FCGI_HOST_FRONT_RATES")) {
+      MESSAGE("a measurement: set FCGI_HOST_FRONT_RATES=1 to run it");
+      return;
+    }
+    struct Cell {
+      Front front;
+      std::string mode;
+      it::TextEdits edits;
+    };
+    const std::vector<Cell> cells{
+        {Front::ApacheProxyPass, "enablereuse=on", {}},
+        {Front::ApacheProxyPass, "enablereuse=off", kApacheReuse[1].edits},
+        {Front::ApacheSetHandler, "", {}},
+        {Front::Lighttpd, "", {}},
+        {Front::Caddy, "", {}},
+        {Front::H2o, "keepalive", {}},
+        {Front::H2o, "no keepalive", kH2oReuse[1].edits},
+        {Front::Haproxy, "keep-conn", {}},
+        {Front::Haproxy, "no keep-conn", kHaproxyModes[1].edits},
+    };
+    for (it::Listen listen : {it::Listen::UnixSocket, it::Listen::Tcp}) {
+      for (int keepalive : {0, 32}) { // the reference: nginx, as the other tests run it
+        HostProcess host(hello_host(listen));
+        it::NginxProcess nginx({host.address(), keepalive});
+        MESSAGE("nginx keepalive " << keepalive << " over " << transport_name(listen) << ": "
+                                   << static_cast<long>(rate_of(nginx.port())) << " req/s");
+      }
+      for (const Cell& cell : cells) {
+        if (!it::front_installed(cell.front)) continue;
+        HostProcess host(hello_host(listen));
+        it::open_socket_dir(host);
+        FrontServer server({cell.front, host.address(), cell.edits});
+        MESSAGE(it::front_name(cell.front)
+                << " " << cell.mode << " over " << transport_name(listen) << ": "
+                << static_cast<long>(rate_of(server.port())) << " req/s");
+      }
+    }
+  }
+
+} // TEST_SUITE
