@@ -20,10 +20,10 @@ bool names_header(std::string_view var, std::string_view name) {
 } // namespace
 
 void Request::clear() {
-  storage_.clear();
+  if (!owned_.empty()) owned_.clear();
   entries_.clear();
-  method_ = uri_ = path_ = query_ = Span{};
-  request_id_ = traceparent_ = Span{};
+  method_ = uri_ = path_ = query_ = {};
+  request_id_ = traceparent_ = {};
   id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
@@ -39,25 +39,17 @@ void Request::clear() {
 
 bool Request::release_large_buffers(std::size_t above) {
   bool released = body_.release(above);
-  for (std::string* s : {&storage_, &loaded_body_}) {
-    if (s->capacity() < above) continue;
-    std::string().swap(*s);
+  if (loaded_body_.capacity() >= above) {
+    std::string().swap(loaded_body_);
     released = true;
   }
   return released;
 }
 
-Request::Span Request::store(std::string_view text) {
-  Span s{storage_.size(), text.size()};
-  storage_.append(text);
-  return s;
-}
-
 void Request::add_param(std::string_view name, std::string_view value) {
-  Entry e;
-  e.name = store(name);
-  e.value = store(value);
-  entries_.push_back(e);
+  const std::string& n = owned_.emplace_back(name);
+  const std::string& v = owned_.emplace_back(value);
+  entries_.push_back({n, v});
 }
 
 namespace {
@@ -86,8 +78,8 @@ std::string_view Request::trace_id() const {
 }
 
 std::string_view Request::carried_id() const {
-  if (request_id_.size != 0) return view(request_id_);
-  return traceparent_.size != 0 ? trace_id() : std::string_view{};
+  if (!request_id_.empty()) return request_id_;
+  return !traceparent_.empty() ? trace_id() : std::string_view{};
 }
 
 std::string_view Request::request_id() const {
@@ -100,15 +92,15 @@ std::string_view Request::request_id() const {
   return {generated_id_, sizeof generated_id_};
 }
 
-const Request::Entry* Request::find(std::string_view name) const {
+const Request::Param* Request::find(std::string_view name) const {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-    if (view(it->name) == name) return &*it;
+    if (it->name == name) return &*it;
   return nullptr;
 }
 
 std::string_view Request::param(std::string_view name) const {
-  const Entry* e = find(name);
-  return e ? view(e->value) : std::string_view{};
+  const Param* e = find(name);
+  return e ? e->value : std::string_view{};
 }
 
 bool Request::has_param(std::string_view name) const {
@@ -116,17 +108,17 @@ bool Request::has_param(std::string_view name) const {
 }
 
 Request::Param Request::param_at(std::size_t i) const {
-  return {view(entries_[i].name), view(entries_[i].value)};
+  return entries_[i];
 }
 
 // One pass over the parameters for the six the host needs on every request (the ids go into the
 // scoreboard for each one), each recognised by its length first; the last of a name wins, as in
 // param().
 void Request::finish_params() {
-  Span script_name;
-  method_ = query_ = uri_ = request_id_ = traceparent_ = Span{};
-  for (const Entry& e : entries_) {
-    std::string_view name = view(e.name);
+  std::string_view script_name;
+  method_ = query_ = uri_ = request_id_ = traceparent_ = {};
+  for (const Param& e : entries_) {
+    std::string_view name = e.name;
     switch (name.size()) {
     case 11:
       if (name == "REQUEST_URI") uri_ = e.value;
@@ -146,29 +138,27 @@ void Request::finish_params() {
       break;
     }
   }
-  if (uri_.size == 0) uri_ = script_name; // CGI servers without REQUEST_URI
-  path_ = uri_;
-  std::string_view u = view(uri_);
-  if (auto q = u.find('?'); q != std::string_view::npos) path_.size = q;
+  if (uri_.empty()) uri_ = script_name; // CGI servers without REQUEST_URI
+  path_ = uri_.substr(0, uri_.find('?'));
 }
 
 std::string_view Request::header(std::string_view name) const {
   if (names_header("CONTENT_TYPE", name) || names_header("CONTENT_LENGTH", name))
     for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-      if (names_header(view(it->name), name)) return view(it->value);
+      if (names_header(it->name, name)) return it->value;
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    std::string_view var = view(it->name);
+    std::string_view var = it->name;
     if (var.size() > 5 && var.substr(0, 5) == "HTTP_" && names_header(var.substr(5), name))
-      return view(it->value);
+      return it->value;
   }
   return {};
 }
 
 void Request::for_each_header(
     const std::function<void(std::string_view, std::string_view)>& fn) const {
-  for (const Entry& e : entries_) {
-    std::string_view var = view(e.name);
-    if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, view(e.value));
+  for (const Param& e : entries_) {
+    std::string_view var = e.name;
+    if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, e.value);
   }
 }
 

@@ -1,13 +1,20 @@
 #pragma once
-// app::Request: one FastCGI request as plain values. The host copies it out of libfcgi (which
-// frees its buffers at the end of each request) into storage it reuses from request to request,
-// so a steady stream of requests allocates nothing here once the buffers have grown.
+// app::Request: one FastCGI request as plain values.
+//
+// Lifetime: the params (and so method(), uri(), path(), query(), param(), header()...) are views
+// into the host's connection buffer, valid while the handler runs and not after: the next
+// request on the connection overwrites them. A handler that keeps any of it past its request
+// (in a cache, a queue, another thread) copies it first: std::string(request.param("X")). The
+// body is held by the request (in memory reused from request to request, or a temporary file),
+// so a steady stream of requests neither copies the params nor allocates here once the buffers
+// have grown.
 #include "app/args.hpp"
 #include "app/multipart.hpp"
 #include "app/spill_buffer.hpp"
 
 #include <charconv>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,13 +33,13 @@ public:
     std::string_view value;
   };
 
-  std::string_view method() const { return view(method_); }
+  std::string_view method() const { return method_; }
   // REQUEST_URI as the web server sent it: path and query.
-  std::string_view uri() const { return view(uri_); }
+  std::string_view uri() const { return uri_; }
   // The path part of the URI (before '?'), still percent-encoded.
-  std::string_view path() const { return view(path_); }
+  std::string_view path() const { return path_; }
   // QUERY_STRING, without the '?', still percent-encoded.
-  std::string_view query() const { return view(query_); }
+  std::string_view query() const { return query_; }
 
   // The request body. Bodies above the spill threshold (default 1 MiB, set by the host:
   // --spill-threshold) are not held in memory but in an unlinked temporary file: read them in
@@ -114,7 +121,7 @@ public:
   // numbered the request (a handler called directly by a test).
   std::string_view request_id() const;
   // The W3C traceparent header ("00-<trace id>-<parent id>-<flags>") as sent; empty when absent.
-  std::string_view trace_parent() const { return view(traceparent_); }
+  std::string_view trace_parent() const { return traceparent_; }
   // The 32 hex digits of the trace id of a well-formed traceparent; empty otherwise.
   std::string_view trace_id() const;
   // The id the request carried (X-Request-Id, else the trace id); empty when it carried none.
@@ -130,7 +137,13 @@ public:
   // `above` bytes or more (a worker would otherwise keep the largest request's memory). Cheap
   // when nothing is large. True when something was released.
   bool release_large_buffers(std::size_t above);
+  // A param copied into the request's own storage (tests, handlers called directly).
   void add_param(std::string_view name, std::string_view value);
+  // A param as views into memory that outlives the request (the host's connection buffer): no
+  // copy. Both kinds can be mixed.
+  void add_param_view(std::string_view name, std::string_view value) {
+    entries_.push_back({name, value});
+  }
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).
   void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
@@ -157,25 +170,15 @@ private:
   friend class Router;
   struct PathParam {
     std::string_view name;  // in the Router's storage
-    std::string_view value; // in path_ or decoded_params_
+    std::string_view value; // in path_'s memory or decoded_params_
   };
 
-  struct Span {
-    std::size_t offset = 0;
-    std::size_t size = 0;
-  };
-  struct Entry {
-    Span name;
-    Span value;
-  };
-  std::string_view view(Span s) const { return {storage_.data() + s.offset, s.size}; }
-  Span store(std::string_view text);
-  const Entry* find(std::string_view name) const;
+  const Param* find(std::string_view name) const;
 
-  std::string storage_;        // all names and values, back to back
-  std::vector<Entry> entries_; // in arrival order
-  Span method_, uri_, path_, query_;
-  Span request_id_, traceparent_; // HTTP_X_REQUEST_ID and HTTP_TRACEPARENT (the last of each)
+  std::deque<std::string> owned_; // the copies of add_param (a deque: they never move)
+  std::vector<Param> entries_;    // in arrival order
+  std::string_view method_, uri_, path_, query_;
+  std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
   SpillBuffer body_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;

@@ -50,6 +50,9 @@ if [[ "${FCGI_HOST_SKIP_BENCH_SMOKE:-0}" != 1 ]]; then
     echo "bench smoke run $run"
     timeout 120 bash ../scripts/bench.sh --smoke --build-dir . >/dev/null
   done
+  # The direct benchmark (no nginx: its own FastCGI load generator), once.
+  echo "bench-direct smoke run"
+  timeout 120 bash ../scripts/bench-direct.sh --smoke --build-dir . >/dev/null
 fi
 
 # Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang build into build-fuzz/).

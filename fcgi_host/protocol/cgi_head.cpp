@@ -27,14 +27,13 @@ void append_header_line(std::string& out, std::string_view name, std::string_vie
 
 namespace {
 
+// CR and LF become spaces: a handler bug must not split headers. One plain pass (find_first_of
+// looks each character up in its set, several times slower on short header text).
 void append_header_text(std::string& out, std::string_view text) {
-  while (!text.empty()) {
-    std::size_t bad = text.find_first_of("\r\n");
-    out.append(text.substr(0, bad));
-    if (bad == std::string_view::npos) return;
-    out += ' ';
-    text.remove_prefix(bad + 1);
-  }
+  const std::size_t start = out.size();
+  out.append(text);
+  for (std::size_t i = start; i < out.size(); ++i)
+    if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
 }
 
 } // namespace

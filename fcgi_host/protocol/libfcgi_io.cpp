@@ -2,6 +2,7 @@
 
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/protocol/records.hpp"
+#include "fcgi_host/protocol/reference_decoder.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,11 +17,12 @@
 namespace fcgi_host::libfcgi_io {
 namespace {
 
-// Sources by fd. A static array in .bss: pages nobody touches cost no memory, and a lookup on
-// the request path is one load. Descriptors past its end are not served by libfcgi (the worker
-// keeps its connections below it; see kMaxSourceFd in request_codec.hpp's users).
+// Sources by the number libfcgi names. A static array in .bss: pages nobody touches cost no
+// memory, and a lookup on the request path is one load. Writer keys count down from its end;
+// the reference decoder uses descriptors, from its start.
 constexpr int kMaxFd = 1 << 16;
 std::atomic<Source*> sources[kMaxFd];
+std::atomic<int> next_writer_key{kMaxFd - 1};
 
 Source* source_for(int fd) {
   if (fd < 0 || fd >= kMaxFd) return nullptr;
@@ -29,48 +31,51 @@ Source* source_for(int fd) {
 
 } // namespace
 
-void register_source(Source* source) {
-  if (source->fd >= 0 && source->fd < kMaxFd)
-    sources[source->fd].store(source, std::memory_order_release);
+void register_source(int key, Source* source) {
+  if (key >= 0 && key < kMaxFd) sources[key].store(source, std::memory_order_release);
 }
 
-void unregister_source(const Source* source) {
-  if (source->fd >= 0 && source->fd < kMaxFd) {
+void unregister_source(int key, const Source* source) {
+  if (key >= 0 && key < kMaxFd) {
     Source* expected = const_cast<Source*>(source);
-    sources[source->fd].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+    sources[key].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   }
 }
 
+int writer_key() {
+  return next_writer_key.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool write_to_client(Source& s, const char* buf, std::size_t len) {
+  if (s.write_failed) return false;
+  if (s.backlog) {
+    // Order on the wire: once something waits in the backlog, everything after it queues too.
+    long sent = s.backlog->empty() ? fcgi_host::write_some(s.fd, buf, len) : 0;
+    if (sent < 0) {
+      s.write_failed = true;
+      return false;
+    }
+    s.backlog->append(buf + sent, len - static_cast<std::size_t>(sent));
+    return true;
+  }
+  if (!fcgi_host::write_all_until(s.fd, buf, len, s.write_deadline_ns)) {
+    s.write_failed = true;
+    return false;
+  }
+  return true;
+}
+
 bool self_test() {
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
   std::string framed;
   records::append_begin_request(framed, 1, records::Role::Responder);
   std::string pairs;
   records::append_name_value(pairs, "PING", "ok");
   records::append_stream(framed, records::Type::Params, 1, pairs);
   records::append_stream(framed, records::Type::Stdin, 1, {});
-
-  Source source;
-  source.fd = pair[0];
-  source.data = framed.data();
-  source.size = framed.size();
-  register_source(&source);
-  FCGX_Request r;
-  FCGX_InitRequest(&r, -1, 0);
-  r.ipcFd = pair[0];
-  r.keepConnection = 1; // FCGX_Accept_r first finishes the previous request: not a close
-  bool ok = FCGX_Accept_r(&r) == 0 && r.envp != nullptr && !source.closed_by_libfcgi;
-  if (ok) {
-    const char* value = FCGX_GetParam("PING", r.envp);
-    ok = value && std::strcmp(value, "ok") == 0;
-  }
-  FCGX_Free(&r, 1); // must reach our OS_IpcClose
-  ok = ok && source.closed_by_libfcgi;
-  unregister_source(&source);
-  close(pair[0]);
-  close(pair[1]);
-  return ok;
+  ReferenceRequest r = decode_with_libfcgi(framed);
+  // libfcgi puts FCGI_ROLE first, then the params sent.
+  return r.accepted && r.closed_by_libfcgi && !r.params.empty() &&
+         r.params.back() == std::pair<std::string, std::string>("PING", "ok");
 }
 
 } // namespace fcgi_host::libfcgi_io
@@ -98,22 +103,19 @@ int OS_Write(int fd, char* buf, size_t len) {
     errno = EBADF;
     return -1;
   }
-  if (s->write_failed) return -1;
-  if (s->backlog) {
-    // Order on the wire: once something waits in the backlog, everything after it queues too.
-    long sent = s->backlog->empty() ? fcgi_host::write_some(fd, buf, len) : 0;
-    if (sent < 0) {
-      s->write_failed = true;
-      return -1;
+  if (s->request_id != 0) {
+    // Whole records, each from its header: the id of the request being answered goes in.
+    for (std::size_t at = 0; at + fcgi_host::records::kHeaderSize <= len;
+         at += fcgi_host::records::decode_header(buf + at).record_size()) {
+      buf[at + 2] = static_cast<char>(s->request_id >> 8);
+      buf[at + 3] = static_cast<char>(s->request_id & 0xff);
     }
-    s->backlog->append(buf + sent, len - static_cast<std::size_t>(sent));
-    return static_cast<int>(len);
   }
-  if (!fcgi_host::write_all_until(fd, buf, len, s->write_deadline_ns)) {
-    s->write_failed = true;
-    return -1;
-  }
-  return static_cast<int>(len);
+  if (s->gather)
+    s->gather->append(buf, len);
+  else
+    fcgi_host::libfcgi_io::write_to_client(*s, buf, len);
+  return static_cast<int>(len); // a failure stays in the Source (see libfcgi_io.hpp)
 }
 
 int OS_IpcClose(int fd, int /*shutdown*/) {

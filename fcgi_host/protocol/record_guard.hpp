@@ -1,6 +1,7 @@
 #pragma once
 // The host's side of the FastCGI boundary: every byte a client sends is framed and checked here
-// before libfcgi reads it, because libfcgi 2.4.2 (the version Debian ships) aborts or leaks on
+// before it is decoded (request_decoder.hpp; libfcgi, the reference decoder, must take whatever
+// the guard lets through), because libfcgi 2.4.2 (the version Debian ships) aborts or leaks on
 // hostile input:
 //   - FCGI_GET_VALUES naming one variable several times overflows a fixed reply buffer (stack
 //     smashing, SIGABRT), and with zero padding it never answers: the guard answers GET_VALUES
@@ -42,7 +43,7 @@ class RecordGuard {
 public:
   enum class Verdict {
     NeedMore,     // everything so far is valid; read more
-    RequestReady, // [request_begin(), request_end()) holds one whole request for libfcgi
+    RequestReady, // [request_begin(), request_end()) holds one whole request for the decoder
     Reject,       // answer error_status() to request_id() (the host sends a short error page),
                   // then close the connection
     Close,        // protocol violation: close the connection, log close_reason()
@@ -59,6 +60,8 @@ public:
   // After RequestReady: the request is served; its bytes are dropped by the caller, which shifts
   // the buffer by request_end(). Resets the state for the next request on a kept connection.
   void consume_request();
+  // As new, for another connection (the vectors keep their capacity).
+  void reset();
 
   std::size_t request_begin() const { return request_begin_; }
   std::size_t request_end() const { return pos_; }

@@ -1,6 +1,7 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 
 #include "fcgi_host/protocol/cgi_head.hpp"
+#include "fcgi_host/protocol/interpreted_params.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -13,25 +14,23 @@ void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
 }
 
-void copy_params(char** envp, const RequestFraming& framing, app::Request& request) {
+void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
+  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+  request.add_param_view("FCGI_ROLE", "RESPONDER");
   unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
-  for (char** p = envp; p && *p; ++p) {
-    // libfcgi stores "NAME=VALUE"; the record guard refused names holding '='.
-    const char* eq = std::strchr(*p, '=');
-    if (!eq) continue;
-    const std::string_view name(*p, static_cast<std::size_t>(eq - *p));
-    if (!framing.length_declared && name == "CONTENT_LENGTH") continue; // added below
+  for (const records::NameValue& p : from.params) {
+    if (!framing.length_declared && p.name == "CONTENT_LENGTH") continue; // added below
     if (framing.repeated_params) {
-      const std::size_t index = interpreted_param_index(name);
+      const std::size_t index = interpreted_param_index(p.name);
       if (index != kNotInterpreted && (added & (1u << index))) continue;
       if (index != kNotInterpreted) added |= 1u << index;
     }
-    request.add_param(name, eq + 1);
+    request.add_param_view(p.name, p.value);
   }
   if (!framing.length_declared && framing.body_size > 0) {
     char number[24];
     auto end = std::to_chars(number, number + sizeof number, framing.body_size);
-    request.add_param("CONTENT_LENGTH",
+    request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
                       std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
   }
 }
@@ -43,29 +42,22 @@ constexpr std::size_t kRecordHeader = 8;
 
 } // namespace
 
-bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Request& request) {
+bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
+                  app::Request& request) {
   request.clear();
-  copy_params(from.envp, framing, request);
+  add_params(from, framing, request);
   request.finish_params();
-  const std::size_t body_size = framing.body_size;
-  // Bodies above the request's spill threshold go to a temporary file as they are read.
+  // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
-  char chunk[16 * 1024];
-  std::size_t got = 0;
   try {
-    request.expect_body(body_size);
-    while (got < body_size) {
-      int n =
-          FCGX_GetStr(chunk, static_cast<int>(std::min(body_size - got, sizeof chunk)), from.in);
-      if (n <= 0) break;
-      request.append_body(chunk, static_cast<std::size_t>(n));
-      got += static_cast<std::size_t>(n);
-    }
+    request.expect_body(from.body_size);
+    for (std::string_view chunk : from.body)
+      request.append_body(chunk.data(), chunk.size());
     request.finish_body();
   } catch (const std::exception&) {
     return false;
   }
-  return got == body_size;
+  return true;
 }
 
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
@@ -113,7 +105,7 @@ void StreamSink::send_head(const app::Response& response) {
 bool StreamSink::send_body(std::string_view chunk) {
   if (refused_head_) return false; // the client has its whole 500 already
   put(out_, chunk);
-  return FCGX_GetError(out_) == 0;
+  return FCGX_GetError(out_) == 0 && !(failed_ && *failed_);
 }
 
 std::size_t write_response(const app::Response& response, FCGX_Stream* out,

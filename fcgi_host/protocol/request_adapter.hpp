@@ -1,22 +1,24 @@
 #pragma once
-// Between libfcgi and the handler API: copies a parsed request out of libfcgi (which frees its
-// buffers at FCGX_Finish_r) into app::Request, and writes app::Response as a CGI response
-// (Status line, headers, blank line, body) to libfcgi's output stream.
+// Between the wire and the handler API: hands a decoded request (request_decoder.hpp) to
+// app::Request as views, and writes app::Response as a CGI response (Status line, headers, blank
+// line, body) to libfcgi's output stream.
 #include "app/request.hpp"
 #include "app/response.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/protocol/request_decoder.hpp"
 
 #include <cstddef>
 #include <fcgiapp.h>
 
 namespace fcgi_host {
 
-// Fills `request` (cleared first, its buffers reused) from libfcgi's params and reads the whole
-// body, `framing.body_size` bytes as the record guard counted them. False if the body came up
-// short. The handler sees what the guard decided: an interpreted param sent twice with one
-// value once, and a body of unknown length (CONTENT_LENGTH absent, empty or -1) with its real
-// length as CONTENT_LENGTH.
-bool copy_request(FCGX_Request& from, const RequestFraming& framing, app::Request& request);
+// Fills `request` (cleared first, its buffers reused): the params as views into the decoded
+// request's buffer (no copy), the body appended to the request's own body (which spills to a
+// temporary file above its threshold). False if the body could not be stored. The handler sees
+// what the guard decided (`framing`): an interpreted param sent twice with one value once, and a
+// body of unknown length (CONTENT_LENGTH absent, empty or -1) with its real length as
+// CONTENT_LENGTH.
+bool fill_request(const DecodedRequest& from, const RequestFraming& framing, app::Request& request);
 
 // Writes the status line and headers, adding Content-Length for a buffered body that has none.
 // CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.
@@ -32,11 +34,15 @@ void write_head_refusal(FCGX_Stream* out);
 
 // Streams the head and body chunks of a handler that calls Response::write(). A head larger
 // than the limit becomes write_head_refusal(), and the body chunks after it are dropped.
+// `failed` (optional) is where the writes' failure shows (libfcgi_io::Source::write_failed: the
+// host's OS_Write never reports one to libfcgi).
 class StreamSink : public app::BodySink {
 public:
-  explicit StreamSink(FCGX_Stream* out) : out_(out) {}
-  void attach(FCGX_Stream* out) {
+  explicit StreamSink(FCGX_Stream* out, const bool* failed = nullptr)
+      : out_(out), failed_(failed) {}
+  void attach(FCGX_Stream* out, const bool* failed) {
     out_ = out;
+    failed_ = failed;
     refused_head_ = 0;
   }
   void set_head_limit(std::size_t limit) { head_limit_ = limit; }
@@ -47,6 +53,7 @@ public:
 
 private:
   FCGX_Stream* out_;
+  const bool* failed_;
   std::size_t head_limit_ = static_cast<std::size_t>(-1);
   std::size_t refused_head_ = 0;
 };

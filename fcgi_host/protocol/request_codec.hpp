@@ -1,7 +1,10 @@
 #pragma once
-// The worker's one interface to libfcgi: a complete request (framed and checked by RecordGuard)
-// is decoded into app::Request, and its response encoded as STDOUT records and
-// FCGI_END_REQUEST. No libfcgi type crosses this interface.
+// The worker's one interface to the request and response of the wire: a complete request
+// (framed and checked by RecordGuard) is decoded into app::Request as views over the
+// connection's buffer (request_decoder.hpp: no copy, no allocation), and its response encoded
+// by libfcgi as STDOUT records, through one libfcgi writer per codec that lives from request to
+// request (libfcgi_io.hpp); the codec ends the stream and writes FCGI_END_REQUEST itself (a
+// closed libfcgi writer cannot be used again). No libfcgi type crosses this interface.
 //
 //   codec.decode(request_bytes, request)  → the handler runs →  codec.send(response) or
 //   response.write() through codec.sink()  →  codec.finish() (or codec.abort())
@@ -31,13 +34,15 @@ public:
 
   enum class Decoded {
     Whole,     // params and the whole body are in `request`
-    ShortBody, // the body came up shorter than the guard counted: answer 400
-    Refused,   // libfcgi refused what the guard accepted: close the connection
+    ShortBody, // the body could not be stored (its temporary file): answer 400
+    Refused,   // the decoder refused what the guard accepted: close the connection
   };
-  // Decodes the records of one request, read from `fd`'s buffer, as the guard framed them. A
-  // streamed response that follows is written to `fd`, waiting for the client until
-  // `write_deadline_ns` (CLOCK_MONOTONIC) at the most.
-  Decoded decode(int fd, std::string_view records, const RequestFraming& framing,
+  // Decodes the records of one request, records[0, size) of `fd`'s buffer (params split over
+  // several records are joined in place there). `request` holds views into those bytes until
+  // they are consumed; `framing` is what the guard decided about them. A streamed response that
+  // follows is written to `fd`, waiting for the client until `write_deadline_ns`
+  // (CLOCK_MONOTONIC) at the most.
+  Decoded decode(int fd, char* records, std::size_t size, const RequestFraming& framing,
                  std::uint64_t write_deadline_ns, app::Request& request);
 
   // A response head larger than `bytes` with its record's 8-byte header is answered with a whole
@@ -57,6 +62,7 @@ public:
   enum class Ending {
     Kept,        // the request ended cleanly and the connection may serve another
     Closed,      // the request ended cleanly; the client did not ask to keep the connection
+                 // (FCGI_KEEP_CONN not set)
     WriteFailed, // the client went away or stopped reading: close the connection
   };
   // Ends the request (flushes, the empty STDOUT record, FCGI_END_REQUEST).

@@ -14,7 +14,7 @@
 
 namespace fcgi_host {
 
-InProcessHost::InProcessHost(app::Handler& handler, Limits limits) {
+InProcessHost::InProcessHost(app::Handler& handler, Limits limits, bool metrics) {
   char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
   dir_ = tmpl;
@@ -31,7 +31,7 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits) {
   WorkerSettings settings;
   settings.listen_fd = socket_->fd();
   settings.limits = limits;
-  settings.observe.metrics = false;
+  settings.observe.metrics = metrics;
   app::Handler* h = &handler;
   // The thread starts with the control signals blocked (a thread inherits its creator's mask),
   // so that a stop sent before the worker set itself up cannot kill the process.

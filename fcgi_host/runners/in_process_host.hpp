@@ -29,7 +29,9 @@ class ListenSocket;
 
 class InProcessHost {
 public:
-  explicit InProcessHost(app::Handler& handler, Limits limits = {});
+  // `metrics`: the per-route metrics and scoreboard of a worker process (off by default: a
+  // handler's tests rarely want them).
+  explicit InProcessHost(app::Handler& handler, Limits limits = {}, bool metrics = false);
   // Stops the worker gracefully (it finishes what it holds) and removes the socket.
   ~InProcessHost();
   InProcessHost(const InProcessHost&) = delete;

@@ -35,6 +35,20 @@ struct Connection {
   Connection(int fd, const RequestLimits& limits, const ServerValues& values, std::uint64_t now)
       : fd(fd), started_ns(now), guard(limits, values) {}
 
+  // A closed connection's object for a new one: everything as new but the buffers' capacity.
+  void reuse(int new_fd, std::uint64_t now) {
+    fd = new_fd;
+    phase = Phase::Reading;
+    in_epoll = wants_write = keep_after_write = false;
+    deadline_ns = head_deadline_ns = body_start_ns = 0;
+    started_ns = now;
+    bytes_in = 0;
+    in.size() = 0;
+    guard.reset();
+    replies.clear();
+    backlog.clear();
+  }
+
   bool between_requests() const { return in.size() == 0 && !guard.in_request(); }
 };
 

@@ -24,10 +24,16 @@ constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000; // see serve_request()
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
+// The buffer never grows here: the request being served holds views into it. With no room
+// left, a peek still sees a close.
 bool probe_aborted(void* context) {
   auto& c = *static_cast<Connection*>(context);
   if (c.guard.aborted()) return true;
-  c.in.reserve_more(4096);
+  if (c.in.free_space() < records::kHeaderSize * 2) {
+    char peek[1];
+    ssize_t n = ::recv(c.fd, peek, sizeof peek, MSG_DONTWAIT | MSG_PEEK);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+  }
   ssize_t n = ::recv(c.fd, c.in.tail(), c.in.free_space(), MSG_DONTWAIT);
   if (n == 0) return true;
   if (n < 0) return errno != EAGAIN && errno != EINTR;
@@ -101,15 +107,16 @@ bool Worker::serve_request(Connection& c) {
   return keep_or_close(c, out);
 }
 
-// libfcgi decodes the request's records (params, body) into request_. False: closed.
+// The request's records (params, body) are decoded into request_, as views into c.in.
+// False: closed.
 bool Worker::decode(Connection& c, Outcome& out) {
   RecordGuard& g = c.guard;
   out.start_ns = process_manager::monotonic_ns();
-  std::string_view records(c.in.data() + g.request_begin(), g.request_end() - g.request_begin());
   RequestCodec::Decoded decoded =
-      codec_.decode(c.fd, records, g.framing(), out.start_ns + write_timeout_ns_, request_);
+      codec_.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
+                    g.framing(), out.start_ns + write_timeout_ns_, request_);
   if (decoded == RequestCodec::Decoded::Refused) {
-    close_connection(c, "libfcgi refused a request the record guard accepted");
+    close_connection(c, "the decoder refused a request the record guard accepted");
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;

@@ -36,6 +36,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/request_id.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -79,6 +80,9 @@ constexpr std::uint64_t kAcceptPauseNs = 100'000'000; // after EMFILE and the li
 // it is closed, and how long requests arriving on kept connections are still served.
 constexpr std::uint64_t kStopIdleNs = 100'000'000;
 constexpr std::uint64_t kStopServeNs = 3'000'000'000;
+// Closed connections kept for reuse, and the largest buffers one may keep.
+constexpr std::size_t kSpareConnections = 16;
+constexpr std::size_t kSpareBufferBytes = 64 * 1024;
 // The budget of buffered bytes is looked at only once a connection holds this much.
 constexpr std::size_t kBudgetCheckAbove = 64 * 1024;
 
@@ -259,8 +263,15 @@ void Worker::watch_channel(bool on) {
 Connection& Worker::add_connection(int fd, std::uint64_t now) {
   if (open_ >= settings_.limits.max_connections) make_room(now);
   if (static_cast<std::size_t>(fd) >= connections_.size()) connections_.resize(fd + 64);
-  connections_[fd] =
-      std::make_unique<Connection>(fd, settings_.limits.request, settings_.server_values, now);
+  scan_end_ = std::max(scan_end_, static_cast<std::size_t>(fd) + 1);
+  if (spare_connections_.empty()) {
+    connections_[fd] =
+        std::make_unique<Connection>(fd, settings_.limits.request, settings_.server_values, now);
+  } else {
+    connections_[fd] = std::move(spare_connections_.back());
+    spare_connections_.pop_back();
+    connections_[fd]->reuse(fd, now);
+  }
   ++open_;
   publish_connections();
   return *connections_[fd];
@@ -477,7 +488,13 @@ void Worker::close_connection(Connection& c, const std::string& why) {
 // Drops the connection from the table (its fd is closed or handed off). `c` is gone after.
 void Worker::forget_connection(Connection& c) {
   int fd = c.fd;
-  connections_[fd].reset();
+  if (spare_connections_.size() < kSpareConnections && c.in.capacity() <= kSpareBufferBytes &&
+      c.backlog.capacity() <= kSpareBufferBytes) {
+    if (spare_connections_.capacity() == 0) spare_connections_.reserve(kSpareConnections);
+    spare_connections_.push_back(std::move(connections_[fd]));
+  } else {
+    connections_[fd].reset();
+  }
   --open_;
   publish_connections();
 }
@@ -520,7 +537,8 @@ void Worker::make_room(std::uint64_t now) {
 int Worker::next_timeout_ms() {
   std::uint64_t earliest = 0;
   bool partial = false, kept = false;
-  for (auto& c : connections_) {
+  for (std::size_t i = 0; i < scan_end_; ++i) {
+    const Connection* c = connections_[i].get();
     if (!c || !c->in_epoll) continue;
     if (earliest == 0 || c->deadline_ns < earliest) earliest = c->deadline_ns;
     partial |= c->phase == Connection::Phase::Reading && c->head_deadline_ns != 0;
@@ -544,7 +562,8 @@ int Worker::next_timeout_ms() {
 
 void Worker::expire_deadlines() {
   std::uint64_t now = process_manager::monotonic_ns();
-  for (auto& slot : connections_) {
+  for (std::size_t i = 0; i < scan_end_; ++i) {
+    Connection* slot = connections_[i].get();
     if (!slot || !slot->in_epoll || slot->deadline_ns > now) continue;
     Connection& c = *slot;
     switch (c.phase) {

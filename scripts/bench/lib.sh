@@ -112,3 +112,91 @@ stop_nginx() {
   stop_pids 50 "$NGX_PID" || NGX_KILLED=1
   NGX_PID=""
 }
+
+# ---- Used by the benchmark scripts with these globals: PIDS (the pids started and not yet
+# stopped), T (the run's temp dir, with bin/ and log/), REPO, BUILD_DIR, REBUILD, SMOKE, KEEP_TMP.
+
+# install_packages: the Debian packages in the arrays `missing` (required) and `optional`:
+# installed with INSTALL=1; otherwise a missing required one stops the run, naming them all.
+install_packages() {
+  ((${#missing[@]} + ${#optional[@]})) || return 0
+  if ((INSTALL)); then
+    note "installing: ${missing[*]} ${optional[*]}"
+    apt-get install -y "${missing[@]}" "${optional[@]}" >&2
+  elif ((${#missing[@]})); then
+    die "missing Debian packages: ${missing[*]} (run with --install, or apt-get install -y ${missing[*]})"
+  fi
+}
+
+cleanup() {
+  trap - EXIT INT TERM
+  local orphans=() p q
+  # The workers of a master we started, looked up now by pid: if a master
+  # needs SIGKILL, its workers must not outlive it.
+  for p in "${PIDS[@]}"; do
+    for q in $(children_of "$p"); do orphans+=("$q"); done
+  done
+  if ((${#PIDS[@]})); then stop_pids 30 "${PIDS[@]}" || true; fi
+  for p in "${orphans[@]}"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
+  if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
+}
+
+# wait_listening ADDR: ADDR is unix:/path or 127.0.0.1:PORT. Bounded: 10 s.
+wait_listening() {
+  local addr=$1 i
+  for ((i = 0; i < 200; i++)); do
+    if [[ $addr == unix:* ]]; then
+      ss -Hlx | grep -qF " ${addr#unix:} " && return 0
+    else
+      [[ -n $(ss -Hltn "sport = :${addr##*:}") ]] && return 0
+    fi
+    sleep 0.05
+  done
+  return 1
+}
+
+# ------------------------------------------------------------------ build --
+build_host() {
+  local cache="$BUILD_DIR/CMakeCache.txt" type
+  if [[ -f $cache ]]; then
+    type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$cache")
+    # A Debug or sanitizer build would make every ratio meaningless; rather
+    # than reconfigure someone's build directory, use a private one. A smoke
+    # run measures nothing, so it takes any build.
+    if ((!SMOKE)) && { [[ $type != Release ]] || grep -q '^FCGI_HOST_SANITIZE:BOOL=ON' "$cache"; }; then
+      note "$BUILD_DIR is a '$type' build (or sanitized); using $REPO/build-bench (Release) instead"
+      BUILD_DIR="$REPO/build-bench"
+      cache="$BUILD_DIR/CMakeCache.txt"
+    fi
+  fi
+  HOST_BUILT="$BUILD_DIR/fcgi_host/fcgi-host"
+  if [[ ! -x $HOST_BUILT || $REBUILD -eq 1 ]]; then
+    if [[ ! -f $cache ]]; then
+      note "configuring $BUILD_DIR (Release)"
+      cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF >"$T/log/build.log" 2>&1 ||
+        { tail -20 "$T/log/build.log" >&2; die "cmake configure failed"; }
+    fi
+    note "building fcgi-host in $BUILD_DIR"
+    cmake --build "$BUILD_DIR" -j"$(nproc)" --target fcgi-host >>"$T/log/build.log" 2>&1 ||
+      { tail -30 "$T/log/build.log" >&2; die "building fcgi-host failed"; }
+  fi
+  # Others rebuild in the same tree: a private copy keeps the binary fixed for
+  # the whole run.
+  cp "$HOST_BUILT" "$T/bin/fcgi-host"
+  HOST_BIN="$T/bin/fcgi-host"
+}
+
+# Copies a C fixture of scripts/bench into the run's bin dir: the CMake target
+# (add_subdirectory(scripts/bench)) if it is newer than its source, else a
+# direct cc -O2 build, the same program with the flags that matter.
+# Usage: build_fixture NAME SOURCE [cc flags...]; prints the binary's path.
+build_fixture() {
+  local name=$1 src="$REPO/scripts/bench/$2" built="$BUILD_DIR/scripts/bench/$1"
+  shift 2
+  if [[ -x $built && $built -nt $src ]]; then
+    cp "$built" "$T/bin/$name"
+  else
+    cc -O2 -o "$T/bin/$name" "$src" "$@" || die "compiling $src failed"
+  fi
+  echo "$T/bin/$name"
+}

@@ -1,16 +1,18 @@
 // libFuzzer target: what reaches the handler. Each request the record guard lets through is
-// parsed by the real libfcgi through the host's replaced OS_Read (as in libfcgi_io::self_test: a
-// socketpair, a Source attached, FCGX_Accept_r), copied into app::Request with copy_request, and
-// answered with write_response (or streamed through StreamSink) to libfcgi's output stream.
-// Checks: libfcgi accepts every request the guard accepted; the body arrives whole; the output is
-// whole records of that request ending with FCGI_END_REQUEST; the CGI head has no stray CR or LF.
+// decoded twice, by the host's decoder (request_decoder.hpp) and by libfcgi, the reference
+// (reference_decoder.hpp: FCGX_Accept_r through the host's OS_Read), which must agree on the
+// verdict, the params and the body; then the worker's codec (RequestCodec) decodes it into
+// app::Request and answers with a buffered or a streamed response through libfcgi's writer over
+// a socketpair. Checks besides: libfcgi accepts every request the guard accepted; the body
+// arrives whole; the output is whole records of that request ending with FCGI_END_REQUEST; the
+// CGI head has no stray CR or LF.
 #include "fuzz_common.hpp"
 
-#include "fcgi_host/protocol/libfcgi_io.hpp"
-#include "fcgi_host/protocol/request_adapter.hpp"
+#include "fcgi_host/protocol/reference_decoder.hpp"
+#include "fcgi_host/protocol/request_codec.hpp"
+#include "fcgi_host/protocol/request_decoder.hpp"
 #include "process_manager/clock.hpp"
 
-#include <fcgiapp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,16 +20,16 @@ namespace {
 
 struct Fixture {
   int pair[2] = {-1, -1};
-  FCGX_Request fcgx{};
+  fcgi_host::RequestCodec codec;
+  fcgi_host::DecodedRequest decoded;
   app::Request request;
   app::Response response;
   std::string output;
 
   Fixture() {
-    if (FCGX_Init() != 0) fuzz::fail("FCGX_Init() failed", __FILE__, __LINE__);
-    FCGX_InitRequest(&fcgx, -1, 0);
-    if (!fcgi_host::libfcgi_io::self_test())
-      fuzz::fail("libfcgi does not use the host's OS_Read (not replaced)", __FILE__, __LINE__);
+    std::string error;
+    if (!fcgi_host::RequestCodec::init_library(error))
+      fuzz::fail(error.c_str(), __FILE__, __LINE__);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0)
       fuzz::fail("socketpair", __FILE__, __LINE__);
     int big = 4 << 20;
@@ -67,21 +69,35 @@ void check_head(std::string_view stdout_bytes) {
   }
 }
 
-void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
-  if (g.aborted()) return; // the worker answers END_REQUEST itself; libfcgi never sees it
+// The host's decoder against libfcgi's, on the same bytes.
+void compare_decoders(std::string_view bytes) {
   Fixture& f = fixture();
-  namespace io = fcgi_host::libfcgi_io;
-  io::Source source;
-  source.fd = f.pair[0];
-  source.data = bytes.data();
-  source.size = bytes.size();
-  source.write_deadline_ns = process_manager::monotonic_ns() + 1'000'000'000;
-  io::register_source(&source);
-  f.fcgx.ipcFd = f.pair[0];
-  f.fcgx.keepConnection = 1;
-  int rc = FCGX_Accept_r(&f.fcgx);
-  FUZZ_CHECK(rc == 0); // the guard promised a request libfcgi takes
-  FUZZ_CHECK(fcgi_host::copy_request(f.fcgx, g.framing(), f.request));
+  fcgi_host::ReferenceRequest reference = fcgi_host::decode_with_libfcgi(bytes);
+  std::string copy(bytes);
+  bool whole = fcgi_host::decode_request(copy.data(), copy.size(), {}, f.decoded) ==
+               fcgi_host::DecodeStatus::Whole;
+  FUZZ_CHECK(whole == reference.accepted);
+  FUZZ_CHECK(reference.accepted); // the guard promised a request libfcgi takes
+  FUZZ_CHECK(!reference.params.empty() && reference.params[0].first == "FCGI_ROLE");
+  FUZZ_CHECK(reference.params.size() == f.decoded.params.size() + 1);
+  for (std::size_t i = 0; i < f.decoded.params.size(); ++i) {
+    FUZZ_CHECK(reference.params[i + 1].first == f.decoded.params[i].name);
+    FUZZ_CHECK(reference.params[i + 1].second == f.decoded.params[i].value);
+  }
+  std::string body;
+  for (std::string_view chunk : f.decoded.body)
+    body += chunk;
+  FUZZ_CHECK(body == reference.body);
+}
+
+void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
+  if (g.aborted()) return; // the worker answers END_REQUEST itself; no decoder sees it
+  Fixture& f = fixture();
+  compare_decoders(bytes);
+  std::string request_bytes(bytes); // the codec's views point into it until the request ends
+  auto decoded = f.codec.decode(f.pair[0], request_bytes.data(), request_bytes.size(), g.framing(),
+                                process_manager::monotonic_ns() + 1'000'000'000, f.request);
+  FUZZ_CHECK(decoded == fcgi_host::RequestCodec::Decoded::Whole);
   FUZZ_CHECK(f.request.body().size() == g.body_size());
 
   // A response built from what the client sent: its header values may hold CR and LF.
@@ -93,20 +109,18 @@ void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
     auto p = f.request.param_at(i);
     f.response.add_header(p.name, p.value);
   }
-  fcgi_host::StreamSink sink(f.fcgx.out);
   if (g.body_size() % 2) { // streamed in two chunks
-    f.response.reset(&sink);
+    f.response.reset(&f.codec.sink());
     std::string_view body = f.request.body();
     f.response.write(body.substr(0, body.size() / 2));
     f.response.write(body.substr(body.size() / 2));
   } else {
     f.response.body = f.request.body();
-    fcgi_host::write_response(f.response, f.fcgx.out);
+    f.codec.send(f.response, nullptr);
   }
-  FCGX_Finish_r(&f.fcgx);
-  io::unregister_source(&source);
-  FUZZ_CHECK(!source.write_failed);
-  FUZZ_CHECK(source.closed_by_libfcgi == !g.keep_connection());
+  auto ending = f.codec.finish();
+  FUZZ_CHECK(ending == (g.keep_connection() ? fcgi_host::RequestCodec::Ending::Kept
+                                            : fcgi_host::RequestCodec::Ending::Closed));
 
   f.drain();
   auto records = fuzz::whole_records(f.output);
