@@ -24,13 +24,27 @@ inline constexpr std::array<std::string_view, 8> kInterpretedParams = {
 inline constexpr std::size_t kNotInterpreted = kInterpretedParams.size();
 
 // The index of `name` in kInterpretedParams, or kNotInterpreted. Called for every param of every
-// request: the size and the first letter rule out almost every name before a comparison.
+// request: the length and one or two letters pick the one candidate, then one comparison.
 constexpr std::size_t interpreted_param_index(std::string_view name) {
-  for (std::size_t i = 0; i < kInterpretedParams.size(); ++i) {
-    const std::string_view known = kInterpretedParams[i];
-    if (known.size() == name.size() && known[0] == name[0] && known == name) return i;
+  std::size_t candidate = kNotInterpreted;
+  switch (name.size()) {
+  case 11: // REQUEST_URI, SCRIPT_NAME, REMOTE_ADDR
+    candidate = name[0] == 'S' ? 4 : name[0] != 'R' ? kNotInterpreted : name[2] == 'Q' ? 2 : 6;
+    break;
+  case 12: // QUERY_STRING, CONTENT_TYPE
+    candidate = name[0] == 'Q' ? 3 : name[0] == 'C' ? 5 : kNotInterpreted;
+    break;
+  case 14: // CONTENT_LENGTH, REQUEST_METHOD
+    candidate = name[0] == 'C' ? 0 : name[0] == 'R' ? 1 : kNotInterpreted;
+    break;
+  case 20: // HTTP_X_REQUEST_START
+    candidate = 7;
+    break;
+  default:
+    break;
   }
-  return kNotInterpreted;
+  return candidate != kNotInterpreted && kInterpretedParams[candidate] == name ? candidate
+                                                                               : kNotInterpreted;
 }
 
 } // namespace fcgi_host

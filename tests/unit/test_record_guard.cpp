@@ -369,3 +369,15 @@ TEST_CASE("too many records in one request: closed") {
     out += fcgi_test::encode_record(RecordType::Stdin, 1, "x");
   CHECK(f.add(out) == Verdict::Close);
 }
+
+TEST_CASE("interpreted_param_index: every name of the table's lengths, one letter off, is none") {
+  using fcgi_host::interpreted_param_index;
+  using fcgi_host::kInterpretedParams;
+  using fcgi_host::kNotInterpreted;
+  for (std::string_view known : kInterpretedParams)
+    for (std::size_t i = 0; i < known.size(); ++i) {
+      std::string near(known);
+      near[i] = near[i] == 'X' ? 'Y' : 'X';
+      CHECK_MESSAGE(interpreted_param_index(near) == kNotInterpreted, near);
+    }
+}
