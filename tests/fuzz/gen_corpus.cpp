@@ -225,6 +225,11 @@ int main(int argc, char** argv) {
       "Content-Type: text/plain\r\n\r\n" +
           std::string(100, 'd') + "\r\n--b\r\n--b0--\r\nepilogue",
       std::string("\2\1\7\3\x20\x11\5\2\x40", 9));
+  // A part header of exactly the harness's 512-byte limit, fed in 3-byte pieces so that its
+  // blank line is cut: once refused when cut, accepted whole.
+  put("app_multipart_header_at_limit",
+      "--b0\r\nX: " + std::string(509, 'h') + "\r\n\r\ndata\r\n--b0--",
+      std::string("\2\2\2\2\2\2\2\2\2", 9));
   put("app_router", "/a/-12/b/my-slug", std::string(1, '\3'));
   put("app_router_tail", "/f/a%2Fb/c%20d", std::string(1, '\3'));
   std::fprintf(stderr, "wrote %d inputs to %s\n", written, dir.c_str());

@@ -253,6 +253,22 @@ TEST_CASE("multipart: malformed bodies are errors") {
   CHECK_FALSE(empty.finish());
 }
 
+TEST_CASE("multipart: a header of the largest size passes however the body is cut") {
+  // The header "X: " + 7 bytes is 10 bytes, the limit; its blank line is cut at every place.
+  const std::string body = "--b\r\nX: 1234567\r\n\r\nx\r\n--b--";
+  app::MultipartLimits limits;
+  limits.max_header_bytes = 10;
+  for (std::size_t cut = 1; cut < body.size(); ++cut) {
+    CAPTURE(cut);
+    app::MultipartParser p("b", limits);
+    CHECK(p.feed(body.data(), cut));
+    CHECK(p.feed(body.data() + cut, body.size() - cut));
+    CHECK(p.finish());
+  }
+  app::MultipartParser over("b", limits); // one byte more: refused, cut or not
+  CHECK_FALSE(over.feed(std::string("--b\r\nX: 12345678\r\n\r\nx\r\n--b--")));
+}
+
 TEST_CASE("request: multipart parts, a malformed body is a 400") {
   app::Request r = request_with("", "multipart/form-data; boundary=\"----b0undary\"");
   r.set_body(multipart_body("----b0undary"));
