@@ -197,139 +197,157 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
   for (;;) {
     if (size - pos_ < records::kHeaderSize)
       return ready_ ? Verdict::RequestReady : Verdict::NeedMore;
-    const char* h = buf + pos_;
-    const records::Header header = records::decode_header(h);
-    const std::size_t record = header.record_size();
-    if (ready_) {
-      // The request is complete and waits for its handler: only an abort of it is taken now;
-      // anything else (a pipelined request) waits for consume_request().
-      if (header.version != records::kVersion || !header.is(Type::AbortRequest) ||
-          header.request_id != request_id_)
-        return Verdict::RequestReady;
-      if (size - pos_ < record) return Verdict::RequestReady;
-      aborted_ = true;
-      std::memmove(buf + pos_, buf + pos_ + record, size - pos_ - record);
-      size -= record;
-      continue;
-    }
-    const unsigned version = header.version;
-    const std::uint8_t type = header.type;
-    const std::uint16_t id = header.request_id;
-    const std::size_t length = header.content_length;
-    if (version != records::kVersion) {
-      if (std::memcmp(h, "GET ", 4) == 0 || std::memcmp(h, "POST", 4) == 0 ||
-          std::memcmp(h, "HEAD", 4) == 0 || std::memcmp(h, "PRI ", 4) == 0)
-        return close("HTTP spoken to the FastCGI socket");
-      return close("FastCGI version " + std::to_string(version) + " (only 1 is spoken)");
-    }
-    if (id != 0 && id == request_id_) {
-      // Refuse over-limit requests as soon as the header says so, before buffering the record.
-      if (header.is(Type::Params) && params_size_ + length > limits_.max_params_size)
-        return reject(400, "FastCGI params over --max-params-size (" +
-                               std::to_string(limits_.max_params_size) + " bytes)");
-      if (header.is(Type::Stdin) && body_size_ + length > limits_.max_body)
-        return reject(413, "request body over --max-body (" + std::to_string(limits_.max_body) +
-                               " bytes)");
-    }
-    if (size - pos_ < record) return Verdict::NeedMore;
-    if (++records_ > limits_.max_records)
-      return close("more than " + std::to_string(limits_.max_records) + " records in a request");
-
-    const char* content = h + records::kHeaderSize;
-    auto drop_record = [&] {
-      std::memmove(buf + pos_, buf + pos_ + record, size - pos_ - record);
-      size -= record;
-    };
-    // libfcgi 2.4.2 does not skip the padding of FCGI_BEGIN_REQUEST nor that of the empty
-    // record ending FCGI_PARAMS (it returns at once, and the SetReaderType that follows forgets
-    // paddingLen): it reads the padding as the next header, and the params or the body are lost.
-    // Padding is legal on every record (FastCGI 1.0, 3.3), so it is taken out here.
-    auto strip_padding = [&] {
-      const std::size_t padding = header.padding;
-      if (padding == 0) return;
-      const std::size_t end = pos_ + records::kHeaderSize + length;
-      std::memmove(buf + end, buf + end + padding, size - end - padding);
-      size -= padding;
-      buf[pos_ + 6] = 0;
-    };
-    if (id == records::kNullRequestId) {
-      if (Verdict v = management_record(type, content, length, replies); v != Verdict::NeedMore)
-        return v;
-      drop_record();
-      continue;
-    }
-    if (header.is(Type::BeginRequest)) {
-      bool fresh = request_id_ == 0;
-      if (Verdict v = begin_request(id, content, length, replies); v != Verdict::NeedMore) return v;
-      if (fresh) {
-        strip_padding();
-        request_begin_ = pos_;
-        pos_ += records::kHeaderSize + length;
-      } else {
-        drop_record(); // refused with FCGI_CANT_MPX_CONN
-      }
-      continue;
-    }
-    if (id != request_id_) {
-      // An abort of a request already ended, or the rest of a request ended by its abort.
-      if (request_id_ == 0 &&
-          (header.is(Type::AbortRequest) ||
-           (id == aborted_id_ && (header.is(Type::Params) || header.is(Type::Stdin))))) {
-        drop_record();
-        continue;
-      }
-      // The records of a request refused with FCGI_CANT_MPX_CONN: inactive, so ignored.
-      if (std::find(refused_ids_.begin(), refused_ids_.end(), id) != refused_ids_.end()) {
-        drop_record();
-        continue;
-      }
-      return close(std::string(records::type_name(type)) + " record for request " +
-                   std::to_string(id) +
-                   (request_id_ ? ", while serving request " + std::to_string(request_id_)
-                                : ", outside any request"));
-    }
-    switch (static_cast<Type>(type)) {
-    case Type::AbortRequest:
-      // FastCGI 1.0, 5.4: answered as soon as possible, without waiting for the rest of the
-      // request, which a web server that gave up may never send. Ready now: the worker ends it
-      // with FCGI_END_REQUEST and runs no handler; late records of it are dropped.
-      aborted_ = true;
-      drop_record();
-      ready_ = true;
-      return Verdict::RequestReady;
-    case Type::Params:
-      if (params_done_) return close("FCGI_PARAMS after the end of the params");
-      if (length == 0) {
-        strip_padding();
-        pos_ += records::kHeaderSize;
-        params_done_ = true;
-        if (Verdict v = check_params(buf); v != Verdict::NeedMore) return v;
-      } else {
-        params_records_.push_back(pos_);
-        pos_ += record;
-        params_size_ += length;
-      }
-      continue;
-    case Type::Stdin:
-      if (!params_done_) return close("FCGI_STDIN before the end of the params");
-      if (length == 0) {
-        if (content_length_ >= 0 && body_size_ != static_cast<std::size_t>(content_length_))
-          return reject(400, "a body of " + std::to_string(body_size_) +
-                                 " bytes for CONTENT_LENGTH " + std::to_string(content_length_));
-        pos_ += record;
-        ready_ = true;
-        return Verdict::RequestReady;
-      }
-      body_size_ += length;
-      if (content_length_ >= 0 && body_size_ > static_cast<std::size_t>(content_length_))
-        return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length_));
-      pos_ += record;
-      continue;
-    default:
-      return close(std::string("unexpected ") + records::type_name(type) +
-                   " record from the web server");
-    }
+    const records::Header header = records::decode_header(buf + pos_);
+    Scan s{buf, size, replies, header, header.record_size()};
+    if (std::optional<Verdict> v = ready_ ? while_ready(s) : next_record(s)) return *v;
   }
+}
+
+void RecordGuard::take_out(Scan& s, std::size_t at, std::size_t n) {
+  std::memmove(s.buf + at, s.buf + at + n, s.size - at - n);
+  s.size -= n;
+}
+
+// libfcgi 2.4.2 does not skip the padding of FCGI_BEGIN_REQUEST nor that of the empty record
+// ending FCGI_PARAMS (it returns at once, and the SetReaderType that follows forgets
+// paddingLen): it reads the padding as the next header, and the params or the body are lost.
+// Padding is legal on every record (FastCGI 1.0, 3.3), so it is taken out here.
+void RecordGuard::strip_padding(Scan& s) {
+  if (s.header.padding == 0) return;
+  take_out(s, pos_ + records::kHeaderSize + s.header.content_length, s.header.padding);
+  s.buf[pos_ + records::kPaddingLengthOffset] = 0;
+}
+
+// The request is complete and waits for its handler: only an abort of it is taken now; anything
+// else (a pipelined request) waits for consume_request().
+std::optional<RecordGuard::Verdict> RecordGuard::while_ready(Scan& s) {
+  const records::Header& h = s.header;
+  if (h.version != records::kVersion || !h.is(Type::AbortRequest) || h.request_id != request_id_ ||
+      s.size - pos_ < s.record)
+    return Verdict::RequestReady;
+  aborted_ = true;
+  drop_record(s);
+  return std::nullopt;
+}
+
+// What the header alone decides: the version, and the request's limits, refused as soon as a
+// header says so, before its record is buffered.
+std::optional<RecordGuard::Verdict> RecordGuard::check_header(const Scan& s) {
+  const records::Header& h = s.header;
+  if (h.version != records::kVersion) {
+    const char* p = s.buf + pos_;
+    if (std::memcmp(p, "GET ", 4) == 0 || std::memcmp(p, "POST", 4) == 0 ||
+        std::memcmp(p, "HEAD", 4) == 0 || std::memcmp(p, "PRI ", 4) == 0)
+      return close("HTTP spoken to the FastCGI socket");
+    return close("FastCGI version " + std::to_string(h.version) + " (only 1 is spoken)");
+  }
+  if (h.request_id == 0 || h.request_id != request_id_) return std::nullopt;
+  if (h.is(Type::Params) && params_size_ + h.content_length > limits_.max_params_size)
+    return reject(400, "FastCGI params over --max-params-size (" +
+                           std::to_string(limits_.max_params_size) + " bytes)");
+  if (h.is(Type::Stdin) && body_size_ + h.content_length > limits_.max_body)
+    return reject(413,
+                  "request body over --max-body (" + std::to_string(limits_.max_body) + " bytes)");
+  return std::nullopt;
+}
+
+// One whole record, by its request id and type.
+std::optional<RecordGuard::Verdict> RecordGuard::next_record(Scan& s) {
+  if (std::optional<Verdict> v = check_header(s)) return v;
+  if (s.size - pos_ < s.record) return Verdict::NeedMore;
+  if (++records_ > limits_.max_records)
+    return close("more than " + std::to_string(limits_.max_records) + " records in a request");
+  const records::Header& h = s.header;
+  if (h.request_id == records::kNullRequestId) {
+    Verdict v = management_record(h.type, content(s), h.content_length, s.replies);
+    if (v != Verdict::NeedMore) return v;
+    drop_record(s);
+    return std::nullopt;
+  }
+  if (h.is(Type::BeginRequest)) {
+    const bool fresh = request_id_ == 0;
+    Verdict v = begin_request(h.request_id, content(s), h.content_length, s.replies);
+    if (v != Verdict::NeedMore) return v;
+    if (!fresh) {
+      drop_record(s); // refused with FCGI_CANT_MPX_CONN
+      return std::nullopt;
+    }
+    strip_padding(s);
+    request_begin_ = pos_;
+    pos_ += records::kHeaderSize + h.content_length;
+    return std::nullopt;
+  }
+  if (h.request_id != request_id_) return other_request_record(s);
+  if (h.is(Type::AbortRequest)) {
+    // FastCGI 1.0, 5.4: answered as soon as possible, without waiting for the rest of the
+    // request, which a web server that gave up may never send. Ready now: the worker ends it
+    // with FCGI_END_REQUEST and runs no handler; late records of it are dropped.
+    aborted_ = true;
+    drop_record(s);
+    ready_ = true;
+    return Verdict::RequestReady;
+  }
+  if (h.is(Type::Params)) return params_record(s);
+  if (h.is(Type::Stdin)) return stdin_record(s);
+  return close(std::string("unexpected ") + records::type_name(h.type) +
+               " record from the web server");
+}
+
+// A record of another request than the current one.
+std::optional<RecordGuard::Verdict> RecordGuard::other_request_record(Scan& s) {
+  const records::Header& h = s.header;
+  const std::uint16_t id = h.request_id;
+  // An abort of a request already ended, or the rest of a request ended by its abort.
+  const bool late =
+      request_id_ == 0 && (h.is(Type::AbortRequest) ||
+                           (id == aborted_id_ && (h.is(Type::Params) || h.is(Type::Stdin))));
+  // The records of a request refused with FCGI_CANT_MPX_CONN: inactive, so ignored.
+  const bool refused =
+      std::find(refused_ids_.begin(), refused_ids_.end(), id) != refused_ids_.end();
+  if (late || refused) {
+    drop_record(s);
+    return std::nullopt;
+  }
+  return close(std::string(records::type_name(h.type)) + " record for request " +
+               std::to_string(id) +
+               (request_id_ ? ", while serving request " + std::to_string(request_id_)
+                            : ", outside any request"));
+}
+
+std::optional<RecordGuard::Verdict> RecordGuard::params_record(Scan& s) {
+  if (params_done_) return close("FCGI_PARAMS after the end of the params");
+  const std::size_t length = s.header.content_length;
+  if (length != 0) {
+    params_records_.push_back(pos_);
+    pos_ += s.record;
+    params_size_ += length;
+    return std::nullopt;
+  }
+  strip_padding(s);
+  pos_ += records::kHeaderSize;
+  params_done_ = true;
+  if (Verdict v = check_params(s.buf); v != Verdict::NeedMore) return v;
+  return std::nullopt;
+}
+
+std::optional<RecordGuard::Verdict> RecordGuard::stdin_record(Scan& s) {
+  if (!params_done_) return close("FCGI_STDIN before the end of the params");
+  const std::size_t length = s.header.content_length;
+  const bool declared = content_length_ >= 0;
+  const std::size_t declared_size = static_cast<std::size_t>(content_length_);
+  if (length == 0) {
+    if (declared && body_size_ != declared_size)
+      return reject(400, "a body of " + std::to_string(body_size_) + " bytes for CONTENT_LENGTH " +
+                             std::to_string(content_length_));
+    pos_ += s.record;
+    ready_ = true;
+    return Verdict::RequestReady;
+  }
+  body_size_ += length;
+  if (declared && body_size_ > declared_size)
+    return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length_));
+  pos_ += s.record;
+  return std::nullopt;
 }
 
 } // namespace fcgi_host

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,28 @@ public:
   RequestFraming framing() const { return {body_size_, content_length_ >= 0, repeated_params_}; }
 
 private:
+  // The record whose header is at pos_, and the buffer it is in: what the steps of advance()
+  // look at and may change (a record taken out shifts what follows and shrinks `size`).
+  struct Scan {
+    char* buf;
+    std::size_t& size;
+    std::string& replies;
+    records::Header header;
+    std::size_t record; // header, content and padding
+  };
+  const char* content(const Scan& s) const { return s.buf + pos_ + records::kHeaderSize; }
+  // The steps of advance(), in order; each returns a verdict to stop with, or nullopt to scan on.
+  std::optional<Verdict> while_ready(Scan& s);
+  std::optional<Verdict> check_header(const Scan& s);
+  std::optional<Verdict> next_record(Scan& s);
+  std::optional<Verdict> other_request_record(Scan& s);
+  std::optional<Verdict> params_record(Scan& s);
+  std::optional<Verdict> stdin_record(Scan& s);
+  // Takes out bytes [at, at + n) of the buffer.
+  static void take_out(Scan& s, std::size_t at, std::size_t n);
+  void drop_record(Scan& s) { take_out(s, pos_, s.record); }
+  void strip_padding(Scan& s);
+
   Verdict close(std::string reason);
   Verdict reject(int status, std::string reason);
   Verdict management_record(std::uint8_t type, const char* content, std::size_t length,
