@@ -119,7 +119,10 @@ TEST_SUITE("host signals") {
     HostProcess second(
         HostOptions{{"--app", "hello", "--listen", first->address()}, {}, Listen::AsGiven});
     CHECK(test_support::elapsed_ms(start) < 3000);
-    CHECK(second.connect().request("GET", "/").body == "OK");
+    fcgi_test::Response r = second.connect().request("GET", "/");
+    INFO("new host's log:\n" << second.log());
+    CHECK(r.ended);
+    CHECK(r.body == "OK");
     it::check_no_alerts(second);
   }
 
