@@ -10,6 +10,8 @@
 #include "fcgi_host/protocol/records.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
 
+#include "fcgi_test_client.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -77,33 +79,14 @@ public:
   }
 };
 
-// A request as nginx frames it (its stock fastcgi_params), built before counting starts.
+// A request as a web server frames it (the test client's standard params, the ones nginx's stock
+// fastcgi_params sends), built before counting starts.
 std::string nginx_request(bool keep) {
-  std::string pairs;
-  for (auto [n, v] : {std::pair{"QUERY_STRING", ""},
-                      {"REQUEST_METHOD", "GET"},
-                      {"CONTENT_TYPE", ""},
-                      {"CONTENT_LENGTH", ""},
-                      {"SCRIPT_NAME", "/"},
-                      {"REQUEST_URI", "/"},
-                      {"DOCUMENT_URI", "/"},
-                      {"DOCUMENT_ROOT", "/usr/share/nginx/html"},
-                      {"SERVER_PROTOCOL", "HTTP/1.1"},
-                      {"REQUEST_SCHEME", "http"},
-                      {"GATEWAY_INTERFACE", "CGI/1.1"},
-                      {"SERVER_SOFTWARE", "nginx/1.22.1"},
-                      {"REMOTE_ADDR", "127.0.0.1"},
-                      {"REMOTE_PORT", "43210"},
-                      {"SERVER_ADDR", "127.0.0.1"},
-                      {"SERVER_PORT", "8080"},
-                      {"SERVER_NAME", "localhost"},
-                      {"REDIRECT_STATUS", "200"},
-                      {"HTTP_HOST", "localhost"},
-                      {"HTTP_USER_AGENT", "Mozilla/5.0 (X11; Linux x86_64)"}})
-    records::append_name_value(pairs, n, v);
+  const fcgi_test::Params params = fcgi_test::standard_params(
+      "GET", "/", 0, {{"HTTP_USER_AGENT", "Mozilla/5.0 (X11; Linux x86_64)"}});
   std::string out;
   records::append_begin_request(out, 1, records::Role::Responder, keep ? records::kKeepConn : 0);
-  records::append_stream(out, records::Type::Params, 1, pairs);
+  records::append_stream(out, records::Type::Params, 1, fcgi_test::encode_params(params));
   records::append_stream(out, records::Type::Stdin, 1, {});
   return out;
 }
