@@ -29,6 +29,8 @@ WorkerSlot* g_slot = nullptr;
 pid_t g_master = 0;
 std::atomic<CrashDescriber> g_describe{nullptr};
 std::atomic<const void*> g_describe_context{nullptr};
+std::atomic<CrashRecorder> g_record{nullptr};
+std::atomic<void*> g_record_context{nullptr};
 
 } // namespace
 
@@ -55,6 +57,8 @@ extern "C" void fcgi_host_fatal_signal_handler(int sig, siginfo_t*, void*) {
     s.crash_ns.store(monotonic_ns(), std::memory_order_relaxed);
     if (CrashDescriber describe = g_describe.load(std::memory_order_acquire))
       describe(s, g_describe_context.load(std::memory_order_relaxed));
+    if (CrashRecorder record = g_record.load(std::memory_order_acquire))
+      record(s, sig, g_record_context.load(std::memory_order_relaxed));
     s.crash_state.store(CrashState::Waiting, std::memory_order_release);
     kill(g_master, SIGCHLD); // wakes the master's loop now rather than at its next tick
     std::uint64_t deadline = monotonic_ns() + kWaitForMasterNs;
@@ -94,6 +98,11 @@ void install_crash_handler(WorkerSlot& slot, pid_t master) {
 void set_crash_describer(CrashDescriber describe, const void* context) {
   g_describe_context.store(context, std::memory_order_relaxed);
   g_describe.store(describe, std::memory_order_release);
+}
+
+void set_crash_recorder(CrashRecorder record, void* context) {
+  g_record_context.store(context, std::memory_order_relaxed);
+  g_record.store(record, std::memory_order_release);
 }
 
 bool crash_waiting(const WorkerSlot& slot) {
@@ -145,6 +154,8 @@ std::string request_line(const WorkerSlot& s, std::uint64_t now_ns) {
 
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack) {
   std::string block = "  " + request_line(slot, now_ns) + "\n";
+  if (slot.crash_note[0] != '\0')
+    block += "  " + std::string(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize)) + "\n";
   std::istringstream in(stack);
   for (std::string line; std::getline(in, line);)
     block += "  " + line + "\n";

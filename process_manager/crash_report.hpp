@@ -33,14 +33,20 @@ void install_crash_handler(WorkerSlot& slot, pid_t master);
 using CrashDescriber = void (*)(WorkerSlot& slot, const void* context);
 void set_crash_describer(CrashDescriber describe, const void* context);
 
+// Called from the handler after the describer, before the master is woken, with the signal:
+// keeps what it may of the request in flight (--capture-crashes) and says so in
+// slot.crash_note, a line of the crash block. Async-signal-safe, as the describer. Null: none.
+using CrashRecorder = void (*)(WorkerSlot& slot, int sig, void* context);
+void set_crash_recorder(CrashRecorder record, void* context);
+
 // Master side. True when the worker of `slot` caught a fatal signal and waits for its stack.
 bool crash_waiting(const WorkerSlot& slot);
 // Lets it die.
 void release_crashed(WorkerSlot& slot);
 
 // The block's lines after the worker's exit line: the request in flight (method, URI, route,
-// request id, how long it had run, queue time) or that there was none, then `stack` (frame
-// lines, or one line saying why there is no stack).
+// request id, how long it had run, queue time) or that there was none, the recorder's note if
+// any, then `stack` (frame lines, or one line saying why there is no stack).
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack);
 
 // The frames of a worker's stack (capture_stack()) that are the program's: those of the crash

@@ -44,6 +44,8 @@ inline constexpr std::size_t kSlotMethodSize = 16;
 inline constexpr std::size_t kSlotUriSize = 232;
 // An id the request carried (X-Request-Id, or traceparent's trace id), cut to fit.
 inline constexpr std::size_t kSlotRequestIdSize = 64;
+// A line the worker's crash recorder adds to its crash block ("request captured to ...").
+inline constexpr std::size_t kCrashNoteSize = 256;
 
 // A worker's crash handler and the master, through the slot (process_manager/crash_report.hpp).
 enum class CrashState : std::uint32_t {
@@ -77,6 +79,7 @@ struct alignas(64) WorkerSlot {
   std::atomic<pid_t> crash_tid{0};
   std::atomic<std::uint64_t> crash_ns{0}; // CLOCK_MONOTONIC
   char crash_route[kRouteNameSize]{};     // the route of the request in flight, if known
+  char crash_note[kCrashNoteSize]{};      // one more line for the crash block, if any
   // This worker's counters; the master folds them into PoolCounters when it exits.
   std::atomic<std::uint64_t> accepted{0};    // connections
   std::atomic<std::uint64_t> handed_off{0};  // kept connections passed to another worker

@@ -374,6 +374,26 @@ void read_logs(const Values& v, Config& c) {
   c.metrics = metrics == "on";
 }
 
+void read_capture(const Values& v, Config& c) {
+  v.text("capture-crashes", c.capture_dir);
+  if (v.has("capture-crashes") && !c.capture_dir.starts_with("/"))
+    throw v.error("capture-crashes", "must be an absolute path (the crash block names the file)");
+  while (c.capture_dir.size() > 1 && c.capture_dir.ends_with("/"))
+    c.capture_dir.pop_back();
+  if (c.capture_dir.size() > 160)
+    throw v.error("capture-crashes", "must be at most 160 bytes long (the crash block's line)");
+  c.capture_max_bytes = v.size("capture-max-bytes");
+  if (c.capture_max_bytes < 4096 || c.capture_max_bytes > (std::size_t{1} << 30))
+    throw v.error("capture-max-bytes", "must be from 4K to 1G");
+  c.capture_max_files = static_cast<unsigned>(v.integer("capture-max-files", 1, 100000));
+  c.capture_redact = v.list("capture-redact");
+  for (const std::string& p : c.capture_redact)
+    if (p.empty()) throw v.error("capture-redact", "an empty pattern matches nothing");
+  const std::string body = v.text("capture-body");
+  if (body != "on" && body != "off") throw v.error("capture-body", "must be on or off");
+  c.capture_body = body == "on";
+}
+
 void read_status(const Values& v, Config& c) {
   v.text("status-path", c.status_path);
   v.text("ping-path", c.ping_path);
@@ -423,7 +443,8 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
 // rather than silently ignored. --status-listen is served by the master and stays.
 void refuse_worker_features_in_exec_mode(const Values& v, const Config& c) {
   if (c.exec.empty()) return;
-  for (const char* name : {"app", "status-path", "ping-path", "access-log", "access-format"})
+  for (const char* name :
+       {"app", "status-path", "ping-path", "access-log", "access-format", "capture-crashes"})
     if (v.given(name))
       throw v.error(name, "not available with --exec (the program answers its own requests; "
                           "--status-listen serves status and ping from the master)");
@@ -444,10 +465,12 @@ void print_help(std::ostream& out) {
       << "                        [--json|--openmetrics|--prometheus|--html] [--full]\n"
       << "                        [--max-queue N] [--timeout SECONDS]\n"
       << "       fcgi-host ping --connect ADDR [--path PATH] [--timeout SECONDS]\n"
+      << "       fcgi-host replay FILE [--set-param NAME=VALUE]... [OPTIONS]\n"
       << "A FastCGI application host: a master process preforks workers that accept on one\n"
       << "listening socket (nginx: fastcgi_pass) and run a C++ handler.\n\n"
       << describe() << "\n"
       << kClientCommandsHelp << "\n"
+      << kReplayHelp << "\n"
       << kSignalsHelp << "\n"
       << kExitCodesHelp;
 }
@@ -496,6 +519,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_responses(values, config);
   config.handoff_after = values.seconds("handoff-after", true);
   read_logs(values, config);
+  read_capture(values, config);
   read_status(values, config);
   read_access_control(values, config);
   read_process_setup(values, config, line);

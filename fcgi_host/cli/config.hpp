@@ -97,6 +97,12 @@ struct Config {
   std::string access_format;
   std::chrono::milliseconds slow_request_threshold{0};
   std::chrono::milliseconds max_queue_time{0}; // 0: off
+  // --capture-crashes: the request in flight at a crash, kept for `fcgi-host replay`.
+  std::string capture_dir; // empty: off
+  std::size_t capture_max_bytes = default_size("capture-max-bytes");
+  unsigned capture_max_files = static_cast<unsigned>(default_size("capture-max-files"));
+  std::vector<std::string> capture_redact; // beside the built-in patterns
+  bool capture_body = true;
   bool metrics = true;
 };
 

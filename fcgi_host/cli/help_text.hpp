@@ -19,6 +19,16 @@ inline constexpr const char* kClientCommandsHelp =
     "                                           application) to N\n"
     "  Exit 0: done; 1: refused (the answer says why); 2: usage; 3: no answer\n";
 
+inline constexpr const char* kReplayHelp =
+    "Replay (fcgi-host replay --help for more):\n"
+    "  fcgi-host replay FILE [--set-param NAME=VALUE]... [OPTIONS]\n"
+    "      run a request --capture-crashes kept through the handler of --app (and the other\n"
+    "      OPTIONS, --config and --pool too) in this one process, no fork: under\n"
+    "      gdb --args it stops where the worker crashed; prints the response on stdout.\n"
+    "      --set-param gives a param another value (a redacted cookie, say).\n"
+    "  Exit 0: answered; 1: no answer (the handler could not start); 2: usage, or a file\n"
+    "  that is not a whole capture; a crash ends it as it ended the worker\n";
+
 inline constexpr const char* kSignalsHelp =
     "Signals (send them to the master):\n"
     "  TERM, QUIT  graceful stop: stop accepting, finish in-flight and queued requests\n"

@@ -1,11 +1,12 @@
 #include "fcgi_host/run.hpp"
 
-#include "app/builtin_apps.hpp"
+#include "fcgi_host/cli/app_source.hpp"
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/master_control.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
+#include "fcgi_host/cli/replay_command.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
@@ -13,7 +14,6 @@
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
-#include "fcgi_host/runners/plugin.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
@@ -95,56 +95,6 @@ std::string own_executable() {
   std::string path(buf, static_cast<std::size_t>(n));
   if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
   return path;
-}
-
-// What --app resolved to: a built-in app, a loaded plugin, or the program's own handler.
-struct AppSource {
-  app::Handler* own = nullptr;
-  std::shared_ptr<Plugin> plugin;
-  std::string builtin;
-
-  HandlerFactory factory() const {
-    if (own) {
-      app::Handler* h = own;
-      return [h] { return HandlerPtr(h, [](app::Handler*) {}); };
-    }
-    if (plugin) {
-      std::shared_ptr<Plugin> p = plugin;
-      return [p] { return p->create(); };
-    }
-    std::string name = builtin;
-    return [name] {
-      return HandlerPtr(app::make_builtin_app(name).release(), [](app::Handler* h) { delete h; });
-    };
-  }
-};
-
-bool looks_like_path(const std::string& app) {
-  return app.find('/') != std::string::npos || app.ends_with(".so");
-}
-
-// Throws ConfigError (naming --app, and FILE:LINE) for an app that cannot be served.
-AppSource resolve_app(const Config& config, app::Handler* own) {
-  AppSource source;
-  if (own) {
-    if (config.app_given)
-      throw ConfigError(config.where("app") + ": this program serves its own handler");
-    source.own = own;
-  } else if (!config.exec.empty()) {
-    // --exec: the program is the handler.
-  } else if (looks_like_path(config.app)) {
-    try {
-      source.plugin = std::make_shared<Plugin>(config.app);
-    } catch (const StartupError& e) {
-      throw ConfigError(config.where("app") + ": " + e.what());
-    }
-  } else if (app::is_builtin_app(config.app)) {
-    source.builtin = config.app;
-  } else {
-    throw ConfigError(config.where("app") + ": unknown app \"" + config.app +
-                      "\" (built-ins: hello, echo; or the path of a plugin .so)");
-  }
-  return source;
 }
 
 // The write end of the OutputCapture, for the workers of every generation (-1: none).
@@ -566,6 +516,7 @@ void join_pool(Host& host) {
 
 int run_host(int argc, char** argv, app::Handler* own) {
   if (is_client_command(argc, argv)) return run_client_command(argc, argv); // status, ping
+  if (is_replay_command(argc, argv)) return run_replay_command(argc, argv, own);
   hold_control_signals();
   Host host;
   host.args.assign(argv, argv + argc);

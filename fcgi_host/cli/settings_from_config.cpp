@@ -58,6 +58,17 @@ AdmissionSettings admission_settings(const Config& config) {
   return AdmissionSettings{process_manager::ns(config.max_queue_time)};
 }
 
+CaptureSettings capture_settings(const Config& config) {
+  CaptureSettings s;
+  s.dir = config.capture_dir;
+  if (!config.pool.empty()) s.file_prefix += "-" + config.pool;
+  s.max_bytes = config.capture_max_bytes;
+  s.max_files = config.capture_max_files;
+  s.redact = config.capture_redact;
+  s.keep_body = config.capture_body;
+  return s;
+}
+
 process_manager::PoolSettings pool_settings(const Config& config) {
   process_manager::PoolSettings pool;
   pool.workers = config.workers;
@@ -94,6 +105,7 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
       : config.send_file_mode == "x-sendfile"     ? app::FileOffload::Mode::XSendfile
                                                   : app::FileOffload::Mode::Stream;
   settings.file_offload.prefix = config.x_accel_prefix;
+  settings.capture = capture_settings(config);
   settings.output_fd = plumbing.output_fd;
   settings.handoff = plumbing.handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);

@@ -6,6 +6,7 @@
 //   worker/     Credentials              credentials
 //               WorkerSettings           worker_settings (with Limits, ObservabilitySettings,
 //                                        AdmissionSettings, the client allow-list)
+//               CaptureSettings          capture_settings (--capture-crashes)
 //   observe/    ObservabilitySettings    observability_settings (also the master's status server)
 //               AdmissionSettings        admission_settings (--max-queue-time)
 //   process_manager/  PoolSettings       pool_settings
@@ -30,6 +31,7 @@ Credentials credentials(const Config& config);
 
 ObservabilitySettings observability_settings(const Config& config);
 AdmissionSettings admission_settings(const Config& config);
+CaptureSettings capture_settings(const Config& config);
 
 process_manager::PoolSettings pool_settings(const Config& config);
 

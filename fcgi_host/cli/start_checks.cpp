@@ -1,5 +1,8 @@
 #include "fcgi_host/cli/start_checks.hpp"
 
+#include "fcgi_host/net/listen_socket.hpp" // StartupError
+#include "fcgi_host/worker/process_setup.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +11,7 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace fcgi_host {
 namespace {
@@ -100,6 +104,46 @@ void check_writable_file(const Config& c, const char* option, const std::string&
                       std::strerror(errno));
 }
 
+// Whether `who` (a user the workers change to) may create files in a directory of `st`, by
+// its mode bits (owner, then the user's groups, then others), as the kernel decides.
+bool writable_by(const struct stat& st, const Credentials& who) {
+  constexpr mode_t kOwner = S_IWUSR | S_IXUSR, kGroup = S_IWGRP | S_IXGRP,
+                   kOther = S_IWOTH | S_IXOTH;
+  if (who.uid == 0) return true;
+  if (st.st_uid == who.uid) return (st.st_mode & kOwner) == kOwner;
+  std::vector<gid_t> groups(64);
+  int n = static_cast<int>(groups.size());
+  if (!who.user.empty() && getgrouplist(who.user.c_str(), who.gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<std::size_t>(n));
+    getgrouplist(who.user.c_str(), who.gid, groups.data(), &n);
+  }
+  groups.resize(who.user.empty() ? 0 : static_cast<std::size_t>(n));
+  groups.push_back(who.gid);
+  for (gid_t g : groups)
+    if (g == st.st_gid) return (st.st_mode & kGroup) == kGroup;
+  return (st.st_mode & kOther) == kOther;
+}
+
+// --capture-crashes: the workers write there, as their own user.
+void check_capture_dir(const Config& c) {
+  if (c.capture_dir.empty()) return;
+  check_directory(c, "capture-crashes", c.capture_dir);
+  Credentials who;
+  try {
+    who = resolve_credentials(c.user, c.group);
+  } catch (const StartupError&) {
+    return; // said by the checks of --user and --group
+  }
+  struct stat st {};
+  ::stat(c.capture_dir.c_str(), &st);
+  bool ok = who.change ? writable_by(st, who) : ::access(c.capture_dir.c_str(), W_OK | X_OK) == 0;
+  if (!ok)
+    throw ConfigError(c.where("capture-crashes") + ": \"" + c.capture_dir +
+                      "\" is not a directory the workers' user (" +
+                      (who.change ? who.run_as : std::string("the user running fcgi-host")) +
+                      ") may write");
+}
+
 } // namespace
 
 void check_before_start(const Config& config) {
@@ -112,6 +156,7 @@ void check_before_start(const Config& config) {
   check_writable_file(config, "error-log", config.error_log);
   check_writable_file(config, "access-log", config.access_log);
   check_writable_file(config, "pidfile", config.pidfile);
+  check_capture_dir(config);
 }
 
 } // namespace fcgi_host

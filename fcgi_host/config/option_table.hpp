@@ -161,6 +161,24 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "%{NAME}e a FastCGI parameter, %{Name}o a response header, %% a percent sign"},
     {"slow-request-threshold", 0, "SECONDS", "0",
      "log requests that take longer, with one stack of the worker while they run (0: off)"},
+    {"capture-crashes", 0, "DIR", "",
+     "keep the request in flight when a worker dies of a fatal signal in DIR (an absolute "
+     "path the workers' user may write), for fcgi-host replay FILE to run it again in one "
+     "process; the crash block names the file (default: off)"},
+    {"capture-max-bytes", 0, "BYTES", "1M",
+     "the most bytes of a request a capture keeps: its params always whole, its body cut to "
+     "fit"},
+    {"capture-max-files", 0, "N", "10",
+     "the most captures DIR keeps for the pool; once they are all there, no more are kept "
+     "(each crash block says so) until some are removed"},
+    {"capture-redact", 0, "PATTERN", "",
+     "also redact the params and form fields whose names match PATTERN (* and ?, any case; "
+     "repeatable); always redacted: HTTP_COOKIE, HTTP_AUTHORIZATION, HTTP_PROXY_AUTHORIZATION, "
+     "*PASSWORD*, *PASSWD*, *SECRET*, *TOKEN*, *API_KEY*; a redacted value keeps its length, "
+     "each byte an x",
+     OptionKind::List},
+    {"capture-body", 0, "on|off", "on",
+     "keep the request body in a capture (off: the replay gets an empty body)"},
     {"max-queue-time", 0, "MS", "0",
      "answer 503 at once, without running the handler, to a request that waited longer for a "
      "worker (arrival stamped by the web server in HTTP_X_REQUEST_START), or whose client is "

@@ -15,6 +15,18 @@
 namespace fcgi_host {
 
 InProcessHost::InProcessHost(app::Handler& handler, Limits limits, bool metrics) {
+  WorkerSettings settings;
+  settings.limits = limits;
+  settings.observe.metrics = metrics;
+  app::Handler* h = &handler;
+  start(std::move(settings), [h] { return HandlerPtr(h, [](app::Handler*) {}); });
+}
+
+InProcessHost::InProcessHost(WorkerSettings settings, HandlerFactory make_handler) {
+  start(std::move(settings), std::move(make_handler));
+}
+
+void InProcessHost::start(WorkerSettings settings, HandlerFactory make_handler) {
   char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
   dir_ = tmpl;
@@ -28,11 +40,7 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits, bool metrics)
   address_ = "unix:" + options.address.path;
   scoreboard_ = std::make_unique<process_manager::Scoreboard>(1);
 
-  WorkerSettings settings;
   settings.listen_fd = socket_->fd();
-  settings.limits = limits;
-  settings.observe.metrics = metrics;
-  app::Handler* h = &handler;
   // The thread starts with the control signals blocked (a thread inherits its creator's mask),
   // so that a stop sent before the worker set itself up cannot kill the process.
   sigset_t control, saved;
@@ -40,9 +48,10 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits, bool metrics)
   for (int s : {SIGTERM, SIGQUIT, SIGUSR1})
     sigaddset(&control, s);
   pthread_sigmask(SIG_BLOCK, &control, &saved);
-  thread_ = std::thread([this, settings, h] {
+  thread_ = std::thread([this, settings, make_handler] {
     process_manager::WorkerContext context{0, scoreboard_->slot(0), 1, *scoreboard_};
-    run_worker(context, settings, [h] { return HandlerPtr(h, [](app::Handler*) {}); });
+    exit_code_ = run_worker(context, settings, make_handler);
+    ended_.store(true, std::memory_order_release);
   });
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }

@@ -14,7 +14,9 @@
 // in a worker process.
 #include "app/handler.hpp"
 #include "fcgi_host/config/limits.hpp"
+#include "fcgi_host/worker/worker.hpp"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +34,10 @@ public:
   // `metrics`: the per-route metrics and scoreboard of a worker process (off by default: a
   // handler's tests rarely want them).
   explicit InProcessHost(app::Handler& handler, Limits limits = {}, bool metrics = false);
+  // Any worker's settings (listen_fd is the host's own; keep credentials and handoff unset: the
+  // worker runs in this process), and a handler made by `make_handler` in the worker's thread
+  // (on_worker_start runs there too): `fcgi-host replay` runs a captured request so.
+  InProcessHost(WorkerSettings settings, HandlerFactory make_handler);
   // Stops the worker gracefully (it finishes what it holds) and removes the socket.
   ~InProcessHost();
   InProcessHost(const InProcessHost&) = delete;
@@ -39,12 +45,20 @@ public:
 
   // "unix:/tmp/fcgi-host-test-XXXXXX/host.sock"
   const std::string& address() const { return address_; }
+  // The worker has returned (it could not boot: on_worker_start threw, or its setup failed;
+  // the reason went to the log), with its exit code (process_manager/exit_codes.hpp).
+  bool worker_ended() const { return ended_.load(std::memory_order_acquire); }
+  int worker_exit_code() const { return exit_code_; }
 
 private:
+  void start(WorkerSettings settings, HandlerFactory make_handler);
+
   std::string dir_;
   std::string address_;
   std::unique_ptr<ListenSocket> socket_;
   std::unique_ptr<process_manager::Scoreboard> scoreboard_;
+  std::atomic<bool> ended_{false};
+  int exit_code_ = 0; // written before ended_
   std::thread thread_;
 };
 

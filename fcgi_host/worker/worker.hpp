@@ -6,6 +6,7 @@
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/worker/crash_capture.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "process_manager/worker_context.hpp"
@@ -47,6 +48,7 @@ struct WorkerSettings {
   app::FileOffload file_offload; // how Response::send_file() answers
   ObservabilitySettings observe; // metrics, status and ping paths, slow log
   AdmissionSettings admission;   // --max-queue-time shedding
+  CaptureSettings capture;       // --capture-crashes (off: capture.dir empty)
   int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
 };
 

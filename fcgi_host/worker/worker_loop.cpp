@@ -132,6 +132,7 @@ Worker::Worker(const process_manager::WorkerContext& context, const WorkerSettin
 
 Worker::~Worker() {
   process_manager::set_crash_describer(nullptr, nullptr);
+  process_manager::set_crash_recorder(nullptr, nullptr);
   stop_observer();
   for (auto& c : connections_)
     if (c) ::close(c->fd);
@@ -143,6 +144,7 @@ Worker::~Worker() {
 std::string Worker::setup() {
   std::string error;
   if (!RequestCodec::init_library(error)) return error;
+  if (error = arm_crash_capture(); !error.empty()) return error;
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN); // the master's signals, should one reach a worker
   std::signal(SIGTTIN, SIG_IGN);

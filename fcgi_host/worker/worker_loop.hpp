@@ -68,6 +68,10 @@ private:
   void stop_observer();
   void observe_slow_handlers();
 
+  // ---- --capture-crashes (crash_capture_hook.cpp)
+  std::string arm_crash_capture();
+  static void capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self);
+
   // ---- one request (serve_request.cpp)
   bool serve_request(Connection& c);
   struct Outcome;
@@ -130,6 +134,7 @@ private:
   app::Request request_;
   app::Response response_;
   ClientErrorLog client_errors_;
+  std::unique_ptr<CrashCapture> crash_capture_; // null unless --capture-crashes
 };
 
 } // namespace fcgi_host

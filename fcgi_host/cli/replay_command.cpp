@@ -1,0 +1,201 @@
+#include "fcgi_host/cli/replay_command.hpp"
+
+#include "fcgi_host/cli/app_source.hpp"
+#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/help_text.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/net/connect.hpp"
+#include "fcgi_host/protocol/capture_file.hpp"
+#include "fcgi_host/protocol/records.hpp"
+#include "fcgi_host/runners/in_process_host.hpp"
+#include "fcgi_host/sys_error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <poll.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace fcgi_host {
+namespace {
+
+constexpr int kAnswered = 0;
+constexpr int kNoAnswer = 1;
+constexpr int kUsage = 2;
+constexpr auto kConnectBudget = std::chrono::seconds(5);
+constexpr int kPollMs = 100; // how often a silent wait looks whether the worker gave up
+
+constexpr const char* kUsageText =
+    "Usage: fcgi-host replay FILE [--set-param NAME=VALUE]... [OPTIONS]\n"
+    "Runs a request that --capture-crashes kept through the handler of --app in this one\n"
+    "process (no fork: under gdb --args it stops where the worker crashed), and prints the\n"
+    "response on stdout. OPTIONS are fcgi-host's own: --app, --config FILE --pool NAME, the\n"
+    "limits; those only a master uses are ignored.\n"
+    "  --set-param NAME=VALUE  give the param NAME this value (a redacted cookie, say)\n\n";
+
+struct Failure {
+  int code;
+  std::string why;
+};
+
+struct ReplayArgs {
+  std::string file;
+  std::vector<std::pair<std::string, std::string>> set_params;
+  std::vector<std::string> host_args{"fcgi-host"};
+  bool help = false;
+};
+
+void add_set_param(ReplayArgs& a, const std::string& text) {
+  std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Failure{kUsage, "--set-param: '" + text + "' is not NAME=VALUE"};
+  a.set_params.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+}
+
+ReplayArgs split_args(int argc, char** argv) {
+  ReplayArgs a;
+  for (int i = 2; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word == "--help" || word == "-h") {
+      a.help = true;
+    } else if (word == "--set-param") {
+      if (++i == argc) throw Failure{kUsage, "--set-param: needs NAME=VALUE"};
+      add_set_param(a, argv[i]);
+    } else if (word.starts_with("--set-param=")) {
+      add_set_param(a, word.substr(12));
+    } else if (i == 2 && !word.starts_with("-")) {
+      a.file = word;
+    } else {
+      a.host_args.push_back(word);
+    }
+  }
+  if (a.file.empty() && !a.help)
+    throw Failure{kUsage, "name the capture file first: fcgi-host replay FILE [OPTIONS]"};
+  return a;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Failure{kUsage, "cannot read \"" + path + "\": " + std::strerror(errno)};
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The capture, with --set-param applied and CONTENT_LENGTH matched to the body it kept.
+capture::CapturedRequest load_request(const ReplayArgs& a) {
+  capture::CapturedRequest r;
+  try {
+    r = capture::read_capture(read_whole_file(a.file));
+  } catch (const capture::FileError& e) {
+    throw Failure{kUsage, a.file + ": " + e.what()};
+  }
+  for (const auto& [name, value] : a.set_params)
+    r.set_param(name, value);
+  std::string length = r.param("CONTENT_LENGTH"), kept = std::to_string(r.body.size());
+  if (!length.empty() && length != kept) {
+    std::cerr << "fcgi-host replay: CONTENT_LENGTH " << length << " becomes " << kept
+              << ": the capture kept " << kept << " bytes of the body (" << r.field("body")
+              << ")\n";
+    r.set_param("CONTENT_LENGTH", kept);
+  }
+  return r;
+}
+
+WorkerSettings replay_settings(const Config& config) {
+  WorkerSettings s = worker_settings(config, WorkerPlumbing{});
+  s.close_listen_fd_on_stop = false; // the in-process host's own socket
+  s.credentials = Credentials{};     // this process keeps its user
+  s.capture = CaptureSettings{};     // a replay keeps nothing
+  return s;
+}
+
+// Sends the request and copies the answer's STDOUT to stdout, STDERR to stderr.
+int ask_replay_host(const InProcessHost& host, const std::string& request) {
+  std::string why;
+  ConnectTarget target{true, host.address().substr(5), ""}; // "unix:PATH"
+  int fd = connect_before(target, SteadyClock::now() + kConnectBudget, why);
+  if (fd < 0) throw Failure{kNoAnswer, why};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  for (std::size_t sent = 0; sent < request.size();) {
+    ssize_t n = ::write(fd, request.data() + sent, request.size() - sent);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Failure{kNoAnswer, sys_error("write", host.address())};
+    sent += static_cast<std::size_t>(n);
+  }
+  records::RecordReader reader;
+  char buf[16384];
+  for (;;) {
+    records::RecordView r;
+    while (reader.next(r)) {
+      if (r.header.is(records::Type::EndRequest)) return kAnswered;
+      if (r.header.is(records::Type::Stdout)) std::cout.write(r.content.data(), r.content.size());
+      if (r.header.is(records::Type::Stderr)) std::cerr.write(r.content.data(), r.content.size());
+    }
+    std::cout.flush();
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, kPollMs) == 0) {
+      if (host.worker_ended())
+        throw Failure{kNoAnswer, "the worker did not start (its log line above says why)"};
+      continue;
+    }
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Failure{kNoAnswer, "the connection closed before the end of the response"};
+    reader.append({buf, static_cast<std::size_t>(n)});
+  }
+}
+
+int replay(const ReplayArgs& a, app::Handler* own) {
+  capture::CapturedRequest request = load_request(a);
+  Config config;
+  std::vector<const char*> argv;
+  for (const std::string& w : a.host_args)
+    argv.push_back(w.c_str());
+  if (parse_config(static_cast<int>(argv.size()), argv.data(), config, std::cout) ==
+      ParseOutcome::Exit)
+    return kAnswered;
+  if (!config.exec.empty())
+    throw Failure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
+                          "records to the program's socket instead"};
+  AppSource app = resolve_app(config, own);
+  std::cerr << "fcgi-host replay: " << request.param("REQUEST_METHOD") << " "
+            << request.param("REQUEST_URI") << " (captured " << request.field("time")
+            << " from worker " << request.field("pid") << ", signal " << request.field("signal")
+            << "; redacted: " << request.field("redacted") << ")\n";
+  InProcessHost host(replay_settings(config), app.factory());
+  return ask_replay_host(host, capture::encode_request(request));
+}
+
+} // namespace
+
+bool is_replay_command(int argc, char** argv) {
+  return argc >= 2 && std::string_view(argv[1]) == "replay";
+}
+
+int run_replay_command(int argc, char** argv, app::Handler* own) {
+  try {
+    ReplayArgs a = split_args(argc, argv);
+    if (a.help) {
+      std::cout << kUsageText << kReplayHelp;
+      return kAnswered;
+    }
+    return replay(a, own);
+  } catch (const Failure& f) {
+    std::cerr << "fcgi-host replay: " << f.why << "\n";
+    return f.code;
+  } catch (const ConfigError& e) {
+    std::cerr << "fcgi-host replay: " << e.what() << "\n";
+    return kUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "fcgi-host replay: " << e.what() << "\n";
+    return kNoAnswer;
+  }
+}
+
+} // namespace fcgi_host
