@@ -1,0 +1,222 @@
+// --capture-crashes DIR and `fcgi-host replay FILE`: a crash keeps one file (mode 0600, the URI
+// in it, the cookie's value not), the crash block names it, --capture-max-files holds, and the
+// replay of that file with the same plugin dies the same way in one process (under gdb: stopped
+// in the plugin's function); replayed with a handler that does not crash it prints the answer;
+// a garbage file is refused (exit 2); a directory the workers cannot write refuses the start.
+#include "checks.hpp"
+#include "child_process.hpp"
+#include "commands.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <pwd.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using fcgi_test::Millis;
+using it::HostOptions;
+using it::HostProcess;
+
+namespace {
+
+const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
+const std::string kSecret = "sid=very-secret-value";
+
+// A directory the workers may write: as root they run as nobody.
+struct CaptureDir {
+  it::TempDir dir;
+  CaptureDir() {
+    if (geteuid() == 0)
+      if (passwd* pw = getpwnam("nobody"))
+        REQUIRE(::chown(dir.path().c_str(), pw->pw_uid, -1) == 0);
+  }
+  std::string file(int n) const { return dir.file("crash-" + std::to_string(n) + ".fcgi"); }
+};
+
+std::vector<std::string> capture_args(const CaptureDir& d, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--app", kCrashPlugin,        "--workers",
+                                   "1",     "--capture-crashes", d.dir.path()};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Sends a request that crashes the (one) worker, with a cookie; waits until it is replaced.
+// Its crash block is rate-limited (a second a line): wait for it with wait_log when it matters.
+void crash_once(HostProcess& host, const std::string& uri, const std::string& method = "GET",
+                const std::string& body = {}, const fcgi_test::Params& params = {}) {
+  std::vector<pid_t> before = host.wait_workers(1, Millis{10000});
+  REQUIRE(before.size() == 1);
+  auto c = host.connect();
+  c.set_keep_conn(false);
+  fcgi_test::Request r;
+  r.method = method;
+  r.uri = uri;
+  r.body = body;
+  r.extra_params = {{"HTTP_COOKIE", kSecret}};
+  r.extra_params.insert(r.extra_params.end(), params.begin(), params.end());
+  CHECK_FALSE(c.request(r).ended);
+  REQUIRE(host.wait_worker_replaced(before[0], 1, Millis{10000}).size() == 1);
+}
+
+struct Replay {
+  int status = -1; // exit code, or 128 + signal
+  std::string output;
+};
+
+// `fcgi-host replay ARGS` as a child of its own (SIGSEGV not taken by ASan: the plain death).
+Replay replay(const it::TempDir& scratch, const std::vector<std::string>& args,
+              const std::string& prefix = {}) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::vector<std::string> argv = {"/usr/bin/env", std::string("ASAN_OPTIONS=") +
+                                                       (asan ? std::string(asan) + ":" : "") +
+                                                       "handle_segv=0"};
+  if (!prefix.empty())
+    argv.insert(argv.end(), {"/usr/bin/gdb", "-batch", "-nx", "-ex", "run", "-ex", "bt", "--args"});
+  argv.insert(argv.end(), {HostProcess::binary(), "replay"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string log = scratch.file("replay.log");
+  pid_t pid = it::detail::spawn(argv, log, scratch.path());
+  Replay r;
+  std::optional<int> status = it::detail::reap(pid, Millis{60000});
+  if (!status) it::detail::kill_group_and_reap(pid);
+  r.status = status.value_or(-1);
+  r.output = it::read_file(log);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+TEST_SUITE("crash capture") {
+  TEST_CASE("a crash keeps one 0600 file with the URI, not the cookie; the block names it; its "
+            "replay dies the same way") {
+    CaptureDir d;
+    HostProcess host(capture_args(d));
+    REQUIRE(host.wait_workers(1).size() == 1);
+    crash_once(host, "/crash/segv?user=42");
+    REQUIRE(host.wait_log("request captured to", Millis{5000}));
+    std::string capture = it::read_file(d.file(1));
+    REQUIRE_FALSE(capture.empty());
+    INFO("log:\n" << host.log());
+    CHECK(has(host.log(), "  request captured to " + d.file(1) + "\n"));
+    struct stat st {};
+    REQUIRE(::stat(d.file(1).c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0600);
+    CHECK(has(capture, "/crash/segv?user=42"));
+    CHECK_FALSE(has(capture, "very-secret-value"));
+    CHECK(has(capture, "HTTP_COOKIE" + std::string(kSecret.size(), 'x')));
+    CHECK(has(capture, "signal: 11 (SIGSEGV)\n"));
+
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", kCrashPlugin});
+    INFO("replay:\n" << r.output);
+    CHECK(r.status == 128 + SIGSEGV);
+    CHECK(has(r.output, "fcgi-host replay: GET /crash/segv?user=42 (captured "));
+  }
+
+  TEST_CASE("under gdb the replay stops in the plugin's function") {
+    CaptureDir d;
+    HostProcess host(capture_args(d));
+    crash_once(host, "/crash/segv");
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", kCrashPlugin}, "gdb");
+    INFO("gdb:\n" << r.output);
+    CHECK(has(r.output, "received signal SIGSEGV"));
+    std::size_t frame0 = r.output.find("\n#0 ");
+    REQUIRE(frame0 != std::string::npos);
+    CHECK(has(r.output.substr(frame0, r.output.find('\n', frame0 + 1) - frame0),
+              "crash_in_named_function"));
+  }
+
+  TEST_CASE("--capture-max-files holds: later crashes keep nothing, and their block says why") {
+    HostOptions o;
+    CaptureDir d;
+    o.args = capture_args(d, {"--capture-max-files", "2"});
+    o.allow_log = {"crash loop"};
+    HostProcess host(o);
+    for (int n = 1; n <= 3; ++n)
+      crash_once(host, "/crash/segv?n=" + std::to_string(n));
+    // Crash blocks are at most one a second: crash on (bounded) until one of a request not
+    // kept is written.
+    const std::string refused =
+        "request not captured: " + d.dir.path() + " holds --capture-max-files (2) captures already";
+    for (int n = 4; n <= 12 && !has(host.log(), refused); ++n) {
+      crash_once(host, "/crash/segv?n=" + std::to_string(n));
+      host.wait_log(refused, Millis{1500});
+    }
+    INFO("log:\n" << host.log());
+    CHECK(has(host.log(), refused));
+    CHECK(has(it::read_file(d.file(1)), "/crash/segv?n=1"));
+    CHECK(has(it::read_file(d.file(2)), "/crash/segv?n=2"));
+    CHECK(::access(d.file(3).c_str(), F_OK) != 0);
+    CHECK(it::lines_with(host.log(), "request captured to ").size() <= 2);
+  }
+
+  TEST_CASE("a form body: its password redacted; replayed to echo, the answer shows what was "
+            "kept; --set-param gives the cookie back") {
+    CaptureDir d;
+    HostProcess host(capture_args(d));
+    std::string body = "user=ann&password=hunter2";
+    crash_once(host, "/crash/segv", "POST", body,
+               {{"CONTENT_TYPE", "application/x-www-form-urlencoded"},
+                {"CONTENT_LENGTH", std::to_string(body.size())}});
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", "echo", "--set-param", "HTTP_COOKIE=sid=test"});
+    INFO("replay:\n" << r.output);
+    CHECK(r.status == 0);
+    CHECK(has(r.output, "Status: 200"));
+    CHECK(has(r.output, "uri=/crash/segv"));
+    CHECK(has(r.output, "param HTTP_COOKIE=sid=test"));
+    CHECK(has(r.output, "user=ann&password=xxxxxxx"));
+    CHECK_FALSE(has(r.output, "hunter2"));
+  }
+
+  TEST_CASE("--capture-body off: no body in the file; the replay's CONTENT_LENGTH says so") {
+    CaptureDir d;
+    HostProcess host(capture_args(d, {"--capture-body", "off"}));
+    crash_once(host, "/crash/segv", "POST", "the body",
+               {{"CONTENT_TYPE", "text/plain"}, {"CONTENT_LENGTH", "8"}});
+    CHECK_FALSE(has(it::read_file(d.file(1)), "the body"));
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", "echo"});
+    INFO("replay:\n" << r.output);
+    CHECK(r.status == 0);
+    CHECK(has(r.output, "CONTENT_LENGTH 8 becomes 0"));
+    CHECK(has(r.output, "param CONTENT_LENGTH=0"));
+  }
+
+  TEST_CASE("replay refuses a garbage or truncated file with exit 2 and says why") {
+    it::TempDir scratch;
+    std::string garbage = scratch.write("garbage.fcgi", "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    it::Command c = it::run_binary("replay " + garbage + " --app echo");
+    CHECK(c.status == 2);
+    CHECK(has(c.output, "garbage.fcgi: not a fcgi-host request capture"));
+    std::string cut = scratch.write("cut.fcgi", "fcgi-host request capture 1\npid: 1\n\n\x01\x01");
+    c = it::run_binary("replay " + cut + " --app echo");
+    CHECK(c.status == 2);
+    CHECK(has(c.output, "cut.fcgi: truncated: the records end inside a record at byte"));
+    c = it::run_binary("replay --app echo");
+    CHECK(c.status == 2);
+    CHECK(has(c.output, "name the capture file first"));
+  }
+
+  TEST_CASE("a capture directory the workers cannot use refuses the start, naming the option") {
+    it::TempDir scratch;
+    it::Command c = it::run_binary("--test-config --capture-crashes " + scratch.file("missing"));
+    CHECK(c.status == 2);
+    CHECK(has(c.output, "--capture-crashes: \"" + scratch.file("missing") + "\": No such file"));
+    c = it::run_binary("--test-config --capture-crashes relative/dir");
+    CHECK(c.status == 2);
+    CHECK(has(c.output, "--capture-crashes: must be an absolute path"));
+    if (geteuid() == 0) { // the workers run as nobody: a 0700 root directory is not theirs
+      c = it::run_binary("--test-config --capture-crashes " + scratch.path());
+      CHECK(c.status == 2);
+      CHECK(has(c.output, "is not a directory the workers' user (nobody:nogroup) may write"));
+    }
+  }
+}
