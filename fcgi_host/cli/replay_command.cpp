@@ -104,11 +104,15 @@ capture::CapturedRequest load_request(const ReplayArgs& a) {
   return r;
 }
 
-WorkerSettings replay_settings(const Config& config) {
+// The pool's worker settings, but for what belongs to a worker process of a master: this
+// process keeps its user (a production config names one a laptop may not have, or may not
+// change to), and keeps no capture of its own.
+WorkerSettings replay_settings(Config config) {
+  config.user.clear();
+  config.group.clear();
+  config.capture_dir.clear();
   WorkerSettings s = worker_settings(config, WorkerPlumbing{});
   s.close_listen_fd_on_stop = false; // the in-process host's own socket
-  s.credentials = Credentials{};     // this process keeps its user
-  s.capture = CaptureSettings{};     // a replay keeps nothing
   return s;
 }
 
@@ -164,6 +168,8 @@ int replay(const ReplayArgs& a, app::Handler* own) {
     throw Failure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
                           "records to the program's socket instead"};
   AppSource app = resolve_app(config, own);
+  if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
+    throw Failure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
   std::cerr << "fcgi-host replay: " << request.param("REQUEST_METHOD") << " "
             << request.param("REQUEST_URI") << " (captured " << request.field("time")
             << " from worker " << request.field("pid") << ", signal " << request.field("signal")

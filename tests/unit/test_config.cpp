@@ -216,3 +216,32 @@ TEST_CASE("config: the options reach each room's settings through the one transl
   CHECK(w.server_values.max_conns == 12);
   CHECK(fcgi_host::pool_settings(c).workers == 3);
 }
+
+TEST_CASE("--capture-crashes: per pool in a config file, each pool its own file names") {
+  TempConfig file("capture-max-files = 3\n"
+                  "[www]\n"
+                  "listen = /tmp/www.sock\n"
+                  "capture-crashes = /var/tmp/\n"
+                  "capture-redact = HTTP_X_SESSION*\n"
+                  "capture-redact = *PIN*\n"
+                  "[api]\n"
+                  "listen = /tmp/api.sock\n"
+                  "capture-body = off\n");
+  Config www = parse({"--config", file.path, "--pool", "www"});
+  fcgi_host::CaptureSettings s = fcgi_host::capture_settings(www);
+  CHECK(s.dir == "/var/tmp"); // the block's file name gets one slash
+  CHECK(s.file_prefix == "crash-www");
+  CHECK(s.max_files == 3);
+  CHECK(s.max_bytes == 1u << 20);
+  CHECK(s.redact == std::vector<std::string>{"HTTP_X_SESSION*", "*PIN*"});
+  CHECK(s.keep_body);
+  Config api = parse({"--config", file.path, "--pool", "api"});
+  CHECK(fcgi_host::capture_settings(api).dir.empty());
+  CHECK_FALSE(fcgi_host::capture_settings(api).keep_body);
+  CHECK(error_of({"--capture-crashes", "captures"}) ==
+        "--capture-crashes: must be an absolute path (the crash block names the file)");
+  CHECK(error_of({"--capture-max-bytes", "100"}) == "--capture-max-bytes: must be from 4K to 1G");
+  CHECK(error_of({"--capture-body", "maybe"}) == "--capture-body: must be on or off");
+  CHECK(error_of({"--capture-crashes", "/tmp", "--exec", "/bin/true"})
+            .starts_with("--capture-crashes: not available with --exec"));
+}
