@@ -93,7 +93,7 @@ bool has(const std::string& text, const std::string& needle) {
 } // namespace
 
 TEST_SUITE("crash capture") {
-  TEST_CASE("a crash keeps one 0600 file with the URI, not the cookie; the block names it; its "
+  TEST_CASE("a crash keeps one 0600 file with the URI, not the cookie, the block names it, its "
             "replay dies the same way") {
     CaptureDir d;
     HostProcess host(capture_args(d));
@@ -157,8 +157,8 @@ TEST_SUITE("crash capture") {
     CHECK(it::lines_with(host.log(), "request captured to ").size() <= 2);
   }
 
-  TEST_CASE("a form body: its password redacted; replayed to echo, the answer shows what was "
-            "kept; --set-param gives the cookie back") {
+  TEST_CASE("a form body: its password redacted, replayed to echo, the answer shows what was "
+            "kept, --set-param gives the cookie back") {
     CaptureDir d;
     HostProcess host(capture_args(d));
     std::string body = "user=ann&password=hunter2";
@@ -176,7 +176,7 @@ TEST_SUITE("crash capture") {
     CHECK_FALSE(has(r.output, "hunter2"));
   }
 
-  TEST_CASE("--capture-body off: no body in the file; the replay's CONTENT_LENGTH says so") {
+  TEST_CASE("--capture-body off: no body in the file, the replay's CONTENT_LENGTH says so") {
     CaptureDir d;
     HostProcess host(capture_args(d, {"--capture-body", "off"}));
     crash_once(host, "/crash/segv", "POST", "the body",
