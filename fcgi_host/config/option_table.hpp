@@ -162,9 +162,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"slow-request-threshold", 0, "SECONDS", "0",
      "log requests that take longer, with one stack of the worker while they run (0: off)"},
     {"capture-crashes", 0, "DIR", "",
-     "keep the request in flight when a worker dies of a fatal signal in DIR (an absolute "
-     "path the workers' user may write), for fcgi-host replay FILE to run it again in one "
-     "process; the crash block names the file (default: off)"},
+     "keep in DIR the request a worker was serving when it died of a fatal signal (DIR: an "
+     "absolute path the workers' user may write), for fcgi-host replay FILE to run it again in "
+     "one process; the crash block names the file (default: off)"},
     {"capture-max-bytes", 0, "BYTES", "1M",
      "the most bytes of a request a capture keeps: its params always whole, its body cut to "
      "fit"},

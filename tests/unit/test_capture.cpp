@@ -1,10 +1,12 @@
 // A captured request (--capture-crashes): names matched by the redaction patterns, records cut
 // to fit the capture, values redacted in place keeping their length (params split across
 // records, urlencoded form fields, names too long to compare), and the capture file read back
-// for the replay, with its errors.
+// for the replay, with its errors; the line the crash block gets.
 #include "fcgi_host/protocol/capture_file.hpp"
 #include "fcgi_host/protocol/capture_redaction.hpp"
 #include "fcgi_host/protocol/records.hpp"
+#include "process_manager/crash_report.hpp"
+#include "process_manager/scoreboard.hpp"
 
 #include <doctest/doctest.h>
 #include <string>
@@ -172,4 +174,16 @@ TEST_CASE("encode_request: the replay's request carries the params and body read
   capture::CapturedRequest again = read_back(capture::encode_request(r));
   CHECK(again.params == r.params);
   CHECK(again.body == "abc");
+}
+
+TEST_CASE("crash block: the recorder's note is its line after the request's") {
+  process_manager::Scoreboard sb(1);
+  process_manager::WorkerSlot& s = sb.slot(0);
+  s.state = process_manager::WorkerState::Idle;
+  std::string note = "request captured to /var/crash/crash-1.fcgi";
+  note.copy(s.crash_note, note.size());
+  CHECK(process_manager::describe_crash(s, 0, "stack:\n#0 f") ==
+        "  no request in flight: the worker was idle\n"
+        "  request captured to /var/crash/crash-1.fcgi\n"
+        "  stack:\n  #0 f");
 }
