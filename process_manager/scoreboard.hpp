@@ -45,7 +45,7 @@ inline constexpr std::size_t kSlotUriSize = 232;
 // An id the request carried (X-Request-Id, or traceparent's trace id), cut to fit.
 inline constexpr std::size_t kSlotRequestIdSize = 64;
 // A line the worker's crash recorder adds to its crash block ("request captured to ...").
-inline constexpr std::size_t kCrashNoteSize = 256;
+inline constexpr std::size_t kCrashNoteSize = 384;
 
 // A worker's crash handler and the master, through the slot (process_manager/crash_report.hpp).
 enum class CrashState : std::uint32_t {

@@ -98,7 +98,7 @@ void check_writable_file(const Config& c, const char* option, const std::string&
     return;
   }
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
+  if (dir.empty()) dir.assign(1, '/'); // (not = "/": a false -Wrestrict of GCC 12 -O2)
   if (::access(dir.c_str(), W_OK) != 0)
     throw ConfigError(c.where(option) + ": cannot create \"" + path + "\": " + dir + ": " +
                       std::strerror(errno));

@@ -23,7 +23,10 @@ template <std::size_t N> class Text {
 public:
   Text& add(std::string_view s) {
     for (char c : s)
-      if (size_ < N) bytes_[size_++] = c;
+      if (size_ < N)
+        bytes_[size_++] = c;
+      else
+        cut_ = true;
     return *this;
   }
   Text& add(std::uint64_t n) {
@@ -42,10 +45,12 @@ public:
     return add(std::string_view(d, 2));
   }
   std::string_view view() const { return {bytes_, size_}; }
+  bool cut() const { return cut_; }
 
 private:
   char bytes_[N];
   std::size_t size_ = 0;
+  bool cut_ = false;
 };
 
 // UTC from the epoch, without gmtime (not async-signal-safe): days to a civil date.
@@ -99,29 +104,33 @@ const char* errno_name(int e) {
   return name ? name : "an error";
 }
 
-// The first free name of N = 1 .. --capture-max-files, opened; -1 with the note set when none.
-using FileName = Text<256>;
-int take_file(const CaptureSettings& settings, int dir_fd, process_manager::WorkerSlot& slot,
-              FileName& name) {
+// The first free DIR/PREFIX-N.fcgi of N = 1 .. --capture-max-files, opened; -1 with the note
+// set when none. By path: a directory descriptor held open from boot would be one more fd the
+// worker loop's per-wait scans of its connection table walk past, on every request.
+using FileName = Text<512>;
+int take_file(const CaptureSettings& settings, process_manager::WorkerSlot& slot, FileName& name) {
   for (unsigned n = 1; n <= settings.max_files; ++n) {
     name = FileName();
-    name.add(settings.file_prefix).add("-").add(std::uint64_t{n}).add(".fcgi");
-    name.add(std::string_view("\0", 1));
-    int fd = openat(dir_fd, name.view().data(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    name.add(settings.dir).add("/").add(settings.file_prefix).add("-").add(std::uint64_t{n});
+    name.add(".fcgi").add(std::string_view("\0", 1));
+    if (name.cut()) {
+      set_note(slot, "request not captured: the file's path is too long");
+      return -1;
+    }
+    int fd = ::open(name.view().data(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
       fchmod(fd, 0600); // whatever the umask
       return fd;
     }
     if (errno != EEXIST) {
-      Text<256> note;
-      note.add("request not captured: open(").add(settings.dir).add("/").add(name.view().data());
+      Text<512> note;
+      note.add("request not captured: open(").add(name.view().data());
       note.add(") failed: ").add(errno_name(errno));
       set_note(slot, note.view());
       return -1;
     }
   }
-  Text<256> note;
+  Text<512> note;
   note.add("request not captured: ").add(settings.dir).add(" holds --capture-max-files (");
   note.add(std::uint64_t{settings.max_files}).add(") captures already; remove them to keep more");
   set_note(slot, note.view());
@@ -131,15 +140,16 @@ int take_file(const CaptureSettings& settings, int dir_fd, process_manager::Work
 } // namespace
 
 CrashCapture::~CrashCapture() {
-  if (dir_fd_ >= 0) ::close(dir_fd_);
   if (buffer_) munmap(buffer_, buffer_size_);
 }
 
 std::string CrashCapture::open(const CaptureSettings& settings) {
   settings_ = settings;
-  dir_fd_ = ::open(settings.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd_ < 0) return "capture-crashes: " + sys_error("open", settings.dir);
-  if (faccessat(dir_fd_, ".", W_OK | X_OK, 0) != 0)
+  struct stat st {};
+  if (::stat(settings.dir.c_str(), &st) != 0)
+    return "capture-crashes: " + sys_error("stat", settings.dir);
+  if (!S_ISDIR(st.st_mode)) return "capture-crashes: \"" + settings.dir + "\" is not a directory";
+  if (::access(settings.dir.c_str(), W_OK | X_OK) != 0)
     return "capture-crashes: \"" + settings.dir +
            "\" is not writable by the worker's user: " + std::strerror(errno);
   buffer_size_ = settings.max_bytes + records::kHeaderSize;
@@ -164,7 +174,7 @@ void CrashCapture::save(process_manager::WorkerSlot& slot, int sig, const char* 
   capture::RedactionReport redacted;
   capture::redact_records(buffer_, shape.size, settings_.redact, redacted);
   FileName name;
-  int fd = take_file(settings_, dir_fd_, slot, name);
+  int fd = take_file(settings_, slot, name);
   if (fd < 0) return;
 
   Text<1024> head;
@@ -195,12 +205,12 @@ void CrashCapture::save(process_manager::WorkerSlot& slot, int sig, const char* 
             (!close_body || write_all(fd, stdin_end, sizeof stdin_end));
   const int write_errno = errno;
   ::close(fd);
-  Text<256> note;
+  Text<512> note;
   if (ok) {
-    note.add("request captured to ").add(settings_.dir).add("/").add(name.view().data());
+    note.add("request captured to ").add(name.view().data());
   } else {
-    unlinkat(dir_fd_, name.view().data(), 0); // a part of a request would not replay
-    note.add("request not captured: write(").add(settings_.dir).add("/").add(name.view().data());
+    ::unlink(name.view().data()); // a part of a request would not replay
+    note.add("request not captured: write(").add(name.view().data());
     note.add(") failed: ").add(errno_name(write_errno));
   }
   set_note(slot, note.view());

@@ -51,8 +51,8 @@ public:
   CrashCapture(const CrashCapture&) = delete;
   CrashCapture& operator=(const CrashCapture&) = delete;
 
-  // In the worker process, with its own credentials: opens DIR and maps the buffer. An error
-  // text (a boot failure) when DIR cannot be used.
+  // In the worker process, with its own credentials: checks that it may write DIR and maps the
+  // buffer. An error text (a boot failure) when DIR cannot be used.
   std::string open(const CaptureSettings& settings);
 
   // From the fatal-signal handler: keeps `size` bytes of records at `data` (the request in
@@ -61,7 +61,6 @@ public:
 
 private:
   CaptureSettings settings_;
-  int dir_fd_ = -1;
   char* buffer_ = nullptr; // settings_.max_bytes + room for the closing STDIN record
   std::size_t buffer_size_ = 0;
 };
