@@ -152,7 +152,7 @@ std::string CrashCapture::open(const CaptureSettings& settings) {
   if (::access(settings.dir.c_str(), W_OK | X_OK) != 0)
     return "capture-crashes: \"" + settings.dir +
            "\" is not writable by the worker's user: " + std::strerror(errno);
-  buffer_size_ = settings.max_bytes + records::kHeaderSize;
+  buffer_size_ = settings.max_bytes;
   void* p = mmap(nullptr, buffer_size_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return "capture-crashes: " + sys_error("mmap", "capture buffer");

@@ -61,7 +61,7 @@ public:
 
 private:
   CaptureSettings settings_;
-  char* buffer_ = nullptr; // settings_.max_bytes + room for the closing STDIN record
+  char* buffer_ = nullptr; // settings_.max_bytes: the copy of the request
   std::size_t buffer_size_ = 0;
 };
 
