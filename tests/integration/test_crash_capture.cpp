@@ -2,7 +2,9 @@
 // in it, the cookie's value not), the crash block names it, --capture-max-files holds, and the
 // replay of that file with the same plugin dies the same way in one process (under gdb: stopped
 // in the plugin's function); replayed with a handler that does not crash it prints the answer;
-// a garbage file is refused (exit 2); a directory the workers cannot write refuses the start.
+// a form body's password is redacted, a body is dropped (--capture-body off) or cut
+// (--capture-max-bytes) and the file still replays; a garbage file is refused (exit 2); a
+// directory the workers cannot write refuses the start.
 #include "checks.hpp"
 #include "child_process.hpp"
 #include "commands.hpp"
@@ -188,6 +190,24 @@ TEST_SUITE("crash capture") {
     CHECK(r.status == 0);
     CHECK(has(r.output, "CONTENT_LENGTH 8 becomes 0"));
     CHECK(has(r.output, "param CONTENT_LENGTH=0"));
+  }
+
+  TEST_CASE("a body larger than --capture-max-bytes is cut, and the file still replays") {
+    CaptureDir d;
+    HostProcess host(capture_args(d, {"--capture-max-bytes", "4K"}));
+    crash_once(host, "/crash/segv", "POST", std::string(20000, 'b'),
+               {{"CONTENT_TYPE", "application/octet-stream"}});
+    std::string capture = it::read_file(d.file(1));
+    INFO("capture head:\n" << capture.substr(0, capture.find("\n\n")));
+    CHECK(capture.size() < 4096 + 512); // the cap, and the text lines
+    CHECK(has(capture, "request: "));
+    CHECK(has(capture, " bytes, cut (--capture-max-bytes)\n"));
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", "echo"});
+    INFO("replay:\n" << r.output.substr(0, 2000));
+    CHECK(r.status == 0);
+    CHECK(has(r.output, "CONTENT_LENGTH 20000 becomes "));
+    CHECK(has(r.output, "Status: 200"));
   }
 
   TEST_CASE("replay refuses a garbage or truncated file with exit 2 and says why") {
