@@ -16,9 +16,10 @@
 //    connection. When this worker cannot serve them soon (a slow handler, a stop) they move to
 //    a free worker (handoff.hpp, worker_handoff.cpp).
 //  - Fast path: with no connection open, the worker loops on accept4 and only waits in
-//    epoll_wait when the listen queue is empty. A typical nginx request then costs accept4, one
-//    read, one write and close: four system calls, no clock system call (CLOCK_MONOTONIC is
-//    vDSO), no allocation once the buffers have grown, no log formatting.
+//    epoll_wait when the listen queue is empty (and for a while after it found it empty:
+//    accept_probe.hpp). A request under load then costs accept4, one read, one write and
+//    close: four system calls, no clock system call (CLOCK_MONOTONIC is vDSO), no allocation
+//    once the buffers have grown, no log formatting.
 //  - Signals never interrupt a handler (worker_signals.hpp); the fast path, which does not
 //    wait in epoll, looks at sigpending() every few accepts.
 #include "fcgi_host/worker/worker_loop.hpp"
@@ -121,25 +122,23 @@ int WorkerLoop::run() {
   SlowHandlerWatch::Hold hold(watch_); // given up only while a handler runs (serve_request.cpp)
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
   while (!finished()) {
-    if (begin_recycling() || accept_without_waiting()) continue;
+    if (recycle_if_due() || accept_without_waiting()) continue;
     if (!wait_and_dispatch()) return exit_code::kWorkerError;
   }
   return exit_code::kWorkerDone;
 }
 
-// A request past --max-requests or --max-rss asked for it; here, not inside process(), since
-// stopping may close connections.
+// Here, at the top of the loop, not inside process(): stopping may close connections.
 bool WorkerLoop::begin_recycling() {
-  if (!recycle_reason_ || stopping()) return false;
   PM_LOG(LogLevel::Notice, std::string("worker recycling: ") + recycle_reason_);
   begin_stop(Stop::Quit);
   return true;
 }
 
-// Fast path: nothing open, so take the next queued connection without waiting in epoll. False
-// when the queue is empty: then the loop waits.
-bool WorkerLoop::accept_without_waiting() {
-  if (table_.open() != 0 || !accepting_) return false;
+// Fast path: nothing open, so take the next queued connection without waiting in epoll, when
+// the queue is likely to hold one (accept_probe.hpp). False: the loop waits.
+bool WorkerLoop::accept_queued() {
+  if (!accept_probe_.try_now()) return false;
   if (++accepts_since_signal_check_ >= kSignalCheckEvery) {
     accepts_since_signal_check_ = 0;
     if (signals_.pending()) {
@@ -147,7 +146,9 @@ bool WorkerLoop::accept_without_waiting() {
       return true;
     }
   }
-  return accept_one();
+  bool accepted = accept_one();
+  accept_probe_.found(accepted);
+  return accepted;
 }
 
 bool WorkerLoop::wait_and_dispatch() {

@@ -14,6 +14,7 @@
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
+#include "fcgi_host/worker/accept_probe.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/connection_policy.hpp"
 #include "fcgi_host/worker/connection_table.hpp"
@@ -42,8 +43,12 @@ private:
 
   // ---- the loop (worker_loop.cpp)
   std::string setup();
+  // After a request past --max-requests or --max-rss; inline, since the loop asks at every turn.
+  bool recycle_if_due() { return recycle_reason_ && !stopping() && begin_recycling(); }
   bool begin_recycling();
-  bool accept_without_waiting();
+  // The fast path, only with nothing open; inline, since the loop asks at every turn.
+  bool accept_without_waiting() { return table_.open() == 0 && accepting_ && accept_queued(); }
+  bool accept_queued();
   bool wait_and_dispatch();
   void dispatch(int fd);
   int next_timeout_ms();
@@ -118,6 +123,7 @@ private:
   Stop stop_ = Stop::No;
   std::uint64_t stop_serving_until_ = 0;
   unsigned accepts_since_signal_check_ = 0;
+  AcceptProbe accept_probe_;        // whether the fast path tries accept4 before waiting
   unsigned long request_limit_ = 0; // 0: no --max-requests
   unsigned long served_ = 0;
   // The made-up request id of requests that carry none (process_manager/request_id.hpp).
