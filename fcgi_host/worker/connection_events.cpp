@@ -85,14 +85,14 @@ void WorkerLoop::take_over_one() {
 Connection& WorkerLoop::add_connection(int fd, std::uint64_t now) {
   if (policy_.full(table_.open())) make_room(now);
   Connection& c = table_.add(fd, now);
-  slot_.connections.store(static_cast<std::uint32_t>(table_.open()), std::memory_order_relaxed);
+  publish_connections();
   return c;
 }
 
 // Drops the connection from the table (its fd is closed or handed off). `c` is gone after.
 void WorkerLoop::forget_connection(Connection& c) {
   table_.remove(c);
-  slot_.connections.store(static_cast<std::uint32_t>(table_.open()), std::memory_order_relaxed);
+  publish_connections();
 }
 
 // Reads what the socket has. False when the connection was closed (by the peer, or an error).

@@ -80,6 +80,10 @@ private:
   void reject(Connection& c);
   void close_connection(Connection& c, const std::string& why = {});
   void forget_connection(Connection& c);
+  // The slot shows how many connections the worker holds (status page, metrics).
+  void publish_connections() {
+    slot_.connections.store(static_cast<std::uint32_t>(table_.open()), std::memory_order_relaxed);
+  }
   void make_room(std::uint64_t now);
   void expire_deadlines();
   void on_deadline(Connection& c, std::uint64_t now);
