@@ -1,19 +1,21 @@
 #include "process_manager/master.hpp"
 
 #include "process_manager/backoff.hpp"
+#include "process_manager/binary_upgrade.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master_state.hpp"
+#include "process_manager/pool_sizing.hpp"
 #include "process_manager/reaper.hpp"
-#include "process_manager/reload_grace.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/signals.hpp"
 #include "process_manager/spawner.hpp"
 #include "process_manager/stack_trace.hpp"
 #include "process_manager/systemd_notify.hpp"
+#include "process_manager/worker_deadlines.hpp"
 #include "process_manager/worker_exit.hpp"
 #include "process_manager/worker_table.hpp"
 
@@ -21,7 +23,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,17 +30,12 @@ namespace process_manager {
 
 namespace {
 
-// Short enough that timeouts fire on time, long enough that an idle master costs nothing.
-constexpr std::chrono::milliseconds kTick{100};
 // The master's loop waits for the debugger: long enough for eu-stack or gdb, short enough that
 // the other workers' timeouts and respawns are late by at most this.
 constexpr std::chrono::milliseconds kStackTraceBudget{1000};
 // A crashed or slow worker's stack: rarer (rate-limited), and worth more waiting for on a loaded
 // machine, where a debugger reading the debug info of a big binary can take a second.
 constexpr std::chrono::milliseconds kForensicStackBudget{3000};
-// Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
-// request is slow would have one taken for each: a bound.
-constexpr unsigned kSlowStacksPerMinute = 10;
 
 std::string name(const Worker& w) {
   return "worker " + std::to_string(w.pid) + " (gen " + std::to_string(w.generation) + ", slot " +
@@ -55,10 +51,7 @@ bool in_request(WorkerState s) {
 struct Master::Impl {
   Impl(Generation first, MasterOptions opts)
       : options(std::move(opts)), scoreboard(options.scoreboard_capacity),
-        spawner(scoreboard, signals), table(options.scoreboard_capacity),
-        current(std::move(first)) {
-    if (current.pool.mode == PoolMode::OnDemand) current.pool.workers = 0;
-  }
+        spawner(scoreboard, signals), table(options.scoreboard_capacity), gens(std::move(first)) {}
   ~Impl();
 
   int run();
@@ -105,6 +98,9 @@ struct Master::Impl {
   std::chrono::milliseconds wait_time() const;
   bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
   void advance_reload();
+  void kill_past_stop_deadline(std::uint64_t now);
+  void resend_stop_signals(std::uint64_t now);
+  void kill_timed_out_requests(std::uint64_t now);
   void abandon_reload(const std::string& why, const std::string& block = {});
   void begin_reload(Generation next);
   void go_back(const std::string& why);
@@ -112,8 +108,14 @@ struct Master::Impl {
   bool ready(const Worker& w) const;
   void mark_booted_by_time();
   void scale();
+  void fit_pool();
   void announce_ready();
   void on_upgrade_pipe();
+  std::vector<PoolMember> members() const;
+  void stop_all(const std::vector<pid_t>& pids, StopReason reason);
+  Generation& current() { return gens.current(); }
+  const Generation& current() const { return gens.current(); }
+  std::uint32_t current_gen() const { return gens.current_number(); }
 
   pid_t master_pid = getpid(); // again in start(): a Master may be built before a fork
   MasterOptions options;
@@ -133,31 +135,17 @@ struct Master::Impl {
 
   State state = State::Running;
   int exit_code = exit_code::kOk;
-  // The generation the pool is kept at. During a reload, `previous` is the one still serving,
-  // kept so that a failed reload can fall back to it.
-  Generation current;
-  std::uint32_t current_gen = 1;
-  std::optional<Generation> previous;
-  std::uint32_t previous_gen = 0;
-  std::uint32_t last_gen = 1;
-  std::uint32_t ready_gen = 0; // the newest generation that was ready (all its workers) once
-  std::uint64_t reload_deadline_ns = 0;
-  bool reload_queued = false;
-  // --reload-grace: the configuration before the last reload, while its grace lasts.
-  std::optional<Generation> fallback;
-  std::uint32_t fallback_gen = 0;
-  ReloadGrace grace;
+  // The generation the pool is kept at, the one still serving during a reload, the one a reload
+  // grace may go back to (generations.hpp).
+  Generations gens;
 
   SystemdNotifier notifier;
   bool announced_ready = false;   // READY=1 sent (and the upgrade's ready byte written)
   bool connection_queued = false; // ondemand: the listen socket was readable this turn
-  pid_t upgrade_pid = -1;         // USR2: the new master, until it is ready or gone
-  int upgrade_fd = -1;            // its ready pipe
+  UpgradeChild upgrade;           // USR2: the new master, until it is ready or gone
   bool handed_over = false;       // the new master serves; this one retires
   std::uint64_t last_sample_ns = 0;
-  std::uint64_t slow_window_ns = 0; // the minute slow-request stacks are counted in
-  unsigned slow_stacks = 0;         // taken in it
-  unsigned slow_skipped = 0;        // not taken in it, said in the next one's line
+  SlowStackBudget slow_stacks; // --slow-request-threshold stacks, at most some a minute
   // A worker could not boot: the one line about it is written; the stop that follows is
   // logged at debug level only.
   bool boot_failed = false;
@@ -191,7 +179,7 @@ void Master::Impl::start() {
   ::signal(SIGPIPE, SIG_IGN);
   signals.install(signals::kMasterSignals);
   PM_LOG(LogLevel::Notice, "master " + std::to_string(master_pid) + " started: generation 1, " +
-                               std::to_string(current.pool.workers) + " worker(s)");
+                               std::to_string(current().pool.workers) + " worker(s)");
   maintain_pool();
 }
 
@@ -231,8 +219,8 @@ void Master::Impl::on_int() {
 // HUP: reload by generations. The new generation starts; the old one retires once it is ready.
 void Master::Impl::on_hup() {
   if (state == State::Reloading) {
-    reload_queued = true;
-    PM_LOG(LogLevel::Notice, "HUP: reload to generation " + std::to_string(current_gen) +
+    gens.queue_reload();
+    PM_LOG(LogLevel::Notice, "HUP: reload to generation " + std::to_string(current_gen()) +
                                  " in progress; next reload queued");
     return;
   }
@@ -245,38 +233,30 @@ void Master::Impl::on_hup() {
     PM_LOG(LogLevel::Error, std::string("reload: ") + e.what());
   }
   if (!next) {
-    PM_LOG(LogLevel::Error, "reload failed, keeping generation " + std::to_string(current_gen));
+    PM_LOG(LogLevel::Error, "reload failed, keeping generation " + std::to_string(current_gen()));
     notifier.notify("READY=1");
     return;
   }
   begin_reload(std::move(*next));
-  PM_LOG(LogLevel::Notice, "HUP: starting generation " + std::to_string(current_gen) + " (" +
-                               std::to_string(current.pool.workers) + " worker(s))");
+  PM_LOG(LogLevel::Notice, "HUP: starting generation " + std::to_string(current_gen()) + " (" +
+                               std::to_string(current().pool.workers) + " worker(s))");
 }
 
 // The new generation starts beside the current one, which serves until it is ready.
 void Master::Impl::begin_reload(Generation next) {
-  if (next.pool.mode == PoolMode::OnDemand) next.pool.workers = 0;
-  previous = std::move(current);
-  previous_gen = current_gen;
-  current = std::move(next);
-  current_gen = ++last_gen;
+  gens.begin(std::move(next), monotonic_ns());
   state = State::Reloading;
-  reload_deadline_ns = monotonic_ns() + ns(current.pool.graceful_timeout);
 }
 
 // --reload-grace: the generation of the last reload keeps crashing; its predecessor's
 // configuration comes back as a new generation (a reload of its own, with its own checks).
 void Master::Impl::go_back(const std::string& why) {
-  std::uint32_t broken = current_gen;
-  grace.stop();
-  Generation back = std::move(*fallback);
-  fallback.reset();
-  begin_reload(std::move(back));
-  PM_LOG(LogLevel::Error, why + ": generation " + std::to_string(broken) +
+  Generations::Undo undo = gens.go_back(monotonic_ns());
+  state = State::Reloading;
+  PM_LOG(LogLevel::Error, why + ": generation " + std::to_string(undo.undone) +
                               " is undone (reload-grace); generation " +
-                              std::to_string(current_gen) + " runs generation " +
-                              std::to_string(fallback_gen) + "'s configuration again");
+                              std::to_string(current_gen()) + " runs generation " +
+                              std::to_string(undo.restored) + "'s configuration again");
 }
 
 // USR1: reopen logs, here and in every worker.
@@ -296,51 +276,19 @@ void Master::Impl::on_usr1() {
 // socket; once its first generation is ready it writes one byte to our pipe (on_upgrade_pipe),
 // and this master retires its workers and exits. Until then both serve the one socket.
 void Master::Impl::on_usr2() {
-  if (!options.upgrade_exec) {
-    PM_LOG(LogLevel::Warn, "USR2: binary upgrade not supported by this program");
+  if (std::optional<std::string> why =
+          why_not_upgrade(static_cast<bool>(options.upgrade_exec), upgrade.running(), state)) {
+    PM_LOG(LogLevel::Warn, *why);
     return;
   }
-  if (upgrade_pid > 0 || state != State::Running) {
-    PM_LOG(LogLevel::Warn, std::string("USR2 ignored: ") +
-                               (upgrade_pid > 0 ? "an upgrade is in progress" : to_string(state)));
-    return;
-  }
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) == -1) {
-    PM_LOG(LogLevel::Error, std::string("USR2: pipe2() failed: ") + std::strerror(errno));
-    return;
-  }
-  sigset_t mask = block_all_signals();
-  pid_t pid = fork();
-  if (pid == 0) { // the new master-to-be: a clean process, then exec
-    reset_signal_dispositions();
-    signals.close_in_child();
-    restore_signal_mask(mask);
-    ::close(fds[0]);
-    ::fcntl(fds[1], F_SETFD, 0); // the one fd besides the listen socket that crosses exec
-    options.upgrade_exec(fds[1]);
-    _exit(127);
-  }
-  int fork_errno = errno;
-  restore_signal_mask(mask);
-  ::close(fds[1]);
-  if (pid == -1) {
-    ::close(fds[0]);
-    PM_LOG(LogLevel::Error, std::string("USR2: fork() failed: ") + std::strerror(fork_errno));
-    return;
-  }
-  upgrade_pid = pid;
-  upgrade_fd = fds[0];
-  PM_LOG(LogLevel::Notice, "USR2: binary upgrade: new master " + std::to_string(pid) + " starting");
+  upgrade.start(signals, options.upgrade_exec);
 }
 
 void Master::Impl::on_upgrade_pipe() {
-  char byte;
-  ssize_t n = ::read(upgrade_fd, &byte, 1);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  ::close(std::exchange(upgrade_fd, -1));
-  std::string pid = std::to_string(std::exchange(upgrade_pid, -1));
-  if (n != 1) {
+  std::string pid = std::to_string(upgrade.pid());
+  UpgradeOutcome outcome = upgrade.on_readable();
+  if (outcome == UpgradeOutcome::Pending) return;
+  if (outcome == UpgradeOutcome::Failed) {
     PM_LOG(LogLevel::Error, "binary upgrade failed: new master " + pid +
                                 " exited before it was ready; this master keeps serving");
     if (options.on_upgrade) options.on_upgrade(false);
@@ -358,30 +306,23 @@ void Master::Impl::on_upgrade_pipe() {
 
 // TTIN: one worker more in the current generation (dynamic, ondemand: one more at most).
 void Master::Impl::on_ttin() {
-  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
-  ++n;
+  int n = grow_by_one(current().pool);
   PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(n) + " worker(s)" +
-                               (current.pool.mode == PoolMode::Static ? "" : " at most"));
+                               (sized_by_maximum(current().pool) ? " at most" : ""));
 }
 
 int Master::Impl::resize(int target) {
-  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
-  n = std::max(1, target);
-  if (current.pool.mode != PoolMode::Static)
-    current.pool.workers = std::min(current.pool.workers, n);
+  int n = resize_to(current().pool, target);
   PM_LOG(LogLevel::Notice, "resize: " + std::to_string(n) + " worker(s)" +
-                               (current.pool.mode == PoolMode::Static ? "" : " at most"));
+                               (sized_by_maximum(current().pool) ? " at most" : ""));
   return n;
 }
 
 // TTOU: one worker less in the current generation, never below one.
 void Master::Impl::on_ttou() {
-  int& n = current.pool.mode == PoolMode::Static ? current.pool.workers : current.pool.max_workers;
-  if (n > 1) --n;
-  if (current.pool.mode != PoolMode::Static)
-    current.pool.workers = std::min(current.pool.workers, n);
+  int n = shrink_by_one(current().pool);
   PM_LOG(LogLevel::Notice, "TTOU: " + std::to_string(n) + " worker(s)" +
-                               (current.pool.mode == PoolMode::Static ? "" : " at most") +
+                               (sized_by_maximum(current().pool) ? " at most" : "") +
                                (n == 1 ? ", the minimum" : ""));
 }
 
@@ -395,7 +336,7 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
   if (!handed_over) notifier.notify("STOPPING=1"); // after an upgrade the service goes on
   bool first_stop = state != State::Stopping && state != State::FastStopping;
   state = to;
-  reload_queued = false;
+  gens.forget_queued_reload();
   if (first_stop && options.on_stop) { // refuse new connections before the workers drain
     options.on_stop();
     options.listen_fd = -1;
@@ -405,24 +346,23 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
 }
 
 void Master::Impl::stop(Worker& w, StopReason reason) {
-  Escalation e = escalation(reason, w.graceful_timeout);
-  if (reason == StopReason::Retire) e.signal = w.retire_signal;
+  Escalation e = stop_escalation(w, reason);
   w.stop_reason = reason;
   send(w, e.signal);
   if (e.signal == SIGKILL) return;
-  // A retired worker inside a slow request would look at its stop only after the handler: the
-  // nudge has it pass its other connections on now, to the workers that go on.
-  const WorkerSlot& s = scoreboard.slot(w.slot);
-  if (reason == StopReason::Retire && w.nudge_after.count() != 0 &&
-      s.request_start_ns.load(std::memory_order_relaxed) != 0 &&
-      s.connections.load(std::memory_order_relaxed) >= 2)
-    ::kill(w.pid, signals::nudge_signal());
-  if (w.resend_stop_every.count() > 0) {
+  StopFollowUp next =
+      stop_follow_up(w, reason, e, SlotSnapshot::of(scoreboard.slot(w.slot)), monotonic_ns());
+  if (next.nudge) ::kill(w.pid, signals::nudge_signal());
+  if (next.resend_at_ns != 0) {
     w.stop_signal = e.signal;
-    w.resend_at_ns = monotonic_ns() + ns(w.resend_stop_every);
+    w.resend_at_ns = next.resend_at_ns;
   }
-  std::uint64_t kill_at = monotonic_ns() + ns(e.kill_after);
-  if (w.kill_at_ns == 0 || kill_at < w.kill_at_ns) w.kill_at_ns = kill_at;
+  w.kill_at_ns = next.kill_at_ns;
+}
+
+void Master::Impl::stop_all(const std::vector<pid_t>& pids, StopReason reason) {
+  for (pid_t pid : pids)
+    if (Worker* w = table.find(pid)) stop(*w, reason);
 }
 
 void Master::Impl::send(Worker& w, int sig) {
@@ -449,7 +389,7 @@ void Master::Impl::reap() {
     facts.ready = s.state != WorkerState::Starting;
     facts.boot_error = !boot_error.empty();
     facts.ready_by_time = w->boot_window.count() != 0;
-    facts.generation_ready = w->generation <= ready_gen;
+    facts.generation_ready = w->generation <= gens.ready_number();
     s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
@@ -492,7 +432,7 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
               block);
-    if (fallback && state == State::Running && grace.on_crash(w.generation, now))
+    if (state == State::Running && gens.crash_undoes_reload(w.generation, now))
       go_back(std::to_string(ReloadGrace::kCrashes) + " crashes since the reload");
   }
 }
@@ -540,7 +480,7 @@ void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const 
 // The replacement of a crashed worker of the current generation goes in the same slot, so
 // that the slot's backoff follows it.
 void Master::Impl::hold_for_respawn(const Worker& w, std::uint64_t at_ns) {
-  if (w.generation != current_gen || !can_spawn(state) || !table.reserve_slot(w.slot)) return;
+  if (w.generation != current_gen() || !can_spawn(state) || !table.reserve_slot(w.slot)) return;
   held.push_back(HeldSlot{w.slot, at_ns});
 }
 
@@ -586,11 +526,11 @@ void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const 
   const std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
-  } else if (w.generation != current_gen) { // abandoned or retired: nothing depends on it
+  } else if (w.generation != current_gen()) { // abandoned or retired: nothing depends on it
     PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
-  } else if (state == State::Reloading && table.count_active_except(current_gen) > 0) {
+  } else if (state == State::Reloading && table.count_active_except(current_gen()) > 0) {
     abandon_reload(what, block);
-  } else if (fallback && state == State::Running && grace.watching(w.generation, monotonic_ns())) {
+  } else if (state == State::Running && gens.in_grace(w.generation, monotonic_ns())) {
     PM_LOG(LogLevel::Error, what + block);
     go_back("a replacement could not boot");
   } else { // respawning would only fail again, in a loop
@@ -625,49 +565,56 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
 
 void Master::Impl::enforce_timeouts() {
   std::uint64_t now = monotonic_ns();
-  if (fallback && grace.over(now)) fallback.reset(); // the reload held: nothing to go back to
+  gens.end_grace_if_over(now); // the reload held: nothing to go back to
+  kill_past_stop_deadline(now);
+  resend_stop_signals(now);
+  kill_timed_out_requests(now);
+  if (state == State::Reloading && gens.deadline_passed(now))
+    abandon_reload("generation " + std::to_string(current_gen()) + " not ready after " +
+                   seconds_text(ns(current().pool.graceful_timeout)));
+}
+
+void Master::Impl::kill_past_stop_deadline(std::uint64_t now) {
   std::size_t killed = 0;
   std::string pids;
   for (Worker& w : table.all()) {
-    if (w.kill_at_ns != 0 && now >= w.kill_at_ns && !w.was_signalled(SIGKILL)) {
-      send(w, SIGKILL);
-      ++killed;
-      pids += ' ';
-      pids += std::to_string(w.pid);
-    }
+    if (!kill_due(w, now)) continue;
+    send(w, SIGKILL);
+    ++killed;
+    pids += ' ';
+    pids += std::to_string(w.pid);
   }
   if (killed > 0)
     PM_LOG(LogLevel::Warn, "SIGKILL to " + std::to_string(killed) +
                                " worker(s) still running after their stop timeout:" + pids);
+}
+
+void Master::Impl::resend_stop_signals(std::uint64_t now) {
   for (Worker& w : table.all())
-    if (w.resend_at_ns != 0 && now >= w.resend_at_ns && !w.was_signalled(SIGKILL)) {
+    if (resend_due(w, now)) {
       ::kill(w.pid, w.stop_signal); // not send(): that one sends each signal once
       w.resend_at_ns = now + ns(w.resend_stop_every);
     }
+}
 
+void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
   for (Worker& w : table.all()) {
-    const WorkerSlot& s = scoreboard.slot(w.slot);
-    std::uint64_t start = s.request_start_ns;
-    if (w.request_timeout.count() == 0 || w.was_signalled(SIGKILL) || !in_request(s.state) ||
-        start == 0 || now < start || now - start <= ns(w.request_timeout))
-      continue;
-    Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    const WorkerSlot& slot = scoreboard.slot(w.slot);
+    SlotSnapshot s = SlotSnapshot::of(slot);
+    if (!request_timed_out(w, s, now)) continue;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
     // Taken before the kill: where it hangs is what the person reading this line needs.
     std::string stack = w.stack_trace_on_timeout
                             ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
                             : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
-                                "\" ran for " + seconds_text(now - start) + " (request_timeout " +
-                                seconds_text(ns(w.request_timeout)) + ")" +
+                                "\" ran for " + seconds_text(running_ns(s, now)) +
+                                " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
                                 (stack.empty() ? "" : "; stack:\n" + stack));
     ++scoreboard.pool().kills_by_timeout;
     stop(w, StopReason::Timeout);
   }
-
-  if (state == State::Reloading && now >= reload_deadline_ns)
-    abandon_reload("generation " + std::to_string(current_gen) + " not ready after " +
-                   seconds_text(ns(current.pool.graceful_timeout)));
 }
 
 // Workers that run a request longer than nudge_after while holding other connections (kept
@@ -677,13 +624,9 @@ void Master::Impl::nudge_slow_workers() {
   if (table.all().size() < 2) return;
   std::uint64_t now = monotonic_ns();
   for (Worker& w : table.all()) {
-    if (w.nudge_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
-    const WorkerSlot& s = scoreboard.slot(w.slot);
-    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
-    if (start == 0 || start == w.nudged_request_ns || now < start ||
-        now - start <= ns(w.nudge_after) || s.connections.load(std::memory_order_relaxed) < 2)
-      continue;
-    w.nudged_request_ns = start;
+    SlotSnapshot s = SlotSnapshot::of(scoreboard.slot(w.slot));
+    if (!nudge_due(w, s, now)) continue;
+    w.nudged_request_ns = s.request_start_ns;
     ::kill(w.pid, signals::nudge_signal());
   }
 }
@@ -693,33 +636,21 @@ void Master::Impl::nudge_slow_workers() {
 void Master::Impl::take_slow_request_stacks() {
   std::uint64_t now = monotonic_ns();
   for (Worker& w : table.all()) {
-    if (w.slow_stack_after.count() == 0 || w.was_signalled(SIGKILL)) continue;
-    const WorkerSlot& s = scoreboard.slot(w.slot);
-    std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
-    if (!in_request(s.state) || start == 0 || start == w.slow_stack_request_ns || now < start ||
-        now - start <= ns(w.slow_stack_after) ||
-        s.crash_state.load(std::memory_order_acquire) != CrashState::None) // not slow: crashed
-      continue;
-    w.slow_stack_request_ns = start;
-    if (now - slow_window_ns >= ns(std::chrono::minutes(1))) {
-      slow_window_ns = now;
-      slow_stacks = 0;
-    }
-    if (slow_stacks == kSlowStacksPerMinute) {
-      ++slow_skipped;
-      continue;
-    }
-    ++slow_stacks;
-    Scoreboard::RequestInfo r = Scoreboard::read_request(s);
+    const WorkerSlot& slot = scoreboard.slot(w.slot);
+    SlotSnapshot s = SlotSnapshot::of(slot);
+    if (!slow_stack_due(w, s, now)) continue;
+    w.slow_stack_request_ns = s.request_start_ns;
+    if (!slow_stacks.take(now)) continue;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
     // The handler runs on the worker's main thread, whose id is the pid.
     std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
-    unsigned not_taken = std::exchange(slow_skipped, 0);
+    unsigned not_taken = slow_stacks.take_refused();
     std::string skipped =
         not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
     PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
                                "\", request id " + r.request_id + ", running for " +
-                               seconds_text(now - start) + " (slow-request-threshold " +
+                               seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
                                seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
                                stack);
     return; // one a turn: a crash report does not wait for several debuggers
@@ -739,9 +670,9 @@ void Master::Impl::sample_pool() {
 std::chrono::milliseconds Master::Impl::tick() const {
   if (table.all().size() < 2) return kTick;
   for (const Worker& w : table.all())
-    if (w.nudge_after.count() != 0 &&
-        scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed) >= 2)
-      return std::min(kTick, std::max(std::chrono::milliseconds{1}, w.nudge_after / 2));
+    if (std::optional<std::chrono::milliseconds> t =
+            nudge_tick(w, scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed)))
+      return *t;
   return kTick;
 }
 
@@ -753,24 +684,21 @@ void Master::Impl::maintain_pool() {
     return;
   }
   scale();
-  std::size_t active = table.count_active(current_gen) + held.size();
-  // TTOU: give up a held slot first, then retire the newest worker; the older ones hold the
-  // warmer caches.
-  for (; active > static_cast<std::size_t>(current.pool.workers) && !held.empty(); --active) {
+  fit_pool();
+}
+
+// Spawn or retire to the target (pool_sizing.hpp), unless the breaker or a failed spawn pauses
+// spawning; then, once every worker is ready, say so.
+void Master::Impl::fit_pool() {
+  FitDecision fit = fit_to_target(current().pool.workers, held.size(), members());
+  for (std::size_t i = 0; i < fit.release_held; ++i) {
     table.release_slot(held.back().slot);
     held.pop_back();
   }
-  for (; active > static_cast<std::size_t>(current.pool.workers); --active) {
-    Worker* newest = nullptr;
-    for (Worker& w : table.all())
-      if (w.generation == current_gen && !w.stopping() &&
-          (!newest || w.started_at_ns > newest->started_at_ns))
-        newest = &w;
-    stop(*newest, StopReason::Retire);
-  }
+  stop_all(fit.retire, StopReason::Retire);
   if (monotonic_ns() < crashes.pool_respawn_at_ns()) return; // breaker pause, failed spawns
   respawn_held_slots();
-  for (; active < static_cast<std::size_t>(current.pool.workers); ++active)
+  for (std::size_t i = 0; i < fit.spawn; ++i)
     if (!spawn_worker()) break;
   announce_ready();
 }
@@ -779,69 +707,44 @@ void Master::Impl::maintain_pool() {
 // the target `workers` moves with the idle count. A worker still starting counts as a spare on
 // its way, so that one slow boot does not spawn a crowd.
 void Master::Impl::scale() {
-  PoolSettings& p = current.pool;
+  PoolSettings& p = current().pool;
   if (p.mode == PoolMode::Static) return;
   std::uint64_t now = monotonic_ns();
-  int active = 0, idle = 0, starting = 0;
-  Worker* idlest = nullptr;
   for (Worker& w : table.all()) {
-    if (w.generation != current_gen || w.stopping()) continue;
-    ++active;
+    if (w.generation != current_gen() || w.stopping()) continue;
     const WorkerSlot& s = scoreboard.slot(w.slot);
-    std::uint64_t requests = s.requests;
-    if (s.state == WorkerState::Starting) {
-      ++starting;
-    } else if (is_waiting(s.state)) {
-      ++idle;
-      if (w.idle_since_ns == 0 || requests != w.requests_seen) w.idle_since_ns = now;
-      if (!idlest || w.idle_since_ns < idlest->idle_since_ns) idlest = &w;
-    } else {
-      w.idle_since_ns = 0;
-    }
-    w.requests_seen = requests;
+    IdleWatch idle = watch_idle({w.idle_since_ns, w.requests_seen}, s.state, s.requests, now);
+    w.idle_since_ns = idle.idle_since_ns;
+    w.requests_seen = idle.requests_seen;
   }
-  int max = p.max_workers > 0 ? p.max_workers : std::max(p.workers, 1);
-  bool queued = std::exchange(connection_queued, false);
-  if (p.mode == PoolMode::Dynamic) {
-    if (idle + starting < p.min_spare && active < max) {
-      p.workers = std::min(max, std::max(p.workers, active + p.min_spare - idle - starting));
-    } else if (idle > p.max_spare && idlest) { // one per turn, the one idle longest
-      stop(*idlest, StopReason::Retire);
-      p.workers = active - 1;
-    }
-    return;
-  }
-  // OnDemand.
-  if (queued && idle == 0 && starting == 0 && active < max) p.workers = active + 1;
-  for (Worker& w : table.all())
-    if (w.generation == current_gen && !w.stopping() && w.idle_since_ns != 0 &&
-        now - w.idle_since_ns > ns(p.idle_timeout) && is_waiting(scoreboard.slot(w.slot).state)) {
-      stop(w, StopReason::Retire);
-      p.workers = std::max(0, p.workers - 1);
-    }
+  ScaleDecision d = scale_pool(p, members(), std::exchange(connection_queued, false), now);
+  stop_all(d.retire, StopReason::Retire);
+  p.workers = d.workers;
+}
+
+// The current generation's workers that were not asked to stop, their slots read once.
+std::vector<PoolMember> Master::Impl::members() const {
+  std::vector<PoolMember> m;
+  for (const Worker& w : table.all())
+    if (w.generation == current_gen() && !w.stopping())
+      m.push_back(
+          PoolMember{w.pid, scoreboard.slot(w.slot).state, w.started_at_ns, w.idle_since_ns});
+  return m;
 }
 
 // The listen socket stays readable while a connection waits: watched only when a connection
 // waiting means "spawn one" (ondemand, no worker idle or starting), or the loop would spin.
 std::vector<int> Master::Impl::watched_fds() const {
   std::vector<int> fds = options.watch_fds;
-  if (upgrade_fd >= 0) fds.push_back(upgrade_fd);
-  if (current.pool.mode != PoolMode::OnDemand || options.listen_fd < 0 || !can_spawn(state))
-    return fds;
-  int active = 0;
-  for (const Worker& w : table.all()) {
-    if (w.generation != current_gen || w.stopping()) continue;
-    ++active;
-    WorkerState s = scoreboard.slot(w.slot).state;
-    if (is_waiting(s) || s == WorkerState::Starting) return fds;
-  }
-  int max = current.pool.max_workers > 0 ? current.pool.max_workers : 1;
-  if (active < max) fds.push_back(options.listen_fd);
+  if (upgrade.ready_fd() >= 0) fds.push_back(upgrade.ready_fd());
+  if (options.listen_fd >= 0 && can_spawn(state) &&
+      wants_queued_connections(current().pool, members()))
+    fds.push_back(options.listen_fd);
   return fds;
 }
 
 void Master::Impl::on_readable(int fd) {
-  if (fd == upgrade_fd)
+  if (fd == upgrade.ready_fd())
     on_upgrade_pipe();
   else if (fd == options.listen_fd)
     connection_queued = true;
@@ -853,21 +756,12 @@ void Master::Impl::on_readable(int fd) {
 // has all its workers past Starting.
 void Master::Impl::announce_ready() {
   if (announced_ready || state != State::Running) return;
-  std::size_t total = 0, ready_count = 0;
-  for (const Worker& w : table.all())
-    if (w.generation == current_gen && !w.stopping()) {
-      ++total;
-      ready_count += ready(w);
-    }
-  if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
+  if (!generation_ready(current().pool.workers, members())) return;
   announced_ready = true;
-  ready_gen = std::max(ready_gen, current_gen);
+  gens.mark_current_ready();
   notifier.notify("READY=1");
-  if (options.ready_fd >= 0) {
-    [[maybe_unused]] ssize_t n = ::write(options.ready_fd, "R", 1);
-    ::close(options.ready_fd);
-  }
-  PM_LOG(LogLevel::Info, "generation " + std::to_string(current_gen) + " ready");
+  write_ready_byte(options.ready_fd);
+  PM_LOG(LogLevel::Info, "generation " + std::to_string(current_gen()) + " ready");
 }
 
 bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
@@ -879,8 +773,8 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   }
   std::vector<int> master_fds = options.watch_fds;
   master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
-  if (upgrade_fd >= 0) master_fds.push_back(upgrade_fd);
-  pid_t pid = spawner.spawn(*slot, current_gen, current.worker_main, master_fds);
+  if (upgrade.ready_fd() >= 0) master_fds.push_back(upgrade.ready_fd());
+  pid_t pid = spawner.spawn(*slot, current_gen(), current().worker_main, master_fds);
   if (pid == -1) {
     table.release_slot(*slot);
     spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
@@ -889,17 +783,17 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   Worker w;
   w.pid = pid;
   w.slot = *slot;
-  w.generation = current_gen;
+  w.generation = current_gen();
   w.started_at_ns = monotonic_ns();
-  w.graceful_timeout = current.pool.graceful_timeout;
-  w.request_timeout = current.pool.request_timeout;
-  w.retire_signal = current.pool.retire_signal;
-  w.reopen_logs_signal = current.pool.reopen_logs_signal;
-  w.stack_trace_on_timeout = current.pool.stack_trace_on_timeout;
-  w.resend_stop_every = current.pool.resend_stop_every;
-  w.nudge_after = current.pool.nudge_after;
-  w.boot_window = current.pool.boot_window;
-  w.slow_stack_after = current.pool.slow_stack_after;
+  w.graceful_timeout = current().pool.graceful_timeout;
+  w.request_timeout = current().pool.request_timeout;
+  w.retire_signal = current().pool.retire_signal;
+  w.reopen_logs_signal = current().pool.reopen_logs_signal;
+  w.stack_trace_on_timeout = current().pool.stack_trace_on_timeout;
+  w.resend_stop_every = current().pool.resend_stop_every;
+  w.nudge_after = current().pool.nudge_after;
+  w.boot_window = current().pool.boot_window;
+  w.slow_stack_after = current().pool.slow_stack_after;
   table.add(w);
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
@@ -907,8 +801,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
 
 // A worker is ready once it has left Starting (the worker loop sets Idle before its first accept).
 bool Master::Impl::ready(const Worker& w) const {
-  WorkerState s = scoreboard.slot(w.slot).state;
-  return s != WorkerState::Starting && s != WorkerState::Free;
+  return is_ready(scoreboard.slot(w.slot).state);
 }
 
 // A program that cannot report its own state (--exec) is ready once it has lived its pool's
@@ -924,46 +817,34 @@ void Master::Impl::mark_booted_by_time() {
 }
 
 void Master::Impl::advance_reload() {
-  std::size_t total = 0, ready_count = 0;
-  for (const Worker& w : table.all())
-    if (w.generation == current_gen && !w.stopping()) {
-      ++total;
-      ready_count += ready(w);
-    }
-  if (total < static_cast<std::size_t>(current.pool.workers) || ready_count < total) return;
-  ready_gen = std::max(ready_gen, current_gen);
+  if (!generation_ready(current().pool.workers, members())) return;
   std::size_t retired = 0;
   for (Worker& w : table.all())
-    if (w.generation != current_gen && !w.stopping()) {
+    if (w.generation != current_gen() && !w.stopping()) {
       stop(w, StopReason::Retire);
       ++retired;
     }
-  PM_LOG(LogLevel::Notice, "generation " + std::to_string(current_gen) + " ready; retiring " +
+  PM_LOG(LogLevel::Notice, "generation " + std::to_string(current_gen()) + " ready; retiring " +
                                std::to_string(retired) + " worker(s) of older generations");
-  if (current.pool.reload_grace.count() > 0 && previous) { // kept until the grace is over
-    fallback = std::move(previous);
-    fallback_gen = previous_gen;
-    grace.start(current_gen, monotonic_ns(), current.pool.reload_grace);
-  }
+  gens.complete(monotonic_ns()); // with --reload-grace, the previous configuration is kept
   end_reload();
 }
 
 void Master::Impl::abandon_reload(const std::string& why, const std::string& block) {
-  PM_LOG(LogLevel::Error, why + "; abandoning generation " + std::to_string(current_gen) +
-                              ", keeping generation " + std::to_string(previous_gen) + block);
+  PM_LOG(LogLevel::Error, why + "; abandoning generation " + std::to_string(current_gen()) +
+                              ", keeping generation " + std::to_string(gens.previous_number()) +
+                              block);
   for (Worker& w : table.all())
-    if (w.generation == current_gen) // those already serving finish their requests
+    if (w.generation == current_gen()) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);
-  current = std::move(*previous);
-  current_gen = previous_gen;
+  gens.abandon();
   end_reload();
 }
 
 void Master::Impl::end_reload() {
-  previous.reset();
   state = State::Running;
   if (announced_ready) notifier.notify("READY=1");
-  if (std::exchange(reload_queued, false)) on_hup();
+  if (gens.take_queued_reload()) on_hup();
 }
 
 // The workers are children of this object: none outlives it (run() normally returns with none).
