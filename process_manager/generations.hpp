@@ -2,7 +2,8 @@
 // Reload by generations (HUP, --reload-grace): which configuration the pool runs, which one still
 // serves while the new one starts, and which one comes back when a reload fails or is undone.
 // Pure bookkeeping fed with monotonic times, unit-tested without processes; the master starts
-// and stops the workers (master.cpp: on_hup(), advance_reload(), abandon_reload(), go_back()).
+// and stops the workers (master_reload.cpp: on_hup(), advance_reload(), abandon_reload(),
+// go_back()).
 //
 // A reload: begin() makes the new generation current beside the previous one, which serves
 // until the new one is ready (complete()) or has failed (abandon(): the previous one is current

@@ -1,3 +1,7 @@
+// The master's loop and its wiring: the dispatch of signals, stops, and what each exit means
+// (respawn holds, boot failures, crash lines). Its policies decide in files of their own and are
+// applied by master_pool.cpp, master_reload.cpp, master_timeouts.cpp, master_upgrade.cpp
+// (master_impl.hpp).
 #include "process_manager/master_impl.hpp"
 
 #include "process_manager/clock.hpp"

@@ -2,7 +2,7 @@
 // How many workers the current generation runs (--pm static | dynamic | ondemand, TTIN, TTOU,
 // `fcgi-host scale`), as pure decisions over a snapshot of its workers, so that they are
 // unit-tested without processes. The master takes the snapshot from its worker table and the
-// scoreboard, and applies the decisions (master.cpp: maintain_pool(), scale()).
+// scoreboard, and applies the decisions (master_pool.cpp: maintain_pool(), scale()).
 #include "process_manager/pool_settings.hpp"
 #include "process_manager/scoreboard.hpp"
 

@@ -2,7 +2,7 @@
 // Timeouts and nudges: when the master signals a worker, as pure decisions over the worker's
 // record (worker_table.hpp), one read of its scoreboard slot and the clock, so that they are
 // unit-tested without processes. The master sends the signals, takes the stacks and writes the
-// lines (master.cpp: stop(), enforce_timeouts(), nudge_slow_workers(),
+// lines (master_timeouts.cpp: stop(), enforce_timeouts(), nudge_slow_workers(),
 // take_slow_request_stacks(), tick()).
 //
 // - A stop is a signal, then SIGKILL after its escalation (master_state.hpp); a retired worker

@@ -19,7 +19,7 @@ TEST_CASE("binary upgrade: USR2 starts one only when supported, running, and non
   CHECK(why_not_upgrade(true, false, State::Stopping).has_value());
 }
 
-TEST_CASE("binary upgrade: the ready byte hands over; an end of file or an error does not") {
+TEST_CASE("binary upgrade: the ready byte hands over, an end of file or an error does not") {
   CHECK(ready_outcome(1, 0) == UpgradeOutcome::Ready);
   CHECK(ready_outcome(0, 0) == UpgradeOutcome::Failed);
   CHECK(ready_outcome(-1, EIO) == UpgradeOutcome::Failed);

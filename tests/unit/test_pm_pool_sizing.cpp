@@ -25,6 +25,15 @@ PoolSettings dynamic_pool(int workers, int min_spare, int max_spare, int max_wor
   p.max_workers = max_workers;
   return p;
 }
+
+PoolSettings on_demand_pool(int workers, int max_workers) {
+  PoolSettings p;
+  p.mode = PoolMode::OnDemand;
+  p.workers = workers;
+  p.max_workers = max_workers;
+  p.idle_timeout = 10s;
+  return p;
+}
 } // namespace
 
 TEST_CASE("pool sizing: idle since the first turn seen waiting with the same request count") {
@@ -77,11 +86,7 @@ TEST_CASE("pool sizing: dynamic retires one spare a turn past max_spare, the one
 }
 
 TEST_CASE("pool sizing: ondemand spawns for a queued connection only with no worker free") {
-  PoolSettings p;
-  p.mode = PoolMode::OnDemand;
-  p.workers = 0;
-  p.max_workers = 2;
-  p.idle_timeout = 10s;
+  PoolSettings p = on_demand_pool(0, 2);
   CHECK(scale_pool(p, {}, true, kT0).workers == 1);
   CHECK(scale_pool(p, {}, false, kT0).workers == 0);
   CHECK(wants_queued_connections(p, {}));
@@ -98,11 +103,7 @@ TEST_CASE("pool sizing: ondemand spawns for a queued connection only with no wor
 }
 
 TEST_CASE("pool sizing: ondemand stops the workers idle longer than idle_timeout") {
-  PoolSettings p;
-  p.mode = PoolMode::OnDemand;
-  p.workers = 3;
-  p.max_workers = 3;
-  p.idle_timeout = 10s;
+  PoolSettings p = on_demand_pool(3, 3);
   std::vector<PoolMember> m{member(1, WorkerState::Idle, kT0),
                             member(2, WorkerState::Idle, kT0 + 5 * kS),
                             member(3, WorkerState::Handling, 0)};

@@ -61,7 +61,7 @@ TEST_CASE("deadlines: a retired worker in a slow request beside kept connections
   CHECK_FALSE(stop_follow_up(w, StopReason::Graceful, g, in_handler(kT0, 3), kT0).nudge);
 }
 
-TEST_CASE("deadlines: --exec programs get their stop signal again; a SIGKILL needs nothing more") {
+TEST_CASE("deadlines: --exec programs get their stop signal again, a SIGKILL needs nothing more") {
   Worker w = worker();
   w.resend_stop_every = 500ms;
   Escalation e = stop_escalation(w, StopReason::Retire);
@@ -113,7 +113,7 @@ TEST_CASE("deadlines: a nudge once per request, only beside other connections") 
   CHECK(nudge_due(w, in_handler(kT0 + kS, 2), kT0 + 2 * kS)); // the next request
 }
 
-TEST_CASE("deadlines: a slow request gets one stack; a crashed worker is not slow") {
+TEST_CASE("deadlines: a slow request gets one stack, a crashed worker is not slow") {
   Worker w = worker();
   w.slow_stack_after = 1s;
   CHECK(slow_stack_due(w, in_handler(kT0), kT0 + 2 * kS));
