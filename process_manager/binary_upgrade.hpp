@@ -40,7 +40,7 @@ public:
   bool start(SignalPipe& signals, const std::function<void(int ready_fd)>& exec);
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
-  int ready_fd() const { return fd_; } // -1 when none runs
+  int pipe_fd() const { return fd_; } // the read end of its ready pipe; -1 when none runs
   // The ready pipe is readable. Once Ready or Failed, no upgrade runs any more (read pid()
   // before).
   UpgradeOutcome on_readable();

@@ -320,8 +320,19 @@ void Master::Impl::sample_pool() {
   scoreboard.sample(query_listen_queue(options.listen_fd).depth);
 }
 
+// The listen socket stays readable while a connection waits: watched only when a connection
+// waiting means "spawn one" (ondemand, no worker idle or starting), or the loop would spin.
+std::vector<int> Master::Impl::watched_fds() const {
+  std::vector<int> fds = options.watch_fds;
+  if (upgrade.pipe_fd() >= 0) fds.push_back(upgrade.pipe_fd());
+  if (options.listen_fd >= 0 && can_spawn(state) &&
+      wants_queued_connections(current().pool, members()))
+    fds.push_back(options.listen_fd);
+  return fds;
+}
+
 void Master::Impl::on_readable(int fd) {
-  if (fd == upgrade.ready_fd())
+  if (fd == upgrade.pipe_fd())
     on_upgrade_pipe();
   else if (fd == options.listen_fd)
     connection_queued = true;

@@ -108,7 +108,7 @@ struct Master::Impl {
   void scale();
   void fit_pool();
   void announce_ready();
-  std::vector<PoolMember> members() const;
+  std::vector<PoolMember> members() const; // also for watched_fds()
 
   // Reloads (master_reload.cpp).
   void advance_reload();

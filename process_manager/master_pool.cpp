@@ -86,17 +86,6 @@ std::vector<PoolMember> Master::Impl::members() const {
   return m;
 }
 
-// The listen socket stays readable while a connection waits: watched only when a connection
-// waiting means "spawn one" (ondemand, no worker idle or starting), or the loop would spin.
-std::vector<int> Master::Impl::watched_fds() const {
-  std::vector<int> fds = options.watch_fds;
-  if (upgrade.ready_fd() >= 0) fds.push_back(upgrade.ready_fd());
-  if (options.listen_fd >= 0 && can_spawn(state) &&
-      wants_queued_connections(current().pool, members()))
-    fds.push_back(options.listen_fd);
-  return fds;
-}
-
 // READY=1 (and, after an upgrade, the ready byte to the old master) once the first generation
 // has all its workers past Starting.
 void Master::Impl::announce_ready() {
@@ -118,7 +107,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   }
   std::vector<int> master_fds = options.watch_fds;
   master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
-  if (upgrade.ready_fd() >= 0) master_fds.push_back(upgrade.ready_fd());
+  if (upgrade.pipe_fd() >= 0) master_fds.push_back(upgrade.pipe_fd());
   pid_t pid = spawner.spawn(*slot, current_gen(), current().worker_main, master_fds);
   if (pid == -1) {
     table.release_slot(*slot);
