@@ -2,6 +2,7 @@
 
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
+
 #include <exception>
 
 namespace process_manager {

@@ -5,6 +5,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/signals.hpp"
 #include "process_manager/stack_trace.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>

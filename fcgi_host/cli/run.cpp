@@ -97,19 +97,14 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   const int listen_fd = plumbing.listen_fd;
   WorkerSettings settings = worker_settings(config, plumbing);
   process_manager::Generation g;
-  g.pool = pool_settings(config);
+  g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
     ExecSettings exec{listen_fd, config.exec, settings.credentials, config.clear_env, config.env};
-    g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
-    g.pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
-    g.pool.resend_stop_every = std::chrono::milliseconds{500};
-    g.pool.boot_window = kExecBootWindow;
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
     return g;
   }
-  if (plumbing.handoff.enabled()) g.pool.nudge_after = config.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
