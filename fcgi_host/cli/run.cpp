@@ -94,12 +94,12 @@ AppSource resolve_app(const Config& config, app::Handler* own) {
 
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             const WorkerPlumbing& plumbing) {
-  const int listen_fd = plumbing.listen_fd;
   WorkerSettings settings = worker_settings(config, plumbing);
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{listen_fd, config.exec, settings.credentials, config.clear_env, config.env};
+    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials, config.clear_env,
+                      config.env};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
