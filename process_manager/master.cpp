@@ -325,7 +325,8 @@ void Master::Impl::sample_pool() {
 std::vector<int> Master::Impl::watched_fds() const {
   std::vector<int> fds = options.watch_fds;
   if (upgrade.pipe_fd() >= 0) fds.push_back(upgrade.pipe_fd());
-  if (options.listen_fd >= 0 && can_spawn(state) &&
+  // The mode first: the members are not gathered on every turn of a pool that never asks.
+  if (current().pool.mode == PoolMode::OnDemand && options.listen_fd >= 0 && can_spawn(state) &&
       wants_queued_connections(current().pool, members()))
     fds.push_back(options.listen_fd);
   return fds;
