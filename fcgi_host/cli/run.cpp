@@ -9,6 +9,7 @@
 #include "fcgi_host/cli/replay_command.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
+#include "fcgi_host/cli/upgrade_handover.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
@@ -24,10 +25,8 @@
 #include "process_manager/master.hpp"
 #include "process_manager/pidfile.hpp"
 
-#include <climits>
 #include <csignal>
 #include <cstdlib>
-#include <fcntl.h>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -43,83 +42,19 @@ namespace {
 using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
-// Binary upgrade (USR2): the old master execs the new binary with these two fds left open.
-constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";   // take this socket, do not bind
-constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD"; // write one byte here when ready
-// ... and the handoff channel's two ends, so that the old generation's kept connections move to
-// the new master's workers.
-constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
-constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
-// ... and the locked pidfile, taken over, and the DEV:INODE of the socket file.
-constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";
-constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE";
-
-// An fd number from the environment (removed from it, so that workers and a later upgrade do not
-// see a stale one); -1 when absent or not a number.
-int take_fd_from_env(const char* name) {
-  const char* v = std::getenv(name);
-  int fd = -1;
-  if (v && *v) {
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    if (*end == '\0' && n >= 0 && n < INT_MAX && ::fcntl(static_cast<int>(n), F_GETFD) != -1)
-      fd = static_cast<int>(n);
-  }
-  unsetenv(name);
-  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return fd;
-}
-
-// What the master was handed on purpose, beside 0, 1 and 2: systemd's sockets, and an old
-// master's socket, ready pipe, handoff channel and pidfile at a binary upgrade. Everything else
-// it inherited is a stray and is closed (process_manager/inherited_fds.hpp).
-std::vector<int> inherited_fds_to_keep() {
-  std::vector<int> keep;
-  for (const char* name :
-       {kListenFdEnv, kUpgradeFdEnv, kHandoffSendFdEnv, kHandoffRecvFdEnv, kPidfileFdEnv})
-    if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
-  const char* pid = std::getenv("LISTEN_PID");
-  const char* n = std::getenv("LISTEN_FDS");
-  if (pid && n && std::atoi(pid) == getpid())
-    for (int i = 0; i < std::atoi(n) && i < 1024; ++i)
-      keep.push_back(3 + i); // SD_LISTEN_FDS_START
-  return keep;
-}
-
-// The path to exec on USR2: the file at the path we were started from, which a package upgrade
-// has replaced (/proc/self/exe itself would name the old, deleted inode).
-std::string own_executable() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "/proc/self/exe";
-  std::string path(buf, static_cast<std::size_t>(n));
-  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
-  return path;
-}
-
-// The write end of the OutputCapture, for the workers of every generation (-1: none).
-int worker_output_fd = -1;
-// Kept connections move between the workers of every generation through it (handoff.hpp).
-HandoffChannel worker_handoff;
-
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
-                                            int listen_fd) {
-  WorkerSettings settings =
-      worker_settings(config, WorkerPlumbing{listen_fd, worker_output_fd, worker_handoff});
+                                            const WorkerPlumbing& plumbing) {
+  WorkerSettings settings = worker_settings(config, plumbing);
   process_manager::Generation g;
-  g.pool = pool_settings(config);
+  g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{listen_fd, config.exec, settings.credentials, config.clear_env, config.env};
-    g.pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
-    g.pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
-    g.pool.resend_stop_every = std::chrono::milliseconds{500};
-    g.pool.boot_window = kExecBootWindow;
+    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials, config.clear_env,
+                      config.env};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
     return g;
   }
-  if (worker_handoff.enabled()) g.pool.nudge_after = config.handoff_after;
   HandlerFactory factory = app.factory();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
@@ -174,6 +109,8 @@ struct Host {
   std::unique_ptr<ListenSocket> listener; // null when the socket came from the old master
   SocketFile adopted_file;                // USR2: the socket file the old master bound
   int listen_fd = -1;
+  int output_fd = -1;       // the write end of the OutputCapture, for every generation (-1: none)
+  HandoffChannel handoff;   // kept connections move between the workers of every generation
   bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
   std::unique_ptr<OutputCapture> output;
   std::unique_ptr<StatusServer> status_server;
@@ -181,6 +118,9 @@ struct Host {
   process_manager::MasterOptions options;
 
   bool exec_mode() const { return !config.exec.empty(); }
+  // What every generation's workers are handed (read at each reload: the fds are set up after
+  // the reload is prepared).
+  WorkerPlumbing plumbing() const { return WorkerPlumbing{listen_fd, output_fd, handoff}; }
 };
 
 // Options, config file and every check short of binding and forking. False: done (--help,
@@ -246,11 +186,10 @@ void open_listener(Host& host) {
 // worker always passes its kept connections on.
 void open_handoff_channel(Host& host) {
   if (host.exec_mode()) return;
-  worker_handoff.send_fd = take_fd_from_env(kHandoffSendFdEnv);
-  worker_handoff.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
-  if (worker_handoff.enabled()) return;
+  host.handoff = take_handoff_channel();
+  if (host.handoff.enabled()) return;
   try {
-    worker_handoff = make_handoff_channel();
+    host.handoff = make_handoff_channel();
   } catch (const StartupError& e) {
     throw StartFailure{exit_code::kStartupFailure, e.what()};
   }
@@ -258,10 +197,9 @@ void open_handoff_channel(Host& host) {
 
 // HUP: parse the same command line again; a bad config keeps the running one.
 void prepare_reload(Host& host) {
-  host.options.reload = [args = host.args, listen_fd = host.listen_fd, own = host.own,
-                         first_address = host.config.listen,
-                         exec_mode =
-                             host.exec_mode()]() -> std::optional<process_manager::Generation> {
+  host.options.reload =
+      [&host, args = host.args, own = host.own, first_address = host.config.listen,
+       exec_mode = host.exec_mode()]() -> std::optional<process_manager::Generation> {
     std::vector<const char*> argv;
     for (const auto& a : args)
       argv.push_back(a.c_str());
@@ -278,7 +216,7 @@ void prepare_reload(Host& host) {
       AppSource app = resolve_app(next, own);
       check_before_start(next);
       configure_log(next);
-      return make_generation(next, app, listen_fd);
+      return make_generation(next, app, host.plumbing());
     } catch (const std::exception& e) {
       PM_LOG(LogLevel::Error,
              std::string("reload refused, the running configuration stays: ") + e.what());
@@ -295,7 +233,7 @@ void prepare_reload(Host& host) {
 void capture_worker_output(Host& host) {
   try {
     host.output = std::make_unique<OutputCapture>();
-    worker_output_fd = host.output->write_fd();
+    host.output_fd = host.output->write_fd();
     host.options.watch_fds.push_back(host.output->read_fd());
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error, std::string(e.what()) + "; worker output is not captured");
@@ -319,23 +257,18 @@ void open_status_server(Host& host) {
 
 // USR2: exec the binary on disk with the socket; it takes the pidfile over once ready.
 void prepare_upgrade(Host& host) {
-  const SocketFile socket_file = host.listener ? host.listener->file() : host.adopted_file;
-  host.options.upgrade_exec = [args = host.args, listen_fd = host.listen_fd, exe = own_executable(),
-                               socket_file,
-                               pidfile_fd = host.pidfile ? host.pidfile->fd() : -1](int ready_fd) {
-    // The socket, the handoff channel and the pidfile's lock cross exec, nothing else.
-    if (::fcntl(listen_fd, F_SETFD, 0) != 0) {
+  UpgradeHandover handover;
+  handover.listen_fd = host.listen_fd;
+  handover.socket_file = host.listener ? host.listener->file() : host.adopted_file;
+  handover.handoff = host.handoff;
+  handover.pidfile_fd = host.pidfile ? host.pidfile->fd() : -1;
+  host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover](int ready_fd) {
+    UpgradeHandover h = handover;
+    h.ready_fd = ready_fd;
+    if (!export_handover(h)) {
       PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
       return;
     }
-    setenv(kListenFdEnv, std::to_string(listen_fd).c_str(), 1);
-    setenv(kUpgradeFdEnv, std::to_string(ready_fd).c_str(), 1);
-    if (!socket_file.empty()) setenv(kSocketFileEnv, socket_file.to_text().c_str(), 1);
-    for (auto [fd, env] : {std::pair{worker_handoff.send_fd, kHandoffSendFdEnv},
-                           std::pair{worker_handoff.recv_fd, kHandoffRecvFdEnv},
-                           std::pair{pidfile_fd, kPidfileFdEnv}})
-      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
-        setenv(env, std::to_string(fd).c_str(), 1);
     std::vector<char*> argv;
     for (const auto& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
@@ -378,9 +311,11 @@ void prepare_stop(Host& host) {
 // running host, and only the lock (not a pid that may name a zombie) says whether one runs. An
 // upgrade takes the locked pidfile over from the old master (our parent).
 void take_pidfile(Host& host) {
-  host.upgrade_fd = take_fd_from_env(kUpgradeFdEnv);
-  host.adopted_fd = take_fd_from_env(kListenFdEnv);
-  const int adopted_pidfile_fd = take_fd_from_env(kPidfileFdEnv);
+  UpgradeHandover handover = take_handover(host.config.listen.path);
+  host.upgrade_fd = handover.ready_fd;
+  host.adopted_fd = handover.listen_fd;
+  host.adopted_file = handover.socket_file;
+  const int adopted_pidfile_fd = handover.pidfile_fd;
   const std::string& path = host.config.pidfile;
   if (!path.empty()) {
     try {
@@ -393,10 +328,6 @@ void take_pidfile(Host& host) {
     }
     host.options.private_fds.push_back(host.pidfile->fd());
   }
-  // The socket file an upgrade hands over: removed on stop only while it is still that file.
-  if (const char* text = std::getenv(kSocketFileEnv); text && host.adopted_fd >= 0)
-    host.adopted_file = SocketFile::from_text(host.config.listen.path, text);
-  unsetenv(kSocketFileEnv);
 }
 
 void change_directory(const Config& config) {
@@ -446,7 +377,7 @@ int serve(Host& host) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
   };
-  process_manager::Master master(make_generation(host.config, host.app, host.listen_fd),
+  process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
   if (host.status_server) {
     host.status_server->set_scoreboard(&master.scoreboard());

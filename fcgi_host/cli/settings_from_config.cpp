@@ -1,5 +1,7 @@
 #include "fcgi_host/cli/settings_from_config.hpp"
 
+#include "fcgi_host/runners/exec_worker.hpp"
+
 #include "process_manager/clock.hpp"
 
 #include <string>
@@ -69,7 +71,7 @@ CaptureSettings capture_settings(const Config& config) {
   return s;
 }
 
-process_manager::PoolSettings pool_settings(const Config& config) {
+process_manager::PoolSettings pool_settings(const Config& config, bool handoff_channel) {
   process_manager::PoolSettings pool;
   pool.workers = config.workers;
   pool.graceful_timeout = config.graceful_timeout;
@@ -81,6 +83,14 @@ process_manager::PoolSettings pool_settings(const Config& config) {
   pool.max_spare = config.max_spare;
   pool.max_workers = config.max_workers;
   pool.idle_timeout = config.idle_timeout;
+  if (!config.exec.empty()) {
+    pool.retire_signal = SIGTERM; // libfcgi: finish the request, then exit; QUIT would kill
+    pool.reopen_logs_signal = 0;  // libfcgi: USR1 means stop
+    pool.resend_stop_every = std::chrono::milliseconds{500};
+    pool.boot_window = kExecBootWindow;
+  } else if (handoff_channel) {
+    pool.nudge_after = config.handoff_after;
+  }
   return pool;
 }
 

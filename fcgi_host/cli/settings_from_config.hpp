@@ -33,7 +33,9 @@ ObservabilitySettings observability_settings(const Config& config);
 AdmissionSettings admission_settings(const Config& config);
 CaptureSettings capture_settings(const Config& config);
 
-process_manager::PoolSettings pool_settings(const Config& config);
+// With `handoff_channel` (built-in workers, a channel made), --handoff-after nudges slow workers.
+// --exec programs are libfcgi's: their own stop and log signals, ready by time.
+process_manager::PoolSettings pool_settings(const Config& config, bool handoff_channel);
 
 // What a worker gets besides the options: descriptors the start-up opened.
 struct WorkerPlumbing {

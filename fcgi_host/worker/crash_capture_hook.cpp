@@ -6,24 +6,24 @@
 
 namespace fcgi_host {
 
-std::string Worker::arm_crash_capture() {
+std::string WorkerLoop::arm_crash_capture() {
   if (settings_.capture.dir.empty()) return {};
   crash_capture_ = std::make_unique<CrashCapture>();
   if (std::string error = crash_capture_->open(settings_.capture); !error.empty()) return error;
-  process_manager::set_crash_recorder(&Worker::capture_in_flight, this);
+  process_manager::set_crash_recorder(&WorkerLoop::capture_in_flight, this);
   return {};
 }
 
 // From the fatal-signal handler (process_manager/crash_report.hpp): reads the worker's fields
 // and hands the bytes to CrashCapture, which copies them before it looks at them.
-void Worker::capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self) {
-  Worker& w = *static_cast<Worker*>(self);
-  const int fd = w.serving_fd_;
-  if (fd < 0 || static_cast<std::size_t>(fd) >= w.connections_.size() || !w.connections_[fd]) {
+void WorkerLoop::capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self) {
+  WorkerLoop& w = *static_cast<WorkerLoop*>(self);
+  Connection* in_flight = w.serving_fd_ >= 0 ? w.table_.find(w.serving_fd_) : nullptr;
+  if (!in_flight) {
     slot.crash_note[0] = '\0'; // no request of a handler in flight: nothing to keep
     return;
   }
-  Connection& c = *w.connections_[static_cast<std::size_t>(fd)];
+  Connection& c = *in_flight;
   const std::size_t begin = c.guard.request_begin(), end = c.guard.request_end();
   if (end <= begin || end > c.in.size()) return;
   w.crash_capture_->save(slot, sig, c.in.data() + begin, end - begin);

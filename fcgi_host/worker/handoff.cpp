@@ -24,7 +24,7 @@ HandoffChannel make_handoff_channel() {
   return HandoffChannel{pair[0], pair[1]};
 }
 
-bool send_connection(int channel_fd, int fd, std::string_view buffered) {
+bool HandoffChannel::send(int fd, std::string_view buffered) const {
   if (buffered.size() > kMaxHandoffBytes) return false;
   char marker = 'C'; // a message is never empty, even with no bytes
   iovec iov[2] = {{&marker, 1}, {const_cast<char*>(buffered.data()), buffered.size()}};
@@ -40,13 +40,13 @@ bool send_connection(int channel_fd, int fd, std::string_view buffered) {
   cmsg->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
   for (;;) {
-    ssize_t n = ::sendmsg(channel_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = ::sendmsg(send_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) return true;
     if (errno != EINTR) return false;
   }
 }
 
-int receive_connection(int channel_fd, std::string& buffered) {
+int HandoffChannel::receive(std::string& buffered) const {
   buffered.resize(kMaxHandoffBytes + 1);
   iovec iov{buffered.data(), buffered.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
@@ -57,7 +57,7 @@ int receive_connection(int channel_fd, std::string& buffered) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do
-    n = ::recvmsg(channel_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(recv_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
   if (n <= 0) {
     buffered.clear();

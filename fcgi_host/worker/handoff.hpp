@@ -13,25 +13,27 @@
 
 namespace fcgi_host {
 
+// The most bytes of a partial request that travel with a connection.
+inline constexpr std::size_t kMaxHandoffBytes = 60 * 1024;
+
+// The channel's two ends. They are the master's (made before the first fork, handed across an
+// upgrade), so nothing here closes them; every worker uses both.
 struct HandoffChannel {
   int send_fd = -1;
   int recv_fd = -1;
   bool enabled() const { return send_fd >= 0 && recv_fd >= 0; }
+
+  // Sends `fd` and the bytes read from it. False when the channel is full or fails: the caller
+  // keeps the connection. The caller closes its own fd after a success.
+  bool send(int fd, std::string_view buffered) const;
+
+  // Takes one connection off the channel: its fd (close-on-exec, non-blocking) and its bytes.
+  // -1 when none is waiting.
+  int receive(std::string& buffered) const;
 };
 
 // The master's side: a non-blocking socket pair with room for many connections in flight.
 // Throws StartupError on failure.
 HandoffChannel make_handoff_channel();
-
-// The most bytes of a partial request that travel with a connection.
-inline constexpr std::size_t kMaxHandoffBytes = 60 * 1024;
-
-// Sends `fd` and the bytes read from it. False when the channel is full or fails: the caller
-// keeps the connection. The caller closes its own fd after a success.
-bool send_connection(int channel_fd, int fd, std::string_view buffered);
-
-// Takes one connection off the channel: its fd (close-on-exec, non-blocking) and its bytes.
-// -1 when none is waiting.
-int receive_connection(int channel_fd, std::string& buffered);
 
 } // namespace fcgi_host

@@ -44,7 +44,7 @@ bool probe_aborted(void* context) {
 
 } // namespace
 
-struct Worker::Outcome {
+struct WorkerLoop::Outcome {
   Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
   bool whole = true;                  // the body arrived whole
   std::uint64_t start_ns = 0;
@@ -55,7 +55,7 @@ struct Worker::Outcome {
 };
 
 // Runs one complete request. False when the connection was closed (or moved).
-bool Worker::serve_request(Connection& c) {
+bool WorkerLoop::serve_request(Connection& c) {
   Outcome out;
   if (c.guard.aborted()) {
     // FCGI_ABORT_REQUEST before the handler ran: end the request without running it.
@@ -109,7 +109,7 @@ bool Worker::serve_request(Connection& c) {
 
 // The request's records (params, body) are decoded into request_, as views into c.in.
 // False: closed.
-bool Worker::decode(Connection& c, Outcome& out) {
+bool WorkerLoop::decode(Connection& c, Outcome& out) {
   RecordGuard& g = c.guard;
   out.start_ns = process_manager::monotonic_ns();
   RequestCodec::Decoded decoded =
@@ -127,7 +127,7 @@ bool Worker::decode(Connection& c, Outcome& out) {
 
 // Status and ping are answered here, before the handler, and are no request of the pool: the
 // slot stays idle, so the status page never counts itself as active.
-void Worker::answer_endpoint(Outcome& out) {
+void WorkerLoop::answer_endpoint(Outcome& out) {
   bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
   fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
                                            request_.query(), allowed,
@@ -138,11 +138,10 @@ void Worker::answer_endpoint(Outcome& out) {
 // The handler, without the table lock (so that kept connections can move while it runs long).
 // Its exception costs its request a 500 and one log line, and the worker goes on; after the
 // head went out, the response is cut so that the web server sees it incomplete.
-void Worker::run_handler(Outcome& out) {
+void WorkerLoop::run_handler(Outcome& out) {
   const char* failure = nullptr;
   std::string what;
-  in_handler_ = true;
-  table_lock_.unlock();
+  watch_.handler_starts();
   try {
     handler_.handle(request_, response_);
   } catch (const std::exception& e) {
@@ -151,8 +150,7 @@ void Worker::run_handler(Outcome& out) {
   } catch (...) {
     failure = "unknown exception";
   }
-  table_lock_.lock();
-  in_handler_ = false;
+  watch_.handler_returned();
   if (!failure) return;
   client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
                                           std::string(request_.uri()) + " (request id " +
@@ -168,7 +166,7 @@ void Worker::run_handler(Outcome& out) {
   response_.set_content("Internal Server Error\n", "text/plain");
 }
 
-void Worker::send(Connection& c, Outcome& out) {
+void WorkerLoop::send(Connection& c, Outcome& out) {
   if (out.counted()) slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
   if (out.failed_after_head) {
     codec_.abort();
@@ -196,7 +194,7 @@ void Worker::send(Connection& c, Outcome& out) {
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
-void Worker::observe(const Outcome& out) {
+void WorkerLoop::observe(const Outcome& out) {
   AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
   bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
@@ -221,7 +219,7 @@ void Worker::observe(const Outcome& out) {
 
 // After the request: its bytes leave the buffer, and the connection waits for the next one,
 // finishes writing a response the client reads slowly, or closes. False: closed.
-bool Worker::keep_or_close(Connection& c, Outcome& out) {
+bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   RecordGuard& g = c.guard;
   bool keep = g.keep_connection() && out.ending == RequestCodec::Ending::Kept;
   if (out.ending == RequestCodec::Ending::WriteFailed) {
@@ -238,10 +236,10 @@ bool Worker::keep_or_close(Connection& c, Outcome& out) {
   if (!c.backlog.empty()) {
     c.phase = Connection::Phase::Writing;
     c.keep_after_write = keep;
-    c.deadline_ns = out.start_ns + write_timeout_ns_; // the response's total deadline
+    c.deadline_ns = policy_.write_deadline(out.start_ns); // the response's total deadline
     const int fd = c.fd;
     watch_for_write(c, true);
-    return connections_[fd] != nullptr;
+    return table_.find(fd) != nullptr;
   }
   if (!keep) {
     close_connection(c);
@@ -253,7 +251,7 @@ bool Worker::keep_or_close(Connection& c, Outcome& out) {
 
 // Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
 // unlike /proc/self/statm), and is only asked for when --max-rss is set.
-void Worker::count_request() {
+void WorkerLoop::count_request() {
   ++served_;
   if (request_limit_ && served_ >= request_limit_) {
     recycle_reason_ = "--max-requests reached";

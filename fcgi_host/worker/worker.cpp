@@ -37,8 +37,8 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
     return process_manager::boot_failure(context, why);
   int code;
   {
-    Worker worker(context, settings, *handler);
-    code = worker.run();
+    WorkerLoop loop(context, settings, *handler);
+    code = loop.run();
   }
   try {
     handler->on_worker_stop();

@@ -1,4 +1,4 @@
-// Moving kept connections to a free worker (handoff.hpp says why).
+// When and how a kept connection moves to another worker (handoff.hpp says why).
 //
 // Two moments:
 //  - A stopping worker whose pool goes on (retired at a reload, an upgrade or a TTOU, or
@@ -10,21 +10,14 @@
 //    meet a request already on its way. The channel holds a connection in flight until a
 //    worker that goes on reads it, even one not started yet (a recycled single worker's
 //    replacement, a new master's workers).
-//  - A worker whose handler runs long cannot look at its other connections: the master, which
-//    watches every slot's request start anyway, sends it a nudge signal once the handler has
-//    run --handoff-after while the worker holds other connections and another worker waits.
-//    A small observer thread, blocked in sigwaitinfo() on that signal alone, takes the table
-//    lock (which the main thread gives up only while a handler runs) and passes the waiting
-//    connections on. Nothing of this runs while no handler is slow: the fast path pays an
-//    uncontended lock and unlock per request, no system call.
+//  - A worker whose handler runs long cannot look at its other connections: the master nudges
+//    it, and the worker's SlowHandlerWatch thread (slow_handler_watch.hpp) calls on_nudge()
+//    with the table lock held, which passes the waiting connections on.
 #include "fcgi_host/worker/worker_loop.hpp"
 
 #include "process_manager/clock.hpp"
-#include "process_manager/log.hpp"
-#include "process_manager/signals.hpp"
 
-#include <pthread.h>
-#include <sys/epoll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -53,7 +46,7 @@ using process_manager::WorkerState;
 // otherwise any worker that goes on: another of this pool not stopping, a new master's after
 // an upgrade, or this one's replacement when it recycles. None when the whole host stops
 // (TERM): passing connections among stopping workers only moves the moment they are closed.
-bool Worker::can_hand_off(bool need_free) const {
+bool WorkerLoop::can_hand_off(bool need_free) const {
   if (!settings_.handoff.enabled()) return false;
   if (!need_free) {
     if (stop_ == Stop::Drain) return false;
@@ -74,15 +67,14 @@ bool Worker::can_hand_off(bool need_free) const {
 // Passes one connection on, if it is between requests or holds only part of one. False when it
 // stays here (a response or a refusal is under way, or the channel is full); true when it is
 // gone from this worker.
-bool Worker::hand_off(Connection& c) {
+bool WorkerLoop::hand_off(Connection& c) {
   if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
       !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
     return false;
   const bool was_watched = c.in_epoll;
-  if (was_watched) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  if (was_watched) epoll_.remove(c.fd);
   c.in_epoll = false;
-  if (!send_connection(settings_.handoff.send_fd, c.fd,
-                       std::string_view(c.in.data(), c.in.size()))) {
+  if (!settings_.handoff.send(c.fd, std::string_view(c.in.data(), c.in.size()))) {
     // It stays; watched again as before (a failure to do so closes it: gone all the same).
     return was_watched && !watch_readable(c);
   }
@@ -92,9 +84,10 @@ bool Worker::hand_off(Connection& c) {
   return true;
 }
 
-void Worker::hand_off_waiting(int except_fd) {
-  for (auto& slot : connections_)
-    if (slot && slot->fd != except_fd) hand_off(*slot);
+void WorkerLoop::hand_off_waiting(int except_fd) {
+  table_.for_each([&](Connection& c) {
+    if (c.fd != except_fd) hand_off(c);
+  });
 }
 
 // A stopping worker's connection that is between requests or waits for more of one: true when
@@ -102,7 +95,7 @@ void Worker::hand_off_waiting(int except_fd) {
 // for the next try). With none (the whole host stops), a kept connection is closed only when
 // that loses the least: idle between requests with nothing read and nothing waiting in the
 // socket, and, right after a response, only once kStopServeNs of serving is over.
-bool Worker::release_when_stopping(Connection& c, bool idle_deadline) {
+bool WorkerLoop::release_when_stopping(Connection& c, bool idle_deadline) {
   if (can_hand_off(false)) return hand_off(c);
   if (c.phase != Connection::Phase::KeptIdle || !c.between_requests() || bytes_waiting(c.fd))
     return false;
@@ -111,40 +104,12 @@ bool Worker::release_when_stopping(Connection& c, bool idle_deadline) {
   return true;
 }
 
-void Worker::start_observer() {
-  if (!settings_.handoff.enabled()) return;
-  // Blocked in every thread (the observer inherits this mask), taken by sigwaitinfo() alone.
-  sigset_t nudge;
-  sigemptyset(&nudge);
-  sigaddset(&nudge, process_manager::signals::nudge_signal());
-  pthread_sigmask(SIG_BLOCK, &nudge, nullptr);
-  observer_ = std::thread([this] { observe_slow_handlers(); });
-}
-
-void Worker::stop_observer() {
-  if (!observer_.joinable()) return;
-  {
-    std::lock_guard lock(table_mutex_);
-    observer_quit_ = true;
-  }
-  pthread_kill(observer_.native_handle(), process_manager::signals::nudge_signal());
-  observer_.join();
-}
-
-void Worker::observe_slow_handlers() {
-  sigset_t nudge;
-  sigemptyset(&nudge);
-  sigaddset(&nudge, process_manager::signals::nudge_signal());
-  for (;;) {
-    siginfo_t info;
-    if (sigwaitinfo(&nudge, &info) < 0) continue;
-    std::lock_guard lock(table_mutex_);
-    if (observer_quit_) return;
-    // A slow handler's other connections go to a free worker; a retiring worker's (the master
-    // nudges it with the stop) to any worker that goes on, without waiting for the handler.
-    if (in_handler_ && (can_hand_off(true) || (retire_pending() && can_hand_off(false))))
-      hand_off_waiting(serving_fd_);
-  }
+// On the watch's thread, the table lock held, while a handler runs: a slow handler's other
+// connections go to a free worker; a retiring worker's (the master nudges it with the stop) to
+// any worker that goes on, without waiting for the handler.
+void WorkerLoop::on_nudge() {
+  if (can_hand_off(true) || (retire_pending() && can_hand_off(false)))
+    hand_off_waiting(serving_fd_);
 }
 
 } // namespace fcgi_host

@@ -1,32 +1,40 @@
 #pragma once
-// The worker loop (private to worker/): one event loop over the shared listening socket, the
+// The worker's event loop (private to worker/): one loop over the shared listening socket, the
 // handoff channel, the worker's signals and its connections; a request's handler runs when the
-// request is complete, one at a time. See worker_loop.cpp for the loop, serve_request.cpp for
-// the steps of one request.
+// request is complete, one at a time. Its parts, each in a file of its own:
+//   worker_loop.cpp          the loop: wait, dispatch, the fast path, signals, the stop
+//   connection_events.cpp    what one connection's events do: accept, read, frame, wait, write,
+//                            refuse, close, deadlines, eviction
+//   serve_request.cpp        the steps of one complete request
+//   worker_handoff.cpp       when and how a kept connection moves to another worker
+// and the pieces it is built of: ConnectionTable (the connections), ConnectionPolicy (pure:
+// deadlines and eviction), EpollSet, WorkerSignals, HandoffChannel, SlowHandlerWatch.
 #include "app/handler.hpp"
 #include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
+#include "fcgi_host/worker/accept_probe.hpp"
 #include "fcgi_host/worker/connection.hpp"
+#include "fcgi_host/worker/connection_policy.hpp"
+#include "fcgi_host/worker/connection_table.hpp"
+#include "fcgi_host/worker/epoll_set.hpp"
+#include "fcgi_host/worker/slow_handler_watch.hpp"
 #include "fcgi_host/worker/worker.hpp"
+#include "fcgi_host/worker/worker_signals.hpp"
 #include "process_manager/worker_context.hpp"
 
-#include <memory>
-#include <mutex>
-#include <signal.h>
-#include <thread>
-#include <vector>
+#include <string>
 
 namespace fcgi_host {
 
-class Worker {
+class WorkerLoop {
 public:
-  Worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
-         app::Handler& handler);
-  ~Worker();
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
+  WorkerLoop(const process_manager::WorkerContext& context, const WorkerSettings& settings,
+             app::Handler& handler);
+  ~WorkerLoop();
+  WorkerLoop(const WorkerLoop&) = delete;
+  WorkerLoop& operator=(const WorkerLoop&) = delete;
 
   int run();
 
@@ -35,12 +43,33 @@ private:
 
   // ---- the loop (worker_loop.cpp)
   std::string setup();
+  // After a request past --max-requests or --max-rss; inline, since the loop asks at every turn.
+  bool recycle_if_due() { return recycle_reason_ && !stopping() && begin_recycling(); }
+  bool begin_recycling();
+  // The fast path, only with nothing open; inline, since the loop asks at every turn.
+  bool accept_without_waiting() { return table_.open() == 0 && accepting_ && accept_queued(); }
+  bool accept_queued();
   bool wait_and_dispatch();
+  void dispatch(int fd);
+  int next_timeout_ms();
+  void set_accepting(bool on);
+  void watch_channel(bool on);
+  void take_signals();
+  void begin_stop(Stop how);
+  bool finished() const { return stop_ != Stop::No && table_.open() == 0; }
+  bool stopping() const { return stop_ != Stop::No; }
+
+  // ---- one connection's events (connection_events.cpp)
   bool accept_one();
   void take_over_one();
   Connection& add_connection(int fd, std::uint64_t now);
-  void set_accepting(bool on);
-  void watch_channel(bool on);
+  // Inline: on the path of every request on a kept connection.
+  void on_ready(Connection& c) {
+    if (c.phase == Connection::Phase::Writing)
+      continue_writing(c);
+    else if (read_more(c))
+      process(c);
+  }
   bool read_more(Connection& c);
   void process(Connection& c);
   void flush_replies(Connection& c);
@@ -51,22 +80,20 @@ private:
   void reject(Connection& c);
   void close_connection(Connection& c, const std::string& why = {});
   void forget_connection(Connection& c);
+  // The slot shows how many connections the worker holds (status page, metrics).
+  void publish_connections() {
+    slot_.connections.store(static_cast<std::uint32_t>(table_.open()), std::memory_order_relaxed);
+  }
   void make_room(std::uint64_t now);
   void expire_deadlines();
-  int next_timeout_ms();
-  void take_signals();
-  void begin_stop(Stop how);
-  bool finished() const { return stop_ != Stop::No && open_ == 0; }
-  void publish_connections();
+  void on_deadline(Connection& c, std::uint64_t now);
 
   // ---- moving kept connections (worker_handoff.cpp)
   bool can_hand_off(bool need_free) const;
   bool hand_off(Connection& c);
   void hand_off_waiting(int except_fd);
   bool release_when_stopping(Connection& c, bool idle_deadline);
-  void start_observer();
-  void stop_observer();
-  void observe_slow_handlers();
+  void on_nudge();
 
   // ---- --capture-crashes (crash_capture_hook.cpp)
   std::string arm_crash_capture();
@@ -93,17 +120,18 @@ private:
   std::uint32_t generation_;
   RequestMetrics metrics_;
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
+  const ConnectionPolicy policy_;
   std::uint64_t write_timeout_ns_;
 
-  int epoll_fd_ = -1;
-  int signal_fd_ = -1;
-  sigset_t signals_{};
+  EpollSet epoll_;
+  WorkerSignals signals_;
   bool accepting_ = false;        // the listening socket is in epoll
   bool watching_channel_ = false; // the handoff channel is in epoll
   std::uint64_t accept_paused_until_ = 0;
   Stop stop_ = Stop::No;
   std::uint64_t stop_serving_until_ = 0;
   unsigned accepts_since_signal_check_ = 0;
+  AcceptProbe accept_probe_;        // whether the fast path tries accept4 before waiting
   unsigned long request_limit_ = 0; // 0: no --max-requests
   unsigned long served_ = 0;
   // The made-up request id of requests that carry none (process_manager/request_id.hpp).
@@ -111,24 +139,10 @@ private:
   std::uint64_t request_number_ = 0;
   const char* recycle_reason_ = nullptr; // set after a request; acted on at the top of run()
 
-  std::vector<std::unique_ptr<Connection>> connections_; // indexed by fd
-  // Closed connections kept for the next ones, buffers and all: a connection per request
-  // (nginx's default) then allocates nothing.
-  std::vector<std::unique_ptr<Connection>> spare_connections_;
-  // One past the highest fd ever held: the per-wait scans stop there, not at the table's end.
-  std::size_t scan_end_ = 0;
-  std::size_t open_ = 0;
-  std::size_t buffered_ = 0;  // bytes held in connections' input buffers and backlogs
+  ConnectionTable table_;     // guarded by watch_'s table lock
   std::string handoff_bytes_; // scratch for a received connection's bytes
-
-  // The handler runs without table_mutex_; everything else in the worker holds it. The
-  // observer thread takes it to move kept connections while a handler runs long.
-  std::mutex table_mutex_;
-  std::unique_lock<std::mutex> table_lock_{table_mutex_, std::defer_lock}; // the main thread's
-  bool in_handler_ = false;    // guarded by table_mutex_
-  bool observer_quit_ = false; // guarded by table_mutex_
-  int serving_fd_ = -1;        // the connection whose request runs; guarded by table_mutex_
-  std::thread observer_;
+  int serving_fd_ = -1;       // the connection whose request runs; guarded by the table lock
+  SlowHandlerWatch watch_;    // after table_: its thread ends before the table goes
 
   RequestCodec codec_;
   app::Request request_;

@@ -162,7 +162,17 @@ TEST_SUITE("pools") {
     p.write("pools.d/b.conf", pool_section("b", "app = echo\nuser = daemon\nworkers = 3\n"));
     p.reload_and_wait(1);
     CHECK(p.host.wait_log("\\[b\\] reloads; \\[c\\] unchanged; \\[a\\] unchanged"));
-    std::vector<pid_t> b2 = pool_workers(master, "b", 3);
+    // Three children is also a moment of the reload (the old two and the first new one): the
+    // pool is done when its three are all new.
+    std::vector<pid_t> b2;
+    it::wait_for(
+        [&] {
+          b2 = pool_workers(master, "b", 3);
+          return std::none_of(b.begin(), b.end(), [&](pid_t old) {
+            return std::find(b2.begin(), b2.end(), old) != b2.end();
+          });
+        },
+        kWait);
     CHECK(b2.size() == 3);
     for (pid_t pid : b)
       CHECK(std::find(b2.begin(), b2.end(), pid) == b2.end());

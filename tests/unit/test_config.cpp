@@ -1,9 +1,11 @@
 // Options and config file: defaults, file vs command line, and refusals that name the option.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/runners/exec_worker.hpp"
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -214,7 +216,23 @@ TEST_CASE("config: the options reach each room's settings through the one transl
   CHECK(w.limits.request.max_body == 2048);
   CHECK(w.admission.max_queue_ns == 250'000'000u);
   CHECK(w.server_values.max_conns == 12);
-  CHECK(fcgi_host::pool_settings(c).workers == 3);
+  CHECK(fcgi_host::pool_settings(c, false).workers == 3);
+}
+
+TEST_CASE("settings: --handoff-after nudges only with a channel, --exec takes libfcgi's signals") {
+  Config c = parse({"--handoff-after", "0.3"});
+  CHECK(fcgi_host::pool_settings(c, true).nudge_after.count() == 300);
+  CHECK(fcgi_host::pool_settings(c, false).nudge_after.count() == 0);
+  process_manager::PoolSettings own = fcgi_host::pool_settings(c, true);
+  CHECK(own.retire_signal == SIGQUIT);
+  CHECK(own.boot_window.count() == 0); // the worker says it is ready
+  process_manager::PoolSettings exec =
+      fcgi_host::pool_settings(parse({"--exec", "/bin/true", "--handoff-after", "0.3"}), false);
+  CHECK(exec.retire_signal == SIGTERM);
+  CHECK(exec.reopen_logs_signal == 0);
+  CHECK(exec.resend_stop_every.count() == 500);
+  CHECK(exec.boot_window == fcgi_host::kExecBootWindow);
+  CHECK(exec.nudge_after.count() == 0);
 }
 
 TEST_CASE("--capture-crashes: per pool in a config file, each pool its own file names") {

@@ -1,0 +1,95 @@
+#include "fcgi_host/cli/upgrade_handover.hpp"
+
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
+#include <utility>
+
+namespace fcgi_host {
+namespace {
+
+constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";
+constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD";
+constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
+constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
+constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";
+constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE";
+
+// An fd number from the environment (removed from it); -1 when absent, not a number or not open.
+int take_fd_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  int fd = -1;
+  if (v && *v) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 0 && n < INT_MAX && ::fcntl(static_cast<int>(n), F_GETFD) != -1)
+      fd = static_cast<int>(n);
+  }
+  ::unsetenv(name);
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+void set_env(const char* name, const std::string& value) {
+  ::setenv(name, value.c_str(), 1);
+}
+
+} // namespace
+
+bool export_handover(const UpgradeHandover& h) {
+  // The socket, the ready pipe, the handoff channel and the pidfile's lock cross exec, nothing
+  // else (the ready pipe's write end is made inheritable by process_manager's fork).
+  if (::fcntl(h.listen_fd, F_SETFD, 0) != 0) return false;
+  set_env(kListenFdEnv, std::to_string(h.listen_fd));
+  set_env(kUpgradeFdEnv, std::to_string(h.ready_fd));
+  if (!h.socket_file.empty()) set_env(kSocketFileEnv, h.socket_file.to_text());
+  for (auto [fd, env] :
+       {std::pair{h.handoff.send_fd, kHandoffSendFdEnv},
+        std::pair{h.handoff.recv_fd, kHandoffRecvFdEnv}, std::pair{h.pidfile_fd, kPidfileFdEnv}})
+    if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
+      set_env(env, std::to_string(fd));
+  return true;
+}
+
+UpgradeHandover take_handover(const std::string& socket_path) {
+  UpgradeHandover h;
+  h.ready_fd = take_fd_from_env(kUpgradeFdEnv);
+  h.listen_fd = take_fd_from_env(kListenFdEnv);
+  h.pidfile_fd = take_fd_from_env(kPidfileFdEnv);
+  if (const char* text = std::getenv(kSocketFileEnv); text && h.listen_fd >= 0)
+    h.socket_file = SocketFile::from_text(socket_path, text);
+  ::unsetenv(kSocketFileEnv);
+  return h;
+}
+
+HandoffChannel take_handoff_channel() {
+  HandoffChannel c;
+  c.send_fd = take_fd_from_env(kHandoffSendFdEnv);
+  c.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+  return c;
+}
+
+std::vector<int> inherited_fds_to_keep() {
+  std::vector<int> keep;
+  for (const char* name :
+       {kListenFdEnv, kUpgradeFdEnv, kHandoffSendFdEnv, kHandoffRecvFdEnv, kPidfileFdEnv})
+    if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* n = std::getenv("LISTEN_FDS");
+  if (pid && n && std::atoi(pid) == getpid())
+    for (int i = 0; i < std::atoi(n) && i < 1024; ++i)
+      keep.push_back(3 + i); // SD_LISTEN_FDS_START
+  return keep;
+}
+
+std::string own_executable() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "/proc/self/exe";
+  std::string path(buf, static_cast<std::size_t>(n));
+  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+  return path;
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,148 @@
+#include "process_manager/master_impl.hpp"
+
+#include "process_manager/clock.hpp"
+#include "process_manager/crash_report.hpp"
+#include "process_manager/log.hpp"
+#include "process_manager/signals.hpp"
+#include "process_manager/stack_trace.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+namespace process_manager {
+
+void Master::Impl::stop(Worker& w, StopReason reason) {
+  Escalation e = stop_escalation(w, reason);
+  w.stop_reason = reason;
+  send(w, e.signal);
+  if (e.signal == SIGKILL) return;
+  StopFollowUp next =
+      stop_follow_up(w, reason, e, SlotSnapshot::of(scoreboard.slot(w.slot)), monotonic_ns());
+  if (next.nudge) ::kill(w.pid, signals::nudge_signal());
+  if (next.resend_at_ns != 0) {
+    w.stop_signal = e.signal;
+    w.resend_at_ns = next.resend_at_ns;
+  }
+  w.kill_at_ns = next.kill_at_ns;
+}
+
+void Master::Impl::stop_all(const std::vector<pid_t>& pids, StopReason reason) {
+  for (pid_t pid : pids)
+    if (Worker* w = table.find(pid)) stop(*w, reason);
+}
+
+void Master::Impl::send(Worker& w, int sig) {
+  if (!w.mark_signalled(sig)) return;
+  // ESRCH: it has exited and waits to be reaped.
+  if (::kill(w.pid, sig) == -1 && errno != ESRCH)
+    PM_LOG(LogLevel::Alert, "kill(" + std::to_string(w.pid) + ", " + std::to_string(sig) +
+                                ") failed: " + std::strerror(errno));
+}
+
+void Master::Impl::enforce_timeouts() {
+  std::uint64_t now = monotonic_ns();
+  gens.end_grace_if_over(now); // the reload held: nothing to go back to
+  kill_past_stop_deadline(now);
+  resend_stop_signals(now);
+  kill_timed_out_requests(now);
+  if (state == State::Reloading && gens.deadline_passed(now))
+    abandon_reload("generation " + std::to_string(current_gen()) + " not ready after " +
+                   seconds_text(ns(current().pool.graceful_timeout)));
+}
+
+void Master::Impl::kill_past_stop_deadline(std::uint64_t now) {
+  std::size_t killed = 0;
+  std::string pids;
+  for (Worker& w : table.all()) {
+    if (!kill_due(w, now)) continue;
+    send(w, SIGKILL);
+    ++killed;
+    pids += ' ';
+    pids += std::to_string(w.pid);
+  }
+  if (killed > 0)
+    PM_LOG(LogLevel::Warn, "SIGKILL to " + std::to_string(killed) +
+                               " worker(s) still running after their stop timeout:" + pids);
+}
+
+void Master::Impl::resend_stop_signals(std::uint64_t now) {
+  for (Worker& w : table.all())
+    if (resend_due(w, now)) {
+      ::kill(w.pid, w.stop_signal); // not send(): that one sends each signal once
+      w.resend_at_ns = now + ns(w.resend_stop_every);
+    }
+}
+
+void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
+  for (Worker& w : table.all()) {
+    const WorkerSlot& slot = scoreboard.slot(w.slot);
+    SlotSnapshot s = SlotSnapshot::of(slot);
+    if (!request_timed_out(w, s, now)) continue;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
+    // Taken before the kill: where it hangs is what the person reading this line needs.
+    std::string stack = w.stack_trace_on_timeout
+                            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                            : ""; // the handler runs on the main thread, whose id is the pid
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
+                                "\" ran for " + seconds_text(running_ns(s, now)) +
+                                " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
+                                (stack.empty() ? "" : "; stack:\n" + stack));
+    ++scoreboard.pool().kills_by_timeout;
+    stop(w, StopReason::Timeout);
+  }
+}
+
+// Workers that run a request longer than nudge_after while holding other connections (kept
+// connections, on which the web server may send a request that would wait for this one) are
+// nudged once per request; the worker decides whether another worker is free to take them.
+void Master::Impl::nudge_slow_workers() {
+  if (table.all().size() < 2) return;
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    SlotSnapshot s = SlotSnapshot::of(scoreboard.slot(w.slot));
+    if (!nudge_due(w, s, now)) continue;
+    w.nudged_request_ns = s.request_start_ns;
+    ::kill(w.pid, signals::nudge_signal());
+  }
+}
+
+// --slow-request-threshold: the worker's stack while its request is still running, once per
+// request (the worker logs the request again when it ends, with its duration and status).
+void Master::Impl::take_slow_request_stacks() {
+  std::uint64_t now = monotonic_ns();
+  for (Worker& w : table.all()) {
+    const WorkerSlot& slot = scoreboard.slot(w.slot);
+    SlotSnapshot s = SlotSnapshot::of(slot);
+    if (!slow_stack_due(w, s, now)) continue;
+    w.slow_stack_request_ns = s.request_start_ns;
+    if (!slow_stacks.take(now)) continue;
+    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
+    // The handler runs on the worker's main thread, whose id is the pid.
+    std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
+    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+    unsigned not_taken = slow_stacks.take_refused();
+    std::string skipped =
+        not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
+    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
+                               "\", request id " + r.request_id + ", running for " +
+                               seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
+                               seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
+                               stack);
+    return; // one a turn: a crash report does not wait for several debuggers
+  }
+}
+
+// The loop's tick: 1 ms while a nudge may be due (some worker holds several connections),
+// kTick otherwise, so that an idle host stays idle.
+std::chrono::milliseconds Master::Impl::tick() const {
+  if (table.all().size() < 2) return kTick;
+  for (const Worker& w : table.all())
+    if (std::optional<std::chrono::milliseconds> t =
+            nudge_tick(w, scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed)))
+      return *t;
+  return kTick;
+}
+
+} // namespace process_manager

@@ -1,0 +1,93 @@
+#include "process_manager/worker_deadlines.hpp"
+
+#include "process_manager/clock.hpp"
+#include "process_manager/signals.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+namespace process_manager {
+
+SlotSnapshot SlotSnapshot::of(const WorkerSlot& s) {
+  SlotSnapshot v;
+  v.state = s.state.load(std::memory_order_relaxed);
+  v.request_start_ns = s.request_start_ns.load(std::memory_order_relaxed);
+  v.connections = s.connections.load(std::memory_order_relaxed);
+  v.crashed = s.crash_state.load(std::memory_order_acquire) != CrashState::None;
+  return v;
+}
+
+Escalation stop_escalation(const Worker& w, StopReason reason) {
+  Escalation e = escalation(reason, w.graceful_timeout);
+  if (reason == StopReason::Retire) e.signal = w.retire_signal;
+  return e;
+}
+
+StopFollowUp stop_follow_up(const Worker& w, StopReason reason, const Escalation& e,
+                            const SlotSnapshot& s, std::uint64_t now_ns) {
+  StopFollowUp f;
+  if (e.signal == SIGKILL) return f;
+  // A retired worker inside a slow request would look at its stop only after the handler: the
+  // nudge has it pass its other connections on now, to the workers that go on.
+  f.nudge = reason == StopReason::Retire && w.nudge_after.count() != 0 && s.request_start_ns != 0 &&
+            s.connections >= 2;
+  if (w.resend_stop_every.count() > 0) f.resend_at_ns = now_ns + ns(w.resend_stop_every);
+  std::uint64_t kill_at = now_ns + ns(e.kill_after);
+  f.kill_at_ns = w.kill_at_ns == 0 || kill_at < w.kill_at_ns ? kill_at : w.kill_at_ns;
+  return f;
+}
+
+bool kill_due(const Worker& w, std::uint64_t now_ns) {
+  return w.kill_at_ns != 0 && now_ns >= w.kill_at_ns && !w.was_signalled(SIGKILL);
+}
+
+bool resend_due(const Worker& w, std::uint64_t now_ns) {
+  return w.resend_at_ns != 0 && now_ns >= w.resend_at_ns && !w.was_signalled(SIGKILL);
+}
+
+std::uint64_t running_ns(const SlotSnapshot& s, std::uint64_t now_ns) {
+  if (s.request_start_ns == 0 || now_ns < s.request_start_ns) return 0;
+  return now_ns - s.request_start_ns;
+}
+
+namespace {
+// The slot's request has run longer than `limit` (0: off), and the worker is not being killed.
+bool ran_past(const Worker& w, std::chrono::milliseconds limit, const SlotSnapshot& s,
+              std::uint64_t now_ns) {
+  return limit.count() != 0 && !w.was_signalled(SIGKILL) && running_ns(s, now_ns) > ns(limit);
+}
+} // namespace
+
+bool request_timed_out(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+  return is_busy(s.state) && ran_past(w, w.request_timeout, s, now_ns);
+}
+
+bool nudge_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+  return s.request_start_ns != w.nudged_request_ns && s.connections >= 2 &&
+         ran_past(w, w.nudge_after, s, now_ns);
+}
+
+bool slow_stack_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+  return is_busy(s.state) && s.request_start_ns != w.slow_stack_request_ns && !s.crashed &&
+         ran_past(w, w.slow_stack_after, s, now_ns);
+}
+
+bool SlowStackBudget::take(std::uint64_t now_ns) {
+  if (now_ns - window_ns_ >= ns(std::chrono::minutes(1))) {
+    window_ns_ = now_ns;
+    taken_ = 0;
+  }
+  if (taken_ == kSlowStacksPerMinute) {
+    ++refused_;
+    return false;
+  }
+  ++taken_;
+  return true;
+}
+
+std::optional<std::chrono::milliseconds> nudge_tick(const Worker& w, std::uint32_t connections) {
+  if (w.nudge_after.count() == 0 || connections < 2) return std::nullopt;
+  return std::min(kTick, std::max(std::chrono::milliseconds{1}, w.nudge_after / 2));
+}
+
+} // namespace process_manager
