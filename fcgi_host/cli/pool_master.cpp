@@ -1,6 +1,7 @@
 #include "fcgi_host/cli/pool_master.hpp"
 
 #include "app/args.hpp"
+#include "fcgi_host/cli/pool_cgroup.hpp"
 #include "fcgi_host/cli/pool_status.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/observe/status_server.hpp"
@@ -70,6 +71,7 @@ struct Pool {
   explicit Pool(PoolPlan p) : plan(std::move(p)) {}
   PoolPlan plan;
   std::string status_address; // its master's status socket (its own, or one given to it)
+  std::string cgroup;         // the cgroup it runs in (memory-max, cpu-weight); empty: none
   State state = State::Running;
   pid_t pid = 0;
   Clock::time_point started;
@@ -84,12 +86,17 @@ public:
       : args_(std::move(args)), check_(check), executable_(std::move(executable)) {}
 
   int run(const Config& file) {
+    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
+    cgroups_.check(plans);
     take_systemd_socket();
     take_pidfile(file);
     open_status_server(file);
     signals_.install(kSignals);
-    for (PoolPlan& plan : plan_pools(args_, file, check_))
-      start(pools_.emplace_back(std::move(plan)));
+    for (PoolPlan& plan : plans) {
+      Pool& pool = pools_.emplace_back(std::move(plan));
+      pool.cgroup = cgroups_.apply(pool.plan); // at start, a failure stops the start
+      start(pool);
+    }
     std::string names;
     for (const Pool& p : pools_)
       names +=
@@ -112,6 +119,7 @@ public:
       for (const process_manager::ExitedChild& c : reaper_.reap())
         on_exit(c);
       start_waiting_pools();
+      cgroups_.sweep();
       if (std::optional<int> code = finished()) return *code;
     }
   }
@@ -178,6 +186,13 @@ private:
     const pid_t parent = getpid();
     const bool systemd_socket =
         !systemd_address_.empty() && systemd_address_ == pool.plan.config.listen.to_string();
+    int cgroup_fd = -1;
+    try {
+      if (!pool.cgroup.empty()) cgroup_fd = PoolCgroups::open_procs(pool.cgroup);
+    } catch (const std::exception& e) {
+      PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: cannot join its cgroup: " + e.what() +
+                                  "; it runs without its limits");
+    }
     const sigset_t saved = process_manager::block_all_signals();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -186,6 +201,11 @@ private:
       // A pool's master (and so its workers) never outlives this master.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(exit_code::kFailure);
+      if (cgroup_fd >= 0 && !PoolCgroups::join(cgroup_fd)) {
+        PM_LOG(LogLevel::Error, "pool [" + pool.plan.name +
+                                    "]: " + sys_error("write", pool.cgroup + "/cgroup.procs"));
+        _exit(exit_code::kStartupFailure);
+      }
       ::setenv(kPoolMasterEnv, "1", 1);
       ::unsetenv("NOTIFY_SOCKET"); // systemd hears from this master only
       if (systemd_socket && ::fcntl(kSystemdFd, F_SETFD, 0) == 0) {
@@ -196,6 +216,7 @@ private:
       _exit(127);
     }
     process_manager::restore_signal_mask(saved);
+    if (cgroup_fd >= 0) ::close(cgroup_fd);
     if (pid < 0) {
       PM_LOG(LogLevel::Error,
              "pool [" + pool.plan.name + "]: " + sys_error("fork", "") + "; trying again in 1 s");
@@ -259,6 +280,7 @@ private:
     const std::string name = "pool [" + pool->plan.name + "]";
     if (pool->state == Pool::State::Removed) {
       PM_LOG(LogLevel::Notice, name + " stopped: it is no longer in the configuration");
+      cgroups_.remove(pool->plan.name);
       std::erase_if(pools_,
                     [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
       return;
@@ -329,6 +351,7 @@ private:
   void reload();
   EndpointReply reload_pool(const std::string& name);
   void apply(PoolPlan next, std::string& summary, bool force = false);
+  void update_cgroup(Pool& pool);
   EndpointReply answer_status(const StatusRequest& q);
   EndpointReply control(std::string_view verb, std::string_view args);
 
@@ -338,6 +361,7 @@ private:
   process_manager::SignalPipe signals_;
   process_manager::Reaper reaper_;
   process_manager::SystemdNotifier notifier_;
+  PoolCgroups cgroups_;
   std::unique_ptr<process_manager::Pidfile> pidfile_;
   std::vector<Pool> pools_; // a vector of a handful: found by name or pid
   bool stopping_ = false;
@@ -366,7 +390,9 @@ std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
     if (file.pools.empty())
       throw ConfigError("the config file defines no pools any more (a restart runs it as one "
                         "application)");
-    return plan_pools(args_, file, check_);
+    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
+    cgroups_.check(plans);
+    return plans;
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error,
            std::string("reload refused, every pool keeps running as it is: ") + e.what());
@@ -388,7 +414,10 @@ void PoolMaster::reload() {
     if (kept || p.state == Pool::State::Removed) continue;
     summary += " [" + p.plan.name + "] removed;";
     p.state = Pool::State::Removed;
-    if (p.pid > 0) ::kill(p.pid, SIGTERM);
+    if (p.pid > 0)
+      ::kill(p.pid, SIGTERM);
+    else
+      cgroups_.remove(p.plan.name);
   }
   std::erase_if(pools_,
                 [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
@@ -476,12 +505,15 @@ void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
   Pool* pool = find(next.name);
   if (!pool || pool->state == Pool::State::Removed) {
     summary += tag + " added;";
-    start(pools_.emplace_back(std::move(next)));
+    Pool& added = pools_.emplace_back(std::move(next));
+    update_cgroup(added);
+    start(added);
     return;
   }
   const bool socket_changed = pool->plan.socket != next.socket;
   const bool changed = force || socket_changed || pool->plan.settings != next.settings;
   pool->plan = std::move(next);
+  update_cgroup(*pool);
   pool->young_deaths = 0;
   if (pool->state == Pool::State::Stopped) {
     summary += tag + " started again;";
@@ -497,6 +529,20 @@ void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
   } else if (pool->pid > 0) {
     summary += tag + " reloads;";
     ::kill(pool->pid, SIGHUP);
+  }
+}
+
+// A reload: the pool's limits written again; a running master that was in no cgroup of its own
+// moves into its new one (its workers from now on are born there). Checked before (check()), so
+// a failure here is rare, and said.
+void PoolMaster::update_cgroup(Pool& pool) {
+  try {
+    const std::string dir = cgroups_.apply(pool.plan);
+    if (!dir.empty() && dir != pool.cgroup && pool.pid > 0) PoolCgroups::move(pool.pid, dir);
+    pool.cgroup = dir;
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: its cgroup limits cannot be applied: " +
+                                e.what() + "; it runs without them");
   }
 }
 

@@ -4,6 +4,7 @@
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/master_control.hpp"
+#include "fcgi_host/cli/pool_cgroup.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
@@ -22,6 +23,7 @@
 #include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
+#include "process_manager/oom_watch.hpp"
 #include "process_manager/pidfile.hpp"
 
 #include <climits>
@@ -538,6 +540,7 @@ int run_pool_master(Host& host) {
     log_strays(host);
     if (host.config.test_config) {
       std::vector<PoolPlan> plans = plan_pools(host.args, host.config, check);
+      PoolCgroups().check(plans);
       std::cout << "fcgi-host: configuration in " << host.config.config_file << " is valid ("
                 << plans.size() << " pools:";
       for (const PoolPlan& p : plans)
@@ -560,8 +563,15 @@ int run_pool_master(Host& host) {
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");
-  if (std::getenv(kPoolMasterEnv)) host.config.pidfile.clear();
+  const bool under_pools = std::getenv(kPoolMasterEnv) != nullptr;
+  if (under_pools) host.config.pidfile.clear();
   ::unsetenv(kPoolMasterEnv);
+  if (!under_pools && host.config.wants_cgroup())
+    PM_LOG(LogLevel::Warn, "memory-max and cpu-weight are applied by the master of the pools; "
+                           "this pool runs alone, without them");
+  // A worker killed by the OOM killer in the pool's cgroup: said in its exit line, counted.
+  auto oom = std::make_shared<process_manager::OomWatch>(kPoolCgroupPrefix + host.config.pool);
+  host.options.oom_kill_note = [oom] { return oom->explain_sigkill(); };
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {

@@ -1,0 +1,211 @@
+#include "fcgi_host/cli/pool_cgroup.hpp"
+
+#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/sys_error.hpp"
+#include "process_manager/cgroup_v2.hpp"
+#include "process_manager/log.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+namespace cg = process_manager;
+using process_manager::LogLevel;
+
+constexpr const char* kSupervisorLeaf = "supervisor";
+constexpr const char* kDelegateHint = "; run under systemd with Delegate=yes";
+
+// The controllers a pool's options need: memory-max -> memory, cpu-weight -> cpu.
+std::set<std::string> controllers_for(const Config& c) {
+  std::set<std::string> out;
+  if (c.memory_max) out.insert("memory");
+  if (c.cpu_weight) out.insert("cpu");
+  return out;
+}
+
+const char* option_for(const std::string& controller) {
+  return controller == "memory" ? "memory-max" : "cpu-weight";
+}
+
+// Writes `text` to a cgroup file in one write(), as the kernel wants; errno on false.
+bool write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return ok;
+}
+
+void write_or_throw(const std::string& path, const std::string& text) {
+  if (!write_file(path, text)) throw StartupError(sys_error("write", path + "\", \"" + text));
+}
+
+void make_directory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw StartupError(sys_error("mkdir", dir));
+}
+
+// The parent pid in /proc/PID/stat (after the command's closing parenthesis), 0 if gone.
+pid_t parent_of(pid_t pid) {
+  const std::optional<std::string> stat =
+      cg::read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  const std::size_t close = stat->rfind(')');
+  if (close == std::string::npos || close + 4 >= stat->size()) return 0;
+  const std::vector<std::string> f = cg::split_words(std::string_view(*stat).substr(close + 2));
+  return f.size() > 1 ? static_cast<pid_t>(std::atoi(f[1].c_str())) : 0;
+}
+
+bool is_own(pid_t pid) {
+  for (int depth = 0; pid > 1 && depth < 64; ++depth, pid = parent_of(pid))
+    if (pid == ::getpid()) return true;
+  return false;
+}
+
+// Why `dir` cannot carry the limits of pool `c`, or empty; `option` is set to the one to name.
+std::string unusable(const std::string& dir, const Config& c, std::string& option) {
+  const std::set<std::string> need = controllers_for(c);
+  option = option_for(*need.begin());
+  const std::optional<std::string> text = cg::read_text_file(dir + "/cgroup.controllers");
+  if (!text) return "cannot read " + dir + "/cgroup.controllers (not a cgroup v2 directory)";
+  const std::vector<std::string> have = cg::split_words(*text);
+  for (const std::string& controller : need)
+    if (std::find(have.begin(), have.end(), controller) == have.end()) {
+      option = option_for(controller);
+      return "the " + controller + " controller is not available in " + dir +
+             " (its cgroup.controllers: " +
+             (have.empty() ? "none" : text->substr(0, text->find('\n'))) + ")";
+    }
+  for (const char* file : {"", "/cgroup.procs", "/cgroup.subtree_control"})
+    if (::access((dir + file).c_str(), W_OK) != 0)
+      return sys_error("access", dir + file) + " (the cgroup is not delegated to uid " +
+             std::to_string(::geteuid()) + ")";
+  return "";
+}
+
+} // namespace
+
+PoolCgroups::~PoolCgroups() {
+  for (const auto& [pool, dir] : dirs_)
+    to_remove_.push_back(dir);
+  for (const std::string& dir : to_remove_)
+    ::rmdir(dir.c_str());
+}
+
+void PoolCgroups::check(const std::vector<PoolPlan>& plans) const {
+  for (const PoolPlan& p : plans) {
+    if (!p.config.wants_cgroup()) continue;
+    std::string why, option = option_for(*controllers_for(p.config).begin());
+    std::optional<std::string> dir = base_.empty() ? cg::own_cgroup_directory(why) : base_;
+    if (dir) why = unusable(*dir, p.config, option);
+    if (!why.empty())
+      throw ConfigError("pool [" + p.name + "]: " + p.config.where(option) + ": " + why +
+                        kDelegateHint);
+  }
+}
+
+// The first time a pool has limits: this process and its own into <cg>/supervisor, then the
+// controllers enabled for <cg>'s children.
+void PoolCgroups::prepare(const std::set<std::string>& controllers) {
+  if (base_.empty()) {
+    std::string why;
+    std::optional<std::string> dir = cg::own_cgroup_directory(why);
+    if (!dir) throw StartupError(why);
+    const std::string leaf = *dir + "/" + kSupervisorLeaf;
+    make_directory(leaf);
+    move_own_processes(*dir);
+    base_ = *dir;
+    PM_LOG(LogLevel::Info, "cgroup: the master of the pools moved into " + leaf);
+  }
+  for (const std::string& c : controllers) {
+    if (enabled_.count(c)) continue;
+    const std::string control = base_ + "/cgroup.subtree_control";
+    if (!write_file(control, "+" + c))
+      throw StartupError(sys_error("write", control + "\", \"+" + c) +
+                         (errno == EBUSY ? " (other processes are in " + base_ +
+                                               ": cgroup v2 gives controllers only to a cgroup "
+                                               "whose processes are all in its children)"
+                                         : ""));
+    enabled_.insert(c);
+  }
+}
+
+// Every process of ours in `dir` (this one, the pools' masters and workers at a reload) into its
+// supervisor leaf; a few passes, since a process may fork while they move.
+void PoolCgroups::move_own_processes(const std::string& dir) const {
+  const std::string leaf = dir + "/" + kSupervisorLeaf;
+  for (int pass = 0; pass < 4; ++pass) {
+    bool moved = false;
+    const std::optional<std::string> procs = cg::read_text_file(dir + "/cgroup.procs");
+    for (const std::string& word : procs ? cg::split_words(*procs) : std::vector<std::string>{}) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(word.c_str()));
+      if (pid <= 0 || !is_own(pid)) continue;
+      if (!write_file(leaf + "/cgroup.procs", word) && errno != ESRCH)
+        throw StartupError(sys_error("write", leaf + "/cgroup.procs\", \"" + word));
+      moved = true;
+    }
+    if (!moved) return;
+  }
+}
+
+std::string PoolCgroups::apply(const PoolPlan& plan) {
+  const Config& c = plan.config;
+  auto known = dirs_.find(plan.name);
+  if (!c.wants_cgroup() && known == dirs_.end()) return "";
+  prepare(controllers_for(c));
+  const std::string dir = base_ + "/" + kPoolCgroupPrefix + plan.name;
+  make_directory(dir);
+  if (enabled_.count("memory"))
+    write_or_throw(dir + "/memory.max", c.memory_max && *c.memory_max != Config::kUnlimited
+                                            ? std::to_string(*c.memory_max)
+                                            : "max");
+  if (enabled_.count("cpu"))
+    write_or_throw(dir + "/cpu.weight", std::to_string(c.cpu_weight.value_or(100)));
+  dirs_[plan.name] = dir;
+  return dir;
+}
+
+void PoolCgroups::move(pid_t pid, const std::string& dir) {
+  write_or_throw(dir + "/cgroup.procs", std::to_string(pid));
+}
+
+int PoolCgroups::open_procs(const std::string& dir) {
+  const std::string path = dir + "/cgroup.procs";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw StartupError(sys_error("open", path));
+  return fd;
+}
+
+bool PoolCgroups::join(int procs_fd) {
+  char text[16];
+  auto [end, err] = std::to_chars(text, text + sizeof text, ::getpid());
+  const auto n = static_cast<std::size_t>(end - text);
+  return err == std::errc() && ::write(procs_fd, text, n) == static_cast<ssize_t>(n);
+}
+
+void PoolCgroups::remove(const std::string& pool) {
+  auto it = dirs_.find(pool);
+  if (it == dirs_.end()) return;
+  to_remove_.push_back(it->second);
+  dirs_.erase(it);
+  sweep();
+}
+
+void PoolCgroups::sweep() {
+  std::erase_if(to_remove_, [](const std::string& dir) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return true;
+    if (errno == EBUSY) return false; // its last processes are still exiting
+    PM_LOG(LogLevel::Warn, "cgroup: " + sys_error("rmdir", dir));
+    return true;
+  });
+}
+
+} // namespace fcgi_host
