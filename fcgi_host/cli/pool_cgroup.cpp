@@ -191,6 +191,14 @@ bool PoolCgroups::join(int procs_fd) {
   return err == std::errc() && ::write(procs_fd, text, n) == static_cast<ssize_t>(n);
 }
 
+void PoolCgroups::resume(const std::string& base) {
+  if (base.empty()) return;
+  base_ = base;
+  const std::optional<std::string> enabled = cg::read_text_file(base_ + "/cgroup.subtree_control");
+  for (const std::string& c : cg::split_words(enabled.value_or("")))
+    enabled_.insert(c);
+}
+
 void PoolCgroups::remove(const std::string& pool) {
   auto it = dirs_.find(pool);
   if (it == dirs_.end()) return;

@@ -51,6 +51,11 @@ public:
   // In a child, after fork: this process into the cgroup of `procs_fd`; false (errno set) if not.
   static bool join(int procs_fd);
 
+  // After USR2, in the new image: the service's cgroup the old one had moved out of (empty:
+  // none), with the controllers it enabled.
+  void resume(const std::string& base);
+  const std::string& base() const { return base_; }
+
   // A pool gone: its cgroup is removed now if empty, else by a later sweep().
   void remove(const std::string& pool);
   void sweep();

@@ -6,6 +6,7 @@
 #include "fcgi_host/cli/master_control.hpp"
 #include "fcgi_host/cli/pool_cgroup.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/cli/pool_member.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
@@ -23,7 +24,6 @@
 #include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
-#include "process_manager/oom_watch.hpp"
 #include "process_manager/pidfile.hpp"
 
 #include <climits>
@@ -231,6 +231,7 @@ struct Host {
   std::unique_ptr<StatusServer> status_server;
   std::unique_ptr<process_manager::Pidfile> pidfile;
   process_manager::MasterOptions options;
+  int pools_master_fd = -1; // a pool's master: readable once the master of the pools is gone
 
   bool exec_mode() const { return !config.exec.empty(); }
 };
@@ -497,6 +498,7 @@ int serve(Host& host) {
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
+    if (fd == host.pools_master_fd) leave_with_pools_master();
   };
   process_manager::Master master(make_generation(host.config, host.app, host.listen_fd),
                                  host.options);
@@ -559,19 +561,11 @@ int run_pool_master(Host& host) {
 }
 
 // A pool's master: its lines carry the pool's name; started by the master of the pools, it
-// leaves the pidfile to that master.
+// leaves the pidfile to that master and dies with it (pool_member.hpp).
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");
-  const bool under_pools = std::getenv(kPoolMasterEnv) != nullptr;
-  if (under_pools) host.config.pidfile.clear();
-  ::unsetenv(kPoolMasterEnv);
-  if (!under_pools && host.config.wants_cgroup())
-    PM_LOG(LogLevel::Warn, "memory-max and cpu-weight are applied by the master of the pools; "
-                           "this pool runs alone, without them");
-  // A worker killed by the OOM killer in the pool's cgroup: said in its exit line, counted.
-  auto oom = std::make_shared<process_manager::OomWatch>(kPoolCgroupPrefix + host.config.pool);
-  host.options.oom_kill_note = [oom] { return oom->explain_sigkill(); };
+  host.pools_master_fd = join_pools_master(host.config, host.options);
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {
@@ -583,9 +577,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);
-    join_pool(host);
     limit_process(host.config);
     close_strays(host);
+    join_pool(host); // after close_strays: it opens a pidfd
     open_logs(host);
     take_pidfile(host);
     open_listener(host);
