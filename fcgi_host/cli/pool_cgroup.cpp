@@ -4,6 +4,7 @@
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/cgroup_v2.hpp"
 #include "process_manager/log.hpp"
+#include "process_manager/proc_children.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -53,19 +54,8 @@ void make_directory(const std::string& dir) {
     throw StartupError(sys_error("mkdir", dir));
 }
 
-// The parent pid in /proc/PID/stat (after the command's closing parenthesis), 0 if gone.
-pid_t parent_of(pid_t pid) {
-  const std::optional<std::string> stat =
-      cg::read_text_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return 0;
-  const std::size_t close = stat->rfind(')');
-  if (close == std::string::npos || close + 4 >= stat->size()) return 0;
-  const std::vector<std::string> f = cg::split_words(std::string_view(*stat).substr(close + 2));
-  return f.size() > 1 ? static_cast<pid_t>(std::atoi(f[1].c_str())) : 0;
-}
-
 bool is_own(pid_t pid) {
-  for (int depth = 0; pid > 1 && depth < 64; ++depth, pid = parent_of(pid))
+  for (int depth = 0; pid > 1 && depth < 64; ++depth, pid = process_manager::parent_of(pid))
     if (pid == ::getpid()) return true;
   return false;
 }

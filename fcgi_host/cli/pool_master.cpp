@@ -12,6 +12,7 @@
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/pidfile.hpp"
+#include "process_manager/proc_children.hpp"
 #include "process_manager/reaper.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/systemd_notify.hpp"
@@ -596,7 +597,8 @@ void PoolMaster::upgrade() {
       handover.pools.push_back({p.plan.name, p.pid,
                                 p.state == Pool::State::Removed      ? 'X'
                                 : p.state == Pool::State::Restarting ? 'S'
-                                                                     : 'R'});
+                                                                     : 'R',
+                                fingerprint(p.plan.socket)});
   PM_LOG(LogLevel::Notice, "USR2: binary upgrade: the new binary accepts the configuration; "
                            "running it in place of this one");
   notifier_.reloading();
@@ -627,7 +629,23 @@ bool PoolMaster::resume(Pool& pool, const PoolsHandover& handover) {
   pool.started = Clock::now();
   pool.state = it->state == 'S' ? Pool::State::Restarting : Pool::State::Running;
   set_status_address(pool);
-  if (pool.state == Pool::State::Running) ::kill(pool.pid, SIGUSR2);
+  // Limits new with this configuration: its master moves in, and its new master is born there.
+  if (!pool.cgroup.empty()) {
+    try {
+      PoolCgroups::move(pool.pid, pool.cgroup);
+    } catch (const std::exception& e) {
+      PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: " + e.what());
+    }
+  }
+  if (pool.state == Pool::State::Running && it->socket != fingerprint(pool.plan.socket)) {
+    // Its socket changed in the file meanwhile: a new master binds it (as a reload would).
+    PM_LOG(LogLevel::Notice,
+           "pool [" + pool.plan.name + "] restarts (its socket changed: " + pool.plan.socket + ")");
+    pool.state = Pool::State::Restarting;
+    ::kill(pool.pid, SIGTERM);
+  } else if (pool.state == Pool::State::Running) {
+    ::kill(pool.pid, SIGUSR2);
+  }
   return true;
 }
 
@@ -646,12 +664,8 @@ void PoolMaster::resume_removed(const PoolsHandover& handover) {
 // A pool's master exited 0: after its own USR2, its new master (its child) is now ours. The
 // one child of ours that is no pool's master and runs `--pool NAME`.
 bool PoolMaster::adopt_successor(Pool& pool, pid_t old) {
-  const std::string self = std::to_string(getpid());
-  std::istringstream children(
-      process_manager::read_text_file("/proc/" + self + "/task/" + self + "/children")
-          .value_or(""));
   const std::string marker = std::string("--pool") + '\0' + pool.plan.name + '\0';
-  for (pid_t child = 0; children >> child;) {
+  for (pid_t child : process_manager::children_of(getpid())) {
     if (find(child)) continue;
     const std::string cmdline =
         process_manager::read_text_file("/proc/" + std::to_string(child) + "/cmdline").value_or("");

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <fcntl.h>
 #include <poll.h>
@@ -59,14 +60,45 @@ bool keep_across_exec(int fd, bool keep) {
   return fd < 0 || ::fcntl(fd, F_SETFD, keep ? 0 : FD_CLOEXEC) == 0;
 }
 
+// NAME:PID:STATE:SOCKET
+std::optional<PoolsHandover::Pool> parse_pool(std::string_view text) {
+  std::vector<std::string> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t end = text.find(':', at);
+    parts.emplace_back(text.substr(at, end == std::string_view::npos ? end : end - at));
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  if (parts.size() != 4 || parts[0].empty() || parts[2].size() != 1) return std::nullopt;
+  char* stop = nullptr;
+  const long pid = std::strtol(parts[1].c_str(), &stop, 10);
+  const char state = parts[2][0];
+  if (parts[1].empty() || *stop != '\0' || pid <= 0 ||
+      (state != 'R' && state != 'S' && state != 'X'))
+    return std::nullopt;
+  return PoolsHandover::Pool{parts[0], static_cast<pid_t>(pid), state, parts[3]};
+}
+
 } // namespace
+
+std::string fingerprint(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text)
+    h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    out[i] = "0123456789abcdef"[h & 15];
+  out[16] = '\0';
+  return out;
+}
 
 std::optional<std::string> PoolsHandover::to_text() const {
   if (status_dir.find(';') != std::string::npos || cgroup.find(';') != std::string::npos)
     return std::nullopt;
   std::string text = "status_dir=" + status_dir + ";cgroup=" + cgroup;
   for (const Pool& p : pools)
-    text += ";" + std::string(kPoolKey) + p.name + ":" + std::to_string(p.pid) + ":" + p.state;
+    text += ";" + std::string(kPoolKey) + p.name + ":" + std::to_string(p.pid) + ":" + p.state +
+            ":" + p.socket;
   return text;
 }
 
@@ -81,17 +113,9 @@ std::optional<PoolsHandover> PoolsHandover::from_text(std::string_view text) {
     } else if (item.starts_with("cgroup=")) {
       h.cgroup = item.substr(7);
     } else if (item.starts_with(kPoolKey)) {
-      const std::string_view rest = item.substr(kPoolKey.size());
-      const std::size_t a = rest.find(':'), b = rest.rfind(':');
-      if (a == std::string_view::npos || a == b || a == 0 || b + 2 != rest.size())
-        return std::nullopt;
-      const std::string pid(rest.substr(a + 1, b - a - 1));
-      char* stop = nullptr;
-      const long n = std::strtol(pid.c_str(), &stop, 10);
-      const char state = rest.back();
-      if (pid.empty() || *stop != '\0' || n <= 0 || (state != 'R' && state != 'S' && state != 'X'))
-        return std::nullopt;
-      h.pools.push_back({std::string(rest.substr(0, a)), static_cast<pid_t>(n), state});
+      std::optional<Pool> pool = parse_pool(item.substr(kPoolKey.size()));
+      if (!pool) return std::nullopt;
+      h.pools.push_back(std::move(*pool));
     } else {
       return std::nullopt;
     }

@@ -27,7 +27,9 @@ struct PoolsHandover {
   struct Pool {
     std::string name;
     pid_t pid = 0;
-    char state = 'R'; // R running, S restarting (stopping for a new socket), X removed (stopping)
+    char state = 'R';   // R running, S restarting (stopping for a new socket), X removed (stopping)
+    std::string socket; // fingerprint() of its socket settings: a new image restarts the pool
+                        // when its configuration changed them meanwhile
     bool operator==(const Pool&) const = default;
   };
   std::vector<Pool> pools; // the pools whose masters run
@@ -35,11 +37,14 @@ struct PoolsHandover {
   std::string cgroup;      // the service's cgroup the master moved out of (pool_cgroup.hpp)
   bool operator==(const PoolsHandover&) const = default;
 
-  // "status_dir=...;cgroup=...;pool=NAME:PID:STATE;..." (pool names are [A-Za-z0-9_-]; a path
-  // holding ';' is refused by to_text: nullopt).
+  // "status_dir=...;cgroup=...;pool=NAME:PID:STATE:SOCKET;..." (pool names are [A-Za-z0-9_-]; a
+  // path holding ';' is refused by to_text: nullopt).
   std::optional<std::string> to_text() const;
   static std::optional<PoolsHandover> from_text(std::string_view text);
 };
+
+// A short, stable fingerprint of `text` (FNV-1a, 16 hex digits): the same in every build.
+std::string fingerprint(std::string_view text);
 
 // Runs `executable` with `args` (argv[0] first) and --test-config, bounded by `timeout`: empty
 // when it exits 0, else why (its exit status and the last line it printed).
