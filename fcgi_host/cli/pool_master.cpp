@@ -181,8 +181,15 @@ private:
   void open_status_server(const Config& file, const std::string& handed_over_dir) {
     status_dir_ = handed_over_dir; // its pools' masters answer there
     if (file.status_listen.empty()) return;
-    status_ = std::make_unique<StatusServer>(status_listen_options(file),
-                                             observability_settings(file), -1);
+    try {
+      status_ = std::make_unique<StatusServer>(status_listen_options(file),
+                                               observability_settings(file), -1);
+    } catch (const StartupError& e) {
+      // After USR2 the pools run on: this master goes without its page rather than stop them.
+      if (handed_over_dir.empty()) throw;
+      PM_LOG(LogLevel::Error, std::string("status-listen: ") + e.what() + "; serving without it");
+      return;
+    }
     status_->set_answer([this](const StatusRequest& q) { return answer_status(q); });
     status_->set_control(
         [this](std::string_view verb, std::string_view args) { return control(verb, args); });
