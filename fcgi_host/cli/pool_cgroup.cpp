@@ -191,9 +191,12 @@ void PoolCgroups::resume(const std::string& base) {
 
 void PoolCgroups::remove(const std::string& pool) {
   auto it = dirs_.find(pool);
-  if (it == dirs_.end()) return;
-  to_remove_.push_back(it->second);
-  dirs_.erase(it);
+  if (it != dirs_.end()) {
+    to_remove_.push_back(it->second);
+    dirs_.erase(it);
+  } else if (!base_.empty()) { // a pool the old image ran, after USR2 (missing: ENOENT, fine)
+    to_remove_.push_back(base_ + "/" + kPoolCgroupPrefix + pool);
+  }
   sweep();
 }
 

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <sys/stat.h>
@@ -196,10 +197,14 @@ TEST_SUITE("pools") {
                                       " --openmetrics");
       CHECK_MESSAGE(om.output.find("fcgihost_oom_kills_total{pool=\"big\"} 1") != std::string::npos,
                     om.output);
+      // A graceful stop, so that the host removes its pool's cgroup once empty.
+      host.signal(SIGTERM);
+      CHECK(host.wait_exit(kWait) == 0);
     }
     ::setenv("FCGI_HOST_BINARY", real.c_str(), 1);
     for (const char* leaf : {"/pool-big", "/supervisor", ""})
-      ::rmdir((service + leaf).c_str());
+      it::wait_for([&] { return ::rmdir((service + leaf).c_str()) == 0 || errno == ENOENT; },
+                   kWait);
     CHECK(::access(service.c_str(), F_OK) != 0);
   }
 }
