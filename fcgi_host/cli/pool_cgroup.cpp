@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,11 +55,21 @@ void make_directory(const std::string& dir) {
     throw StartupError(sys_error("mkdir", dir));
 }
 
+// This process, or the master of the pools whose new binary's --test-config it is at USR2.
+pid_t service_root() {
+  const char* master = std::getenv(kCheckedForEnv);
+  return master ? static_cast<pid_t>(std::atol(master)) : ::getpid();
+}
+
+// `pid` is the service root or one of its descendants.
 bool is_own(pid_t pid) {
+  const pid_t root = service_root();
   for (int depth = 0; pid > 1 && depth < 64; ++depth, pid = process_manager::parent_of(pid))
-    if (pid == ::getpid()) return true;
+    if (pid == root || pid == ::getpid()) return true;
   return false;
 }
+
+std::string foreign_process(const std::string& dir, const std::set<std::string>& need);
 
 // Why `dir` cannot carry the limits of pool `c`, or empty; `option` is set to the one to name.
 std::string unusable(const std::string& dir, const Config& c, std::string& option) {
@@ -78,7 +89,39 @@ std::string unusable(const std::string& dir, const Config& c, std::string& optio
     if (::access((dir + file).c_str(), W_OK) != 0)
       return sys_error("access", dir + file) + " (the cgroup is not delegated to uid " +
              std::to_string(::geteuid()) + ")";
+  return foreign_process(dir, need);
+}
+
+// cgroup v2 enables a controller for a cgroup's children only once every process of it is in
+// them (the root cgroup is exempt: it alone has no cgroup.type); ours move, others would not.
+std::string foreign_process(const std::string& dir, const std::set<std::string>& need) {
+  const std::vector<std::string> enabled =
+      cg::split_words(cg::read_text_file(dir + "/cgroup.subtree_control").value_or(""));
+  if (std::all_of(need.begin(), need.end(),
+                  [&](const std::string& c) {
+                    return std::find(enabled.begin(), enabled.end(), c) != enabled.end();
+                  }) ||
+      ::access((dir + "/cgroup.type").c_str(), F_OK) != 0)
+    return "";
+  for (const std::string& word :
+       cg::split_words(cg::read_text_file(dir + "/cgroup.procs").value_or(""))) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(word.c_str()));
+    if (pid <= 0 || is_own(pid)) continue;
+    const std::string comm = cg::read_text_file("/proc/" + word + "/comm").value_or("?\n");
+    return "process " + word + " (" + comm.substr(0, comm.find('\n')) + ") is in " + dir +
+           " too, and cgroup v2 gives controllers to a cgroup's children only when all its "
+           "processes are in them";
+  }
   return "";
+}
+
+// The service's cgroup: this process's, or, for a process the master of the pools started from
+// its leaf (the new binary's --test-config at USR2), that leaf's parent.
+std::optional<std::string> service_cgroup(std::string& why) {
+  std::optional<std::string> dir = cg::own_cgroup_directory(why);
+  const std::string leaf = std::string("/") + kSupervisorLeaf;
+  if (dir && dir->ends_with(leaf)) dir->resize(dir->size() - leaf.size());
+  return dir;
 }
 
 } // namespace
@@ -94,7 +137,7 @@ void PoolCgroups::check(const std::vector<PoolPlan>& plans) const {
   for (const PoolPlan& p : plans) {
     if (!p.config.wants_cgroup()) continue;
     std::string why, option = option_for(*controllers_for(p.config).begin());
-    std::optional<std::string> dir = base_.empty() ? cg::own_cgroup_directory(why) : base_;
+    std::optional<std::string> dir = base_.empty() ? service_cgroup(why) : base_;
     if (dir) why = unusable(*dir, p.config, option);
     if (!why.empty())
       throw ConfigError("pool [" + p.name + "]: " + p.config.where(option) + ": " + why +
@@ -107,7 +150,7 @@ void PoolCgroups::check(const std::vector<PoolPlan>& plans) const {
 void PoolCgroups::prepare(const std::set<std::string>& controllers) {
   if (base_.empty()) {
     std::string why;
-    std::optional<std::string> dir = cg::own_cgroup_directory(why);
+    std::optional<std::string> dir = service_cgroup(why);
     if (!dir) throw StartupError(why);
     const std::string leaf = *dir + "/" + kSupervisorLeaf;
     make_directory(leaf);

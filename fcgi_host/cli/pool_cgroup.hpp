@@ -24,6 +24,9 @@ namespace fcgi_host {
 
 // The name of a pool's cgroup: "pool-" + its name.
 inline constexpr const char* kPoolCgroupPrefix = "pool-";
+// Set (to its pid) by the master of the pools for the new binary's --test-config at USR2: the
+// master's processes count as the service's own when the cgroup is checked.
+inline constexpr const char* kCheckedForEnv = "FCGI_HOST_CHECKED_FOR";
 
 class PoolCgroups {
 public:

@@ -1,5 +1,6 @@
 #include "fcgi_host/cli/pools_upgrade.hpp"
 
+#include "fcgi_host/cli/pool_cgroup.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/signal_pipe.hpp"
 
@@ -139,6 +140,7 @@ std::string check_new_binary(const std::string& executable, const std::vector<st
     process_manager::restore_signal_mask(none);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
+    ::setenv(kCheckedForEnv, std::to_string(::getppid()).c_str(), 1);
     ::execv(executable.c_str(), argv.data());
     const std::string why = sys_error("execv", executable) + "\n";
     [[maybe_unused]] ssize_t n = ::write(2, why.data(), why.size());
