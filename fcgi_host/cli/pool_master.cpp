@@ -103,23 +103,7 @@ public:
     // A pool's new master after its own USR2 is its old master's child: when that one exits,
     // it becomes ours (and is adopted, on_exit()), not init's.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    for (PoolPlan& plan : plans) {
-      Pool& pool = pools_.emplace_back(std::move(plan));
-      pool.cgroup = cgroups_.apply(pool.plan); // at start, a failure stops the start
-      if (!handover || !resume(pool, *handover)) start(pool);
-    }
-    if (handover) resume_removed(*handover);
-    std::string names;
-    for (const Pool& p : pools_)
-      names +=
-          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
-    PM_LOG(LogLevel::Notice,
-           std::string(handover ? "binary upgrade: the master of the pools (pid " +
-                                      std::to_string(getpid()) +
-                                      ", the same) runs the new binary; each "
-                                      "pool's master upgrades itself now; "
-                                : "") +
-               "fcgi-host running " + std::to_string(pools_.size()) + " pool(s): " + names);
+    start_pools(plans, handover);
     if (!systemd_address_.empty() &&
         std::none_of(pools_.begin(), pools_.end(), [this](const Pool& p) {
           return p.plan.config.listen.to_string() == systemd_address_;
@@ -142,6 +126,29 @@ public:
   }
 
 private:
+  // Every pool of the configuration started, or, after USR2, adopted from the old image.
+  void start_pools(std::vector<PoolPlan>& plans, const std::optional<PoolsHandover>& handover) {
+    for (PoolPlan& plan : plans) {
+      Pool& pool = pools_.emplace_back(std::move(plan));
+      pool.cgroup = cgroups_.apply(pool.plan); // at start, a failure stops the start
+      if (!handover || !resume(pool, *handover)) start(pool);
+    }
+    if (handover) resume_removed(*handover);
+    std::string names;
+    std::size_t running = 0;
+    for (const Pool& p : pools_) {
+      if (p.state == Pool::State::Removed) continue;
+      ++running;
+      names +=
+          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
+    }
+    const std::string upgraded =
+        "binary upgrade: the master of the pools (pid " + std::to_string(getpid()) +
+        ", the same) runs the new binary; each pool's master upgrades itself now; ";
+    PM_LOG(LogLevel::Notice, (handover ? upgraded : "") + "fcgi-host running " +
+                                 std::to_string(running) + " pool(s): " + names);
+  }
+
   static constexpr std::array<int, 9> kSignals = {SIGTERM, SIGQUIT, SIGINT,  SIGHUP, SIGUSR1,
                                                   SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD};
 
