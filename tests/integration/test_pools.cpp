@@ -329,6 +329,37 @@ TEST_SUITE("pools") {
       CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kWait));
   }
 
+  TEST_CASE("USR2 to one pool's own master: its new master is adopted, the other pool untouched") {
+    Pools p({{"main.conf", "workers = 1\npidfile = {dir}/master.pid\n" +
+                               pool_section("a", "app = echo\n") +
+                               pool_section("b", "app = hello\n")}});
+    p.wait_serving({"a", "b"});
+    const pid_t master = p.host.pid();
+    const std::map<std::string, pid_t> before = pool_masters(master);
+    REQUIRE(before.size() == 2);
+    const std::vector<pid_t> b = pool_workers(master, "b", 1);
+    ::kill(before.at("a"), SIGUSR2);
+    REQUIRE_MESSAGE(
+        p.host.wait_log("pool \\[a\\]: binary upgrade: its master [0-9]+ took over", kWait),
+        p.host.log());
+    std::map<std::string, pid_t> after = pool_masters(master);
+    CHECK(after["a"] != before.at("a"));
+    CHECK(after["b"] == before.at("b"));
+    CHECK(pool_workers(master, "b", 1) == b);
+    // The pidfile stays the master's: the pool's new master found it was a pool's.
+    CHECK(std::stoi(it::read_file(p.host.dir().file("master.pid"))) == master);
+    fcgi_test::Client c = fcgi_test::Client::connect(p.sock("a"));
+    CHECK(c.request("GET", "/after").status == 200);
+    // A reload still reaches the adopted master.
+    p.write("main.conf", "workers = 2\npidfile = {dir}/master.pid\n" +
+                             pool_section("a", "app = echo\n") +
+                             pool_section("b", "app = hello\n"));
+    p.reload_and_wait(1);
+    CHECK(pool_workers(master, "a", 2).size() == 2);
+    p.host.signal(SIGTERM);
+    CHECK(p.host.wait_exit(kWait) == 0);
+  }
+
   TEST_CASE("USR2 with a new binary that cannot run: one line, every pool keeps its master") {
     it::TempDir bin;
     const std::string copy = bin.file("fcgi-host");
