@@ -163,6 +163,12 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds_text(monotonic_ns() - w.started_at_ns) + ", " +
                      std::to_string(requests) + " requests";
+  if (c.kind == ExitedChild::Kind::Signaled && c.signal == SIGKILL && !w.was_signalled(SIGKILL) &&
+      options.oom_kill_note)
+    if (std::string note = options.oom_kill_note(); !note.empty()) {
+      line += "; " + note;
+      ++scoreboard.pool().oom_kills;
+    }
   // The crash block goes with the exit line, whatever is decided about the worker's slot: the
   // crash lines' rate limit (CrashPolicy) is the block's.
   std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;

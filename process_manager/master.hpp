@@ -40,6 +40,10 @@ struct MasterOptions {
   // Fds of the master that no worker may keep (a locked pidfile: a worker holding it would keep
   // the lock after the master is gone). Closed in every worker right after fork.
   std::vector<int> private_fds;
+  // A worker died of a SIGKILL the master did not send: the OOM killer's note for its exit line
+  // ("killed by the OOM killer (memory-max 512M)", counted in PoolCounters::oom_kills), or empty
+  // when it was not that (oom_watch.hpp). Unset: never asked.
+  std::function<std::string()> oom_kill_note;
   // The new master's side of an upgrade: one byte is written here (then closed) once the first
   // generation is ready. -1: not started by an upgrade.
   int ready_fd = -1;

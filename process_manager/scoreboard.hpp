@@ -123,6 +123,7 @@ struct PoolCounters {
   std::atomic<std::uint64_t> exits_by_code[256]{};
   std::atomic<std::uint64_t> exits_by_signal[65]{};
   std::atomic<std::uint64_t> kills_by_timeout{0}; // request_timeout kills
+  std::atomic<std::uint64_t> oom_kills{0};        // workers the OOM killer killed (oom_watch.hpp)
   // Set (before any worker is told to retire) once a new master took over after USR2: its
   // workers, in a scoreboard of their own, go on serving and take this pool's kept connections.
   std::atomic<bool> successor_master{false};

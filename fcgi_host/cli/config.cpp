@@ -421,6 +421,11 @@ void read_process_limits(const Values& v, Config& c) {
     c.rlimit_core =
         v.text("rlimit-core") == "unlimited" ? Config::kUnlimited : v.size("rlimit-core");
   if (v.has("nice")) c.nice = static_cast<int>(v.integer("nice", -20, 19));
+  if (v.has("memory-max")) {
+    c.memory_max = v.text("memory-max") == "max" ? Config::kUnlimited : v.size("memory-max");
+    if (*c.memory_max < (1u << 20)) throw v.error("memory-max", "must be at least 1M (or max)");
+  }
+  if (v.has("cpu-weight")) c.cpu_weight = static_cast<int>(v.integer("cpu-weight", 1, 10000));
   c.max_workers_total = static_cast<int>(v.integer("max-workers-total", 0, 100000));
 }
 

@@ -1,13 +1,18 @@
 #include "fcgi_host/cli/pool_master.hpp"
 
 #include "app/args.hpp"
+#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/cli/pool_member.hpp"
 #include "fcgi_host/cli/pool_status.hpp"
+#include "fcgi_host/cli/pools_upgrade.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/cgroup_v2.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/pidfile.hpp"
+#include "process_manager/proc_children.hpp"
 #include "process_manager/reaper.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/systemd_notify.hpp"
@@ -43,6 +48,8 @@ constexpr std::chrono::milliseconds kFirstPause{100};
 constexpr std::chrono::milliseconds kMaxPause{5000};
 constexpr int kMaxYoungDeaths = 6;
 constexpr int kSystemdFd = 3; // SD_LISTEN_FDS_START
+// USR2: how long the new binary may take to check the configuration (it loads each plugin).
+constexpr std::chrono::seconds kUpgradeCheckTimeout{30};
 
 // The address a listening socket is bound to, as ListenAddress::to_string() writes it.
 std::string bound_address(int fd) {
@@ -70,6 +77,7 @@ struct Pool {
   explicit Pool(PoolPlan p) : plan(std::move(p)) {}
   PoolPlan plan;
   std::string status_address; // its master's status socket (its own, or one given to it)
+  std::string cgroup;         // the cgroup it runs in (memory-max, cpu-weight); empty: none
   State state = State::Running;
   pid_t pid = 0;
   Clock::time_point started;
@@ -84,18 +92,18 @@ public:
       : args_(std::move(args)), check_(check), executable_(std::move(executable)) {}
 
   int run(const Config& file) {
+    const std::optional<PoolsHandover> handover = take_handover();
+    if (handover) cgroups_.resume(handover->cgroup);
+    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
+    cgroups_.check(plans);
     take_systemd_socket();
     take_pidfile(file);
-    open_status_server(file);
+    open_status_server(file, handover ? handover->status_dir : "");
     signals_.install(kSignals);
-    for (PoolPlan& plan : plan_pools(args_, file, check_))
-      start(pools_.emplace_back(std::move(plan)));
-    std::string names;
-    for (const Pool& p : pools_)
-      names +=
-          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
-    PM_LOG(LogLevel::Notice,
-           "fcgi-host running " + std::to_string(pools_.size()) + " pool(s): " + names);
+    // A pool's new master after its own USR2 is its old master's child: when that one exits,
+    // it becomes ours (and is adopted, on_exit()), not init's.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    start_pools(plans, handover);
     if (!systemd_address_.empty() &&
         std::none_of(pools_.begin(), pools_.end(), [this](const Pool& p) {
           return p.plan.config.listen.to_string() == systemd_address_;
@@ -112,11 +120,35 @@ public:
       for (const process_manager::ExitedChild& c : reaper_.reap())
         on_exit(c);
       start_waiting_pools();
+      cgroups_.sweep();
       if (std::optional<int> code = finished()) return *code;
     }
   }
 
 private:
+  // Every pool of the configuration started, or, after USR2, adopted from the old image.
+  void start_pools(std::vector<PoolPlan>& plans, const std::optional<PoolsHandover>& handover) {
+    for (PoolPlan& plan : plans) {
+      Pool& pool = pools_.emplace_back(std::move(plan));
+      pool.cgroup = cgroups_.apply(pool.plan); // at start, a failure stops the start
+      if (!handover || !resume(pool, *handover)) start(pool);
+    }
+    if (handover) resume_removed(*handover);
+    std::string names;
+    std::size_t running = 0;
+    for (const Pool& p : pools_) {
+      if (p.state == Pool::State::Removed) continue;
+      ++running;
+      names +=
+          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
+    }
+    const std::string upgraded =
+        "binary upgrade: the master of the pools (pid " + std::to_string(getpid()) +
+        ", the same) runs the new binary; each pool's master upgrades itself now; ";
+    PM_LOG(LogLevel::Notice, (handover ? upgraded : "") + "fcgi-host running " +
+                                 std::to_string(running) + " pool(s): " + names);
+  }
+
   static constexpr std::array<int, 9> kSignals = {SIGTERM, SIGQUIT, SIGINT,  SIGHUP, SIGUSR1,
                                                   SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD};
 
@@ -133,9 +165,17 @@ private:
   }
 
   void take_pidfile(const Config& file) {
-    if (file.pidfile.empty()) return;
+    // After USR2, the lock this master held under its old binary (pools_upgrade.hpp).
+    const char* inherited = std::getenv("FCGI_HOST_PIDFILE_FD");
+    const int fd = inherited ? std::atoi(inherited) : -1;
+    ::unsetenv("FCGI_HOST_PIDFILE_FD");
+    if (file.pidfile.empty()) {
+      if (fd >= 0) ::close(fd);
+      return;
+    }
     try {
-      pidfile_ = std::make_unique<process_manager::Pidfile>(file.pidfile);
+      pidfile_ = fd >= 0 ? std::make_unique<process_manager::Pidfile>(file.pidfile, fd)
+                         : std::make_unique<process_manager::Pidfile>(file.pidfile);
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("pidfile: ") + e.what() + "; not starting");
     }
@@ -145,32 +185,38 @@ private:
   // a pool label) and the control socket of `fcgi-host reload POOL` and `scale POOL N`. It asks
   // each pool's master on a status socket of its own, in a private directory, unless the pool
   // names one.
-  void open_status_server(const Config& file) {
+  void open_status_server(const Config& file, const std::string& handed_over_dir) {
+    status_dir_ = handed_over_dir; // its pools' masters answer there
     if (file.status_listen.empty()) return;
-    status_ = std::make_unique<StatusServer>(status_listen_options(file),
-                                             observability_settings(file), -1);
+    try {
+      status_ = std::make_unique<StatusServer>(status_listen_options(file),
+                                               observability_settings(file), -1);
+    } catch (const StartupError& e) {
+      // After USR2 the pools run on: this master goes without its page rather than stop them.
+      if (handed_over_dir.empty()) throw;
+      PM_LOG(LogLevel::Error, std::string("status-listen: ") + e.what() + "; serving without it");
+      return;
+    }
     status_->set_answer([this](const StatusRequest& q) { return answer_status(q); });
     status_->set_control(
         [this](std::string_view verb, std::string_view args) { return control(verb, args); });
     std::string pattern = (std::filesystem::temp_directory_path() / "fcgi-host-pools-XXXXXX");
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error(sys_error("mkdtemp", pattern));
-    status_dir_ = pattern;
+    if (status_dir_.empty() && !::mkdtemp(pattern.data()))
+      throw std::runtime_error(sys_error("mkdtemp", pattern));
+    if (status_dir_.empty()) status_dir_ = pattern;
     ping_response_ = file.ping_response;
   }
 
-  std::vector<std::string> start_args(Pool& pool) {
-    std::vector<std::string> words = pool_args(args_, pool.plan.name);
+  // Where the pool's master `pid` answers its status page: its own status-listen, or one in
+  // this master's private directory (pool_member.hpp).
+  void set_status_address(Pool& pool) const {
     pool.status_address = pool.plan.config.status_listen;
-    if (pool.status_address.empty() && status_) {
-      pool.status_address = "unix:" + status_dir_ + "/" + pool.plan.name + ".sock";
-      words.push_back("--status-listen");
-      words.push_back(pool.status_address);
-    }
-    return words;
+    if (pool.status_address.empty() && status_)
+      pool.status_address = pool_status_address(status_dir_, pool.plan.name, pool.pid);
   }
 
   void start(Pool& pool) {
-    std::vector<std::string> words = start_args(pool);
+    std::vector<std::string> words = pool_args(args_, pool.plan.name);
     std::vector<char*> argv;
     for (std::string& w : words)
       argv.push_back(w.data());
@@ -178,6 +224,13 @@ private:
     const pid_t parent = getpid();
     const bool systemd_socket =
         !systemd_address_.empty() && systemd_address_ == pool.plan.config.listen.to_string();
+    int cgroup_fd = -1;
+    try {
+      if (!pool.cgroup.empty()) cgroup_fd = PoolCgroups::open_procs(pool.cgroup);
+    } catch (const std::exception& e) {
+      PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: cannot join its cgroup: " + e.what() +
+                                  "; it runs without its limits");
+    }
     const sigset_t saved = process_manager::block_all_signals();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -186,7 +239,13 @@ private:
       // A pool's master (and so its workers) never outlives this master.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(exit_code::kFailure);
-      ::setenv(kPoolMasterEnv, "1", 1);
+      if (cgroup_fd >= 0 && !PoolCgroups::join(cgroup_fd)) {
+        PM_LOG(LogLevel::Error, "pool [" + pool.plan.name +
+                                    "]: " + sys_error("write", pool.cgroup + "/cgroup.procs"));
+        _exit(exit_code::kStartupFailure);
+      }
+      ::setenv(kPoolMasterEnv, std::to_string(parent).c_str(), 1);
+      if (status_) ::setenv(kPoolStatusDirEnv, status_dir_.c_str(), 1);
       ::unsetenv("NOTIFY_SOCKET"); // systemd hears from this master only
       if (systemd_socket && ::fcntl(kSystemdFd, F_SETFD, 0) == 0) {
         ::setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
@@ -196,6 +255,7 @@ private:
       _exit(127);
     }
     process_manager::restore_signal_mask(saved);
+    if (cgroup_fd >= 0) ::close(cgroup_fd);
     if (pid < 0) {
       PM_LOG(LogLevel::Error,
              "pool [" + pool.plan.name + "]: " + sys_error("fork", "") + "; trying again in 1 s");
@@ -206,6 +266,7 @@ private:
     pool.pid = pid;
     pool.state = Pool::State::Running;
     pool.started = Clock::now();
+    set_status_address(pool);
   }
 
   Pool* find(pid_t pid) {
@@ -241,11 +302,13 @@ private:
       send_all(SIGUSR1);
       break;
     case SIGUSR2:
+      if (!stopping_) upgrade();
+      break;
     case SIGTTIN:
     case SIGTTOU:
       PM_LOG(LogLevel::Warn, std::string(strsignal(sig)) +
                                  " names no pool: send it to a pool's own master (its pid is in "
-                                 "the log), or restart the service for a new binary");
+                                 "the log)");
       break;
     default:
       break; // SIGCHLD: the reaper looks
@@ -259,6 +322,7 @@ private:
     const std::string name = "pool [" + pool->plan.name + "]";
     if (pool->state == Pool::State::Removed) {
       PM_LOG(LogLevel::Notice, name + " stopped: it is no longer in the configuration");
+      cgroups_.remove(pool->plan.name);
       std::erase_if(pools_,
                     [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
       return;
@@ -272,6 +336,9 @@ private:
       pool->state = Pool::State::Stopped;
       return;
     }
+    if (c.kind == process_manager::ExitedChild::Kind::Exited && c.code == 0 &&
+        adopt_successor(*pool, c.pid))
+      return;
     if (c.kind == process_manager::ExitedChild::Kind::Exited) {
       pool->state = Pool::State::Stopped;
       pool->exit_code = c.code;
@@ -329,6 +396,12 @@ private:
   void reload();
   EndpointReply reload_pool(const std::string& name);
   void apply(PoolPlan next, std::string& summary, bool force = false);
+  void update_cgroup(Pool& pool);
+  std::optional<PoolsHandover> take_handover();
+  bool resume(Pool& pool, const PoolsHandover& handover);
+  void resume_removed(const PoolsHandover& handover);
+  bool adopt_successor(Pool& pool, pid_t old);
+  void upgrade();
   EndpointReply answer_status(const StatusRequest& q);
   EndpointReply control(std::string_view verb, std::string_view args);
 
@@ -338,6 +411,7 @@ private:
   process_manager::SignalPipe signals_;
   process_manager::Reaper reaper_;
   process_manager::SystemdNotifier notifier_;
+  PoolCgroups cgroups_;
   std::unique_ptr<process_manager::Pidfile> pidfile_;
   std::vector<Pool> pools_; // a vector of a handful: found by name or pid
   bool stopping_ = false;
@@ -366,7 +440,9 @@ std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
     if (file.pools.empty())
       throw ConfigError("the config file defines no pools any more (a restart runs it as one "
                         "application)");
-    return plan_pools(args_, file, check_);
+    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
+    cgroups_.check(plans);
+    return plans;
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error,
            std::string("reload refused, every pool keeps running as it is: ") + e.what());
@@ -388,7 +464,10 @@ void PoolMaster::reload() {
     if (kept || p.state == Pool::State::Removed) continue;
     summary += " [" + p.plan.name + "] removed;";
     p.state = Pool::State::Removed;
-    if (p.pid > 0) ::kill(p.pid, SIGTERM);
+    if (p.pid > 0)
+      ::kill(p.pid, SIGTERM);
+    else
+      cgroups_.remove(p.plan.name);
   }
   std::erase_if(pools_,
                 [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
@@ -476,12 +555,15 @@ void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
   Pool* pool = find(next.name);
   if (!pool || pool->state == Pool::State::Removed) {
     summary += tag + " added;";
-    start(pools_.emplace_back(std::move(next)));
+    Pool& added = pools_.emplace_back(std::move(next));
+    update_cgroup(added);
+    start(added);
     return;
   }
   const bool socket_changed = pool->plan.socket != next.socket;
   const bool changed = force || socket_changed || pool->plan.settings != next.settings;
   pool->plan = std::move(next);
+  update_cgroup(*pool);
   pool->young_deaths = 0;
   if (pool->state == Pool::State::Stopped) {
     summary += tag + " started again;";
@@ -498,6 +580,118 @@ void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
     summary += tag + " reloads;";
     ::kill(pool->pid, SIGHUP);
   }
+}
+
+// A reload: the pool's limits written again; a running master that was in no cgroup of its own
+// moves into its new one (its workers from now on are born there). Checked before (check()), so
+// a failure here is rare, and said.
+void PoolMaster::update_cgroup(Pool& pool) {
+  try {
+    const std::string dir = cgroups_.apply(pool.plan);
+    if (!dir.empty() && dir != pool.cgroup && pool.pid > 0) PoolCgroups::move(pool.pid, dir);
+    pool.cgroup = dir;
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: its cgroup limits cannot be applied: " +
+                                e.what() + "; it runs without them");
+  }
+}
+
+// USR2, in the old image: the new binary checks the configuration, then replaces this one in
+// place (pools_upgrade.hpp); the new image goes on in run() with the handover.
+void PoolMaster::upgrade() {
+  const std::string refused = check_new_binary(executable_, args_, kUpgradeCheckTimeout);
+  if (!refused.empty()) {
+    PM_LOG(LogLevel::Error,
+           "USR2: binary upgrade refused, every pool keeps running as it is: " + refused);
+    return;
+  }
+  PoolsHandover handover{{}, status_dir_, cgroups_.base()};
+  for (const Pool& p : pools_)
+    if (p.pid > 0)
+      handover.pools.push_back({p.plan.name, p.pid,
+                                p.state == Pool::State::Removed      ? 'X'
+                                : p.state == Pool::State::Restarting ? 'S'
+                                                                     : 'R',
+                                fingerprint(p.plan.socket)});
+  PM_LOG(LogLevel::Notice, "USR2: binary upgrade: the new binary accepts the configuration; "
+                           "running it in place of this one");
+  notifier_.reloading();
+  const std::string failed = exec_in_place(
+      executable_, args_, handover, pidfile_ ? pidfile_->fd() : -1, !systemd_address_.empty());
+  PM_LOG(LogLevel::Error,
+         "USR2: binary upgrade failed, every pool keeps running as it is: " + failed);
+  notifier_.notify("READY=1");
+}
+
+std::optional<PoolsHandover> PoolMaster::take_handover() {
+  const char* text = std::getenv(kPoolsHandoverEnv);
+  if (!text) return std::nullopt;
+  std::optional<PoolsHandover> handover = PoolsHandover::from_text(text);
+  ::unsetenv(kPoolsHandoverEnv);
+  if (!handover)
+    PM_LOG(LogLevel::Error, std::string("binary upgrade: the handover is unreadable (") + text +
+                                "); starting every pool afresh");
+  return handover;
+}
+
+// The new image adopts a pool whose master ran under the old one, and has it upgrade itself.
+bool PoolMaster::resume(Pool& pool, const PoolsHandover& handover) {
+  auto it = std::find_if(handover.pools.begin(), handover.pools.end(),
+                         [&](const PoolsHandover::Pool& p) { return p.name == pool.plan.name; });
+  if (it == handover.pools.end() || it->state == 'X') return false;
+  pool.pid = it->pid;
+  pool.started = Clock::now();
+  pool.state = it->state == 'S' ? Pool::State::Restarting : Pool::State::Running;
+  set_status_address(pool);
+  // Limits new with this configuration: its master moves in, and its new master is born there.
+  if (!pool.cgroup.empty()) {
+    try {
+      PoolCgroups::move(pool.pid, pool.cgroup);
+    } catch (const std::exception& e) {
+      PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: " + e.what());
+    }
+  }
+  if (pool.state == Pool::State::Running && it->socket != fingerprint(pool.plan.socket)) {
+    // Its socket changed in the file meanwhile: a new master binds it (as a reload would).
+    PM_LOG(LogLevel::Notice,
+           "pool [" + pool.plan.name + "] restarts (its socket changed: " + pool.plan.socket + ")");
+    pool.state = Pool::State::Restarting;
+    ::kill(pool.pid, SIGTERM);
+  } else if (pool.state == Pool::State::Running) {
+    ::kill(pool.pid, SIGUSR2);
+  }
+  return true;
+}
+
+// Pools that were stopping for good under the old image, or are no longer in the
+// configuration: they stop (and are reaped) under the new one.
+void PoolMaster::resume_removed(const PoolsHandover& handover) {
+  for (const PoolsHandover::Pool& p : handover.pools) {
+    if (find(p.name) && p.state != 'X') continue;
+    Pool& gone = pools_.emplace_back(PoolPlan{p.name, Config{}, "", ""});
+    gone.pid = p.pid;
+    gone.state = Pool::State::Removed;
+    if (p.state != 'X') ::kill(p.pid, SIGTERM);
+  }
+}
+
+// A pool's master exited 0: after its own USR2, its new master (its child) is now ours. The
+// one child of ours that is no pool's master and runs `--pool NAME`.
+bool PoolMaster::adopt_successor(Pool& pool, pid_t old) {
+  const std::string marker = std::string("--pool") + '\0' + pool.plan.name + '\0';
+  for (pid_t child : process_manager::children_of(getpid())) {
+    if (find(child)) continue;
+    const std::string cmdline =
+        process_manager::read_text_file("/proc/" + std::to_string(child) + "/cmdline").value_or("");
+    if (!cmdline.ends_with(marker)) continue;
+    PM_LOG(LogLevel::Notice, "pool [" + pool.plan.name + "]: binary upgrade: its master " +
+                                 std::to_string(child) + " took over from " + std::to_string(old));
+    pool.pid = child;
+    pool.started = Clock::now();
+    set_status_address(pool);
+    return true;
+  }
+  return false;
 }
 
 } // namespace

@@ -4,7 +4,9 @@
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/master_control.hpp"
+#include "fcgi_host/cli/pool_cgroup.hpp"
 #include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/cli/pool_member.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/replay_command.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
@@ -116,6 +118,7 @@ struct Host {
   std::unique_ptr<StatusServer> status_server;
   std::unique_ptr<process_manager::Pidfile> pidfile;
   process_manager::MasterOptions options;
+  int pools_master_fd = -1; // a pool's master: readable once the master of the pools is gone
 
   bool exec_mode() const { return !config.exec.empty(); }
   // What every generation's workers are handed (read at each reload: the fds are set up after
@@ -376,6 +379,7 @@ int serve(Host& host) {
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
+    if (fd == host.pools_master_fd) leave_with_pools_master();
   };
   process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
@@ -419,6 +423,7 @@ int run_pool_master(Host& host) {
     log_strays(host);
     if (host.config.test_config) {
       std::vector<PoolPlan> plans = plan_pools(host.args, host.config, check);
+      PoolCgroups().check(plans);
       std::cout << "fcgi-host: configuration in " << host.config.config_file << " is valid ("
                 << plans.size() << " pools:";
       for (const PoolPlan& p : plans)
@@ -437,12 +442,11 @@ int run_pool_master(Host& host) {
 }
 
 // A pool's master: its lines carry the pool's name; started by the master of the pools, it
-// leaves the pidfile to that master.
+// leaves the pidfile to that master and dies with it (pool_member.hpp).
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");
-  if (std::getenv(kPoolMasterEnv)) host.config.pidfile.clear();
-  ::unsetenv(kPoolMasterEnv);
+  host.pools_master_fd = join_pools_master(host.config, host.options);
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {
@@ -455,9 +459,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);
-    join_pool(host);
     limit_process(host.config);
     close_strays(host);
+    join_pool(host); // after close_strays: it opens a pidfd
     open_logs(host);
     take_pidfile(host);
     open_listener(host);

@@ -146,8 +146,18 @@ void check_capture_dir(const Config& c) {
 
 } // namespace
 
+// memory-max and cpu-weight are a pool's cgroup, which the master of the pools makes: one
+// application has its service's cgroup (systemd's MemoryMax=, CPUWeight=).
+void check_cgroup_options(const Config& config) {
+  if (!config.pool.empty() || !config.wants_cgroup()) return;
+  throw ConfigError(config.where(config.memory_max ? "memory-max" : "cpu-weight") +
+                    ": a pool option (a [NAME] section of --config); for one application, "
+                    "systemd's MemoryMax= and CPUWeight= set its service's cgroup");
+}
+
 void check_before_start(const Config& config) {
   check_privileges(config);
+  check_cgroup_options(config);
   if (!config.chdir.empty()) check_directory(config, "chdir", config.chdir);
   check_program(config);
   if (config.listen.kind != ListenAddress::Kind::Inherited)

@@ -88,6 +88,14 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"nice", 0, "N", "",
      "the scheduling niceness of the master and its workers, -20 to 19 "
      "(default: inherited)"},
+    {"memory-max", 0, "BYTES", "",
+     "pools: the memory limit (memory.max) of a cgroup v2 of the pool's own, which its master "
+     "and workers run in: a size with K, M, G, or max; needs a delegated cgroup v2 subtree "
+     "(systemd Delegate=yes); a worker the OOM killer kills is said so in its exit line and "
+     "counted in the metrics (default: no limit, no cgroup)"},
+    {"cpu-weight", 0, "N", "",
+     "pools: the CPU weight (cpu.weight) of the pool's own cgroup v2, 1 to 10000 (100 is an "
+     "even share); needs a delegated cgroup v2 subtree (default: no cgroup)"},
     {"max-workers-total", 0, "N", "0",
      "pools: the most workers all pools may have together, checked against each pool's "
      "ceiling at start and reload (0: no cap; a global option)"},

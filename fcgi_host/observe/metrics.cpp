@@ -225,6 +225,7 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   snap.max_listen_queue =
       std::max(p.max_listen_queue.load(std::memory_order_relaxed), snap.listen_queue.depth);
   snap.kills_by_timeout = p.kills_by_timeout.load(std::memory_order_relaxed);
+  snap.oom_kills = p.oom_kills.load(std::memory_order_relaxed);
   for (int c = 0; c < 256; ++c)
     if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))
       snap.exits_by_code.emplace_back(c, n);

@@ -144,6 +144,7 @@ struct Snapshot {
   process_manager::ListenQueue listen_queue;
   std::uint32_t max_listen_queue = 0;
   std::uint64_t kills_by_timeout = 0;
+  std::uint64_t oom_kills = 0; // workers killed by the OOM killer in the pool's cgroup
   // Queue time of the requests stamped by the web server, and the requests shed.
   std::array<std::uint64_t, process_manager::kLatencyBuckets> queue_buckets{};
   std::uint64_t queue_sum_ns = 0;

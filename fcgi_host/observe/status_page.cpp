@@ -195,6 +195,7 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"slow requests", num(s.slow_requests)},
       {"aborted requests", num(s.aborted_requests)},
       {"request timeout kills", num(s.kills_by_timeout)},
+      {"oom kills", num(s.oom_kills)},
       {"worker restarts", num(restarts(s))},
       // Queue time: only requests the web server stamped (X-Request-Start) are measured.
       {"queue time measured", num(s.queued())},
@@ -288,6 +289,7 @@ std::string json_page(const Snapshot& s, bool full) {
   field("slow requests", num(s.slow_requests));
   field("aborted requests", num(s.aborted_requests));
   field("request timeout kills", num(s.kills_by_timeout));
+  field("oom kills", num(s.oom_kills));
   field("worker restarts", num(restarts(s)));
   std::string r = "{";
   for (auto& [code, n] : s.exits_by_code)
@@ -425,6 +427,8 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
             s.aborted_requests);
   w.counter(p + "request_timeout_kills", "Workers killed by --request-timeout.",
             s.kills_by_timeout);
+  w.counter(p + "oom_kills", "Workers killed by the OOM killer in the pool's cgroup (memory-max).",
+            s.oom_kills);
   w.counter(p + "worker_restarts", "Worker exits the master did not ask for.", restarts(s));
   w.family(p + "worker_exits", "counter",
            "Worker exits the master did not ask for, by exit code or signal.");

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 namespace {
@@ -162,17 +163,10 @@ TEST_SUITE("pools") {
     p.write("pools.d/b.conf", pool_section("b", "app = echo\nuser = daemon\nworkers = 3\n"));
     p.reload_and_wait(1);
     CHECK(p.host.wait_log("\\[b\\] reloads; \\[c\\] unchanged; \\[a\\] unchanged"));
-    // Three children is also a moment of the reload (the old two and the first new one): the
-    // pool is done when its three are all new.
-    std::vector<pid_t> b2;
-    it::wait_for(
-        [&] {
-          b2 = pool_workers(master, "b", 3);
-          return std::none_of(b.begin(), b.end(), [&](pid_t old) {
-            return std::find(b2.begin(), b2.end(), old) != b2.end();
-          });
-        },
-        kWait);
+    // The old generation goes once the new one serves: until then the two together may count 3.
+    for (pid_t pid : b)
+      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kWait));
+    std::vector<pid_t> b2 = pool_workers(master, "b", 3);
     CHECK(b2.size() == 3);
     for (pid_t pid : b)
       CHECK(std::find(b2.begin(), b2.end(), pid) == b2.end());
@@ -275,6 +269,128 @@ TEST_SUITE("pools") {
     std::istringstream plain_fields(plain_stat.substr(plain_stat.rfind(')') + 2));
     std::vector<std::string> g{std::istream_iterator<std::string>(plain_fields), {}};
     CHECK(g[16] == "0");
+  }
+
+  TEST_CASE("USR2 to the master of the pools: every pool's master is new, the master's pid and "
+            "pidfile stay, 0 failed requests under load") {
+    Pools p({{"main.conf", "workers = 1\npidfile = {dir}/master.pid\n"
+                           "status-listen = unix:{dir}/status.sock\n" +
+                               pool_section("a", "app = echo\n") +
+                               pool_section("b", "app = hello\nworkers = 2\n")}});
+    p.host.allow_log("the master of the pools is gone"); // the kill -9 at the end
+    p.wait_serving({"a", "b"});
+    it::NginxProcess nginx({p.sock("a"), 0, "64m", {{"/b/", p.sock("b")}}});
+    const pid_t master = p.host.pid();
+    std::map<std::string, pid_t> before = pool_masters(master);
+    REQUIRE(before.size() == 2);
+    const std::vector<pid_t> a = pool_workers(master, "a", 1), b = pool_workers(master, "b", 2);
+    REQUIRE(a.size() == 1);
+    REQUIRE(b.size() == 2);
+    Load load(nginx.port(), {"/a/", "/b/"});
+    REQUIRE(it::wait_for([&] { return load.sent() >= 20; }, kWait));
+    p.host.signal(SIGUSR2);
+    for (const char* pool : {"a", "b"})
+      REQUIRE_MESSAGE(p.host.wait_log(std::string("pool \\[") + pool +
+                                          "\\]: binary upgrade: its master [0-9]+ took over",
+                                      Millis{30000}),
+                      p.host.log());
+    const int sent_at_upgrade = load.sent();
+    REQUIRE(it::wait_for([&] { return load.sent() >= sent_at_upgrade + 100; }, kWait));
+    load.finish();
+    MESSAGE("USR2 of the master of the pools: " << load.sent() << " requests, " << load.failed()
+                                                << " failed");
+    INFO("nginx error log:\n" << nginx.error_log() << "\nhost log:\n" << p.host.log());
+    CHECK(load.failed() == 0);
+    // The same master, in the pidfile; each pool under a new master with new workers.
+    CHECK(it::process_alive(master));
+    CHECK(std::stoi(it::read_file(p.host.dir().file("master.pid"))) == master);
+    std::map<std::string, pid_t> after = pool_masters(master);
+    REQUIRE(after.size() == 2);
+    for (const auto& [name, pid] : before) {
+      CHECK(after[name] != pid);
+      CHECK(it::wait_for([pid = pid] { return !it::process_alive(pid); }, kWait));
+    }
+    const std::vector<pid_t> a2 = pool_workers(master, "a", 1), b2 = pool_workers(master, "b", 2);
+    REQUIRE(a2.size() == 1);
+    REQUIRE(b2.size() == 2);
+    for (pid_t pid : b2)
+      CHECK(std::find(b.begin(), b.end(), pid) == b.end());
+    CHECK(a2 != a);
+    // The master's status page still reaches every pool (their sockets follow their masters).
+    it::Command om = it::run_binary("status --connect unix:" + p.host.dir().file("status.sock") +
+                                    " --openmetrics");
+    CHECK(om.output.find("fcgihost_up{pool=\"a\"} 1") != std::string::npos);
+    CHECK(om.output.find("fcgihost_up{pool=\"b\"} 1") != std::string::npos);
+    // The new pool masters were started by the old ones, not by this master: they still die
+    // with it.
+    p.host.signal(SIGKILL);
+    p.host.wait_exit(kWait);
+    for (pid_t pid : {after["a"], after["b"], a2[0], b2[0], b2[1]})
+      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kWait));
+  }
+
+  TEST_CASE("USR2 to one pool's own master: its new master is adopted, the other pool untouched") {
+    Pools p({{"main.conf", "workers = 1\npidfile = {dir}/master.pid\n" +
+                               pool_section("a", "app = echo\n") +
+                               pool_section("b", "app = hello\n")}});
+    p.wait_serving({"a", "b"});
+    const pid_t master = p.host.pid();
+    const std::map<std::string, pid_t> before = pool_masters(master);
+    REQUIRE(before.size() == 2);
+    const std::vector<pid_t> b = pool_workers(master, "b", 1);
+    ::kill(before.at("a"), SIGUSR2);
+    REQUIRE_MESSAGE(
+        p.host.wait_log("pool \\[a\\]: binary upgrade: its master [0-9]+ took over", kWait),
+        p.host.log());
+    std::map<std::string, pid_t> after = pool_masters(master);
+    CHECK(after["a"] != before.at("a"));
+    CHECK(after["b"] == before.at("b"));
+    CHECK(pool_workers(master, "b", 1) == b);
+    // The pidfile stays the master's: the pool's new master found it was a pool's.
+    CHECK(std::stoi(it::read_file(p.host.dir().file("master.pid"))) == master);
+    fcgi_test::Client c = fcgi_test::Client::connect(p.sock("a"));
+    CHECK(c.request("GET", "/after").status == 200);
+    // A reload still reaches the adopted master.
+    p.write("main.conf", "workers = 2\npidfile = {dir}/master.pid\n" +
+                             pool_section("a", "app = echo\n") +
+                             pool_section("b", "app = hello\n"));
+    p.reload_and_wait(1);
+    CHECK(pool_workers(master, "a", 2).size() == 2);
+    p.host.signal(SIGTERM);
+    CHECK(p.host.wait_exit(kWait) == 0);
+  }
+
+  TEST_CASE("USR2 with a new binary that cannot run: one line, every pool keeps its master") {
+    it::TempDir bin;
+    const std::string copy = bin.file("fcgi-host");
+    REQUIRE(it::run_shell("cp " + HostProcess::binary() + " " + copy).status == 0);
+    const char* was = std::getenv("FCGI_HOST_BINARY");
+    const std::string saved = was ? was : "";
+    ::setenv("FCGI_HOST_BINARY", copy.c_str(), 1);
+    Pools p({{"main.conf", "workers = 1\n" + pool_section("a", "app = echo\n") +
+                               pool_section("b", "app = hello\n")}});
+    if (saved.empty())
+      ::unsetenv("FCGI_HOST_BINARY");
+    else
+      ::setenv("FCGI_HOST_BINARY", saved.c_str(), 1);
+    p.wait_serving({"a", "b"});
+    const std::map<std::string, pid_t> before = pool_masters(p.host.pid());
+    REQUIRE(before.size() == 2);
+    // A package upgrade put a build there that fails at once.
+    std::remove(copy.c_str());
+    bin.write("fcgi-host", "#!/bin/sh\necho 'fcgi-host: this build is broken' >&2\nexit 3\n");
+    ::chmod(copy.c_str(), 0755);
+    p.host.signal(SIGUSR2);
+    REQUIRE_MESSAGE(p.host.wait_log("USR2: binary upgrade refused, every pool keeps running as it "
+                                    "is: .*exited with code 3: fcgi-host: this build is broken",
+                                    kWait),
+                    p.host.log());
+    CHECK(it::lines_with(p.host.log(), "USR2").size() == 1);
+    CHECK(pool_masters(p.host.pid()) == before);
+    for (const char* pool : {"a", "b"})
+      CHECK(accepts(p.sock(pool)));
+    p.host.signal(SIGTERM);
+    CHECK(p.host.wait_exit(kWait) == 0);
   }
 
   TEST_CASE("a bad pool configuration is refused naming the file, line, pool and option") {

@@ -1,6 +1,7 @@
 // Options and config file: defaults, file vs command line, and refusals that name the option.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 
 #include <doctest/doctest.h>
@@ -262,4 +263,32 @@ TEST_CASE("--capture-crashes: per pool in a config file, each pool its own file 
   CHECK(error_of({"--capture-body", "maybe"}) == "--capture-body: must be on or off");
   CHECK(error_of({"--capture-crashes", "/tmp", "--exec", "/bin/true"})
             .starts_with("--capture-crashes: not available with --exec"));
+}
+
+TEST_CASE("memory-max takes a size with K, M, G, or max, cpu-weight 1 to 10000") {
+  CHECK(*parse({"--memory-max", "512M"}).memory_max == 512ull << 20);
+  CHECK(*parse({"--memory-max", "2G"}).memory_max == 2ull << 30);
+  CHECK(*parse({"--memory-max", "1048576"}).memory_max == 1ull << 20);
+  CHECK(*parse({"--memory-max", "max"}).memory_max == Config::kUnlimited);
+  CHECK_FALSE(parse({}).memory_max);
+  CHECK_FALSE(parse({}).wants_cgroup());
+  CHECK(error_of({"--memory-max", "lots"}).find("--memory-max") != std::string::npos);
+  CHECK(error_of({"--memory-max", "512X"}).find("unknown suffix") != std::string::npos);
+  CHECK(error_of({"--memory-max", "100K"}).find("at least 1M") != std::string::npos);
+  CHECK(*parse({"--cpu-weight", "1"}).cpu_weight == 1);
+  CHECK(*parse({"--cpu-weight", "10000"}).cpu_weight == 10000);
+  CHECK(parse({"--cpu-weight", "200"}).wants_cgroup());
+  CHECK(error_of({"--cpu-weight", "0"}).find("--cpu-weight") != std::string::npos);
+  CHECK(error_of({"--cpu-weight", "10001"}).find("--cpu-weight") != std::string::npos);
+}
+
+TEST_CASE("one application refuses memory-max and cpu-weight: they are a pool's cgroup") {
+  Config c = parse({"--memory-max", "64M", "--listen", "127.0.0.1:9"});
+  try {
+    fcgi_host::check_before_start(c);
+    FAIL("memory-max accepted for one application");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("--memory-max: a pool option") != std::string::npos);
+    CHECK(std::string(e.what()).find("MemoryMax=") != std::string::npos);
+  }
 }
