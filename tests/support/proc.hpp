@@ -15,9 +15,23 @@ struct ProcStat {
   char state = '?'; // 'R', 'S', 'Z', ...
   pid_t ppid = 0;
   pid_t pgrp = 0;
+  // The main thread has exited but another thread has not yet: the process still holds its
+  // files (a listening socket among them), so it has not exited.
+  bool threads_left = false;
   // Exists and has not exited (a zombie has exited; it still answers kill(pid, 0)).
-  bool running() const { return state != 'Z' && state != 'X'; }
+  bool running() const { return threads_left || (state != 'Z' && state != 'X'); }
 };
+
+// How many threads /proc/PID/task lists, the exited main thread included.
+inline int task_count(pid_t pid) {
+  int n = 0;
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d))
+    n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
 
 // nullopt when there is no such process.
 inline std::optional<ProcStat> proc_stat(pid_t pid) {
@@ -31,6 +45,7 @@ inline std::optional<ProcStat> proc_stat(pid_t pid) {
   ProcStat s;
   fields >> s.state >> s.ppid >> s.pgrp;
   if (!fields) return std::nullopt;
+  s.threads_left = s.state == 'Z' && task_count(pid) > 1;
   return s;
 }
 
