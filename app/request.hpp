@@ -144,6 +144,13 @@ public:
   void add_param_view(std::string_view name, std::string_view value) {
     entries_.push_back({name, value});
   }
+  // `n` params as views, written by the caller into the slots returned (the host's decoder, which
+  // knows their number: one resize rather than a push per param).
+  Param* add_param_views(std::size_t n) {
+    const std::size_t at = entries_.size();
+    entries_.resize(at + n);
+    return entries_.data() + at;
+  }
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).
   void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
@@ -152,8 +159,14 @@ public:
   void append_body(const char* data, std::size_t size) { body_.append(data, size); }
   void finish_body() {}
   void set_body(std::string_view body);
-  // Derives method, uri, path and query from the parameters added so far.
+  // Derives method, uri, path and query (and the ids) from the parameters added so far.
   void finish_params();
+  // The same from what the caller found already (the host, in its one pass over the params on
+  // the wire): each the last value of its param, empty when absent.
+  struct CoreParams {
+    std::string_view method, uri, query, script_name, request_id, traceparent;
+  };
+  void finish_params(const CoreParams& core);
   // A plain function and context rather than std::function: set once per request, never allocates.
   void set_abort_probe(bool (*probe)(void*), void* context) {
     abort_probe_ = probe;

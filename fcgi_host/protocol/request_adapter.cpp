@@ -14,11 +14,26 @@ void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
 }
 
-void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
-  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+// libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+void add_role(app::Request& request) {
   request.add_param_view("FCGI_ROLE", "RESPONDER");
+}
+
+// A body of unknown length: its real length as CONTENT_LENGTH.
+void add_body_length(const RequestFraming& framing, app::Request& request) {
+  if (framing.length_declared || framing.body_size == 0) return;
+  char number[24];
+  auto end = std::to_chars(number, number + sizeof number, framing.body_size);
+  request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
+                    std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+}
+
+// Any decoded request: every param looked at by name.
+void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
+  add_role(request);
   unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
-  for (const records::NameValue& p : from.params) {
+  for (std::size_t i = 0; i < from.param_count(); ++i) {
+    const records::NameValue p = from.param(i);
     if (!framing.length_declared && p.name == "CONTENT_LENGTH") continue; // added below
     if (framing.repeated_params) {
       const std::size_t index = interpreted_param_index(p.name);
@@ -27,12 +42,34 @@ void add_params(const DecodedRequest& from, const RequestFraming& framing, app::
     }
     request.add_param_view(p.name, p.value);
   }
-  if (!framing.length_declared && framing.body_size > 0) {
-    char number[24];
-    auto end = std::to_chars(number, number + sizeof number, framing.body_size);
-    request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
-                      std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+  add_body_length(framing, request);
+  request.finish_params();
+}
+
+// A request decoded with the guard's scan, none of its interpreted params twice (the usual
+// case): the scan says where CONTENT_LENGTH and the params app::Request derives its fields from
+// are, so no param is looked at by name again.
+void add_scanned_params(const DecodedRequest& from, const RequestFraming& framing,
+                        app::Request& request) {
+  const ScannedParams& scanned = *from.scanned;
+  const char* base = from.params_base;
+  // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
+  const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
+  const std::size_t n = scanned.spans.size();
+  app::Request::Param* out = request.add_param_views(1 + n - (skip ? 1 : 0));
+  *out++ = {"FCGI_ROLE", "RESPONDER"}; // as add_role()
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + 1 == skip) continue;
+    const ParamSpan& s = scanned.spans[i];
+    *out++ = {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
   }
+  add_body_length(framing, request);
+  auto value = [&](std::size_t noted) {
+    const std::uint32_t at = scanned.noted[noted];
+    return at ? scanned.pair(base, at - 1).value : std::string_view{};
+  };
+  request.finish_params({value(kRequestMethod), value(kRequestUri), value(kQueryString),
+                         value(kScriptName), value(kRequestId), value(kTraceParent)});
 }
 
 // The web server reads the head into one buffer with the header of the STDOUT record that
@@ -45,8 +82,10 @@ constexpr std::size_t kRecordHeader = 8;
 bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
                   app::Request& request) {
   request.clear();
-  add_params(from, framing, request);
-  request.finish_params();
+  if (from.scanned && !framing.repeated_params)
+    add_scanned_params(from, framing, request);
+  else
+    add_params(from, framing, request);
   // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
   try {

@@ -1,0 +1,136 @@
+#include "fcgi_host/protocol/param_scan.hpp"
+
+#include <cstring>
+
+namespace fcgi_host {
+namespace {
+
+using records::NameValue;
+
+// One length field: a byte below 128, else 4 bytes with the high bit set.
+inline bool read_length(const unsigned char*& p, const unsigned char* end, std::size_t& length) {
+  if (p == end) return false;
+  if (*p < 128) {
+    length = *p++;
+    return true;
+  }
+  if (end - p < 4) return false;
+  length = static_cast<std::size_t>(p[0] & 0x7f) << 24 | static_cast<std::size_t>(p[1]) << 16 |
+           static_cast<std::size_t>(p[2]) << 8 | p[3];
+  p += 4;
+  return true;
+}
+
+// The high bit of each zero byte of `x` (exact when tested for any: no false positives).
+constexpr std::uint64_t zero_bytes(std::uint64_t x) {
+  return (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
+}
+
+// Whether a name holds '=': eight bytes at a time, the last word overlapping the one before, the
+// words' results ORed (one branch per name, not one per word or byte).
+inline bool holds_equals(const char* p, std::size_t n) {
+  constexpr std::uint64_t equals = 0x3d3d3d3d3d3d3d3dull; // '=' in every byte
+  if (n < 8) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (p[i] == '=') return true;
+    return false;
+  }
+  std::uint64_t found = zero_bytes(detail::load_word(p + n - 8) ^ equals);
+  for (std::size_t i = 0; i + 8 <= n; i += 8)
+    found |= zero_bytes(detail::load_word(p + i) ^ equals);
+  return found != 0;
+}
+
+// The next NUL byte at or after p, or end. NUL is looked for over all the params at once: the
+// only NULs of a valid request are length bytes (an empty value's, the 4-byte form's), so one
+// memchr finds the next and each pair just compares against it.
+inline const char* next_zero(const char* p, const char* end) {
+  const void* z = std::memchr(p, 0, static_cast<std::size_t>(end - p));
+  return z ? static_cast<const char*>(z) : end;
+}
+
+ParamScanResult content_length(const NameValue& pair, const ParamScanLimits& limits,
+                               ScannedParams& out) {
+  // Empty, or -1 (Caddy's "unknown length" for a chunked upload): the body is the STDIN stream
+  // up to its empty record, bounded by --max-body like any other (FastCGI 1.0, 6.2: the stream
+  // ends at its empty record whatever the params say).
+  std::string_view v = pair.value;
+  if (v.empty() || v == "-1") return {};
+  if (v.size() > 18) return {ParamProblem::NotANumber, pair, {}};
+  long long n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return {ParamProblem::NotANumber, pair, {}};
+    n = n * 10 + (c - '0');
+  }
+  out.content_length = n;
+  if (static_cast<unsigned long long>(n) > limits.max_body)
+    return {ParamProblem::OverMaxBody, pair, {}};
+  return {};
+}
+
+// The param just added as spans.back() is kNotedParams[index].
+ParamScanResult note(std::size_t index, const NameValue& pair, const char* base,
+                     const ParamScanLimits& limits, ScannedParams& out) {
+  const auto position = static_cast<std::uint32_t>(out.spans.size());
+  std::uint32_t& slot = out.noted[index];
+  if (index >= kNotInterpreted) { // an id: the last value wins, as in app::Request::param()
+    slot = position;
+    return {};
+  }
+  if (slot != 0) {
+    // interpreted_params.hpp: one value, however often it is sent.
+    std::string_view earlier = out.pair(base, slot - 1).value;
+    if (earlier != pair.value) return {ParamProblem::TwoValues, pair, earlier};
+    out.repeated = true;
+    return {};
+  }
+  slot = position;
+  return index == kContentLength ? content_length(pair, limits, out) : ParamScanResult{};
+}
+
+} // namespace
+
+void ScannedParams::clear() {
+  spans.clear();
+  size = 0;
+  noted.fill(0);
+  repeated = false;
+  content_length = -1;
+}
+
+ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits,
+                            ScannedParams& out) {
+  out.clear();
+  out.size = data.size();
+  const char* const begin = data.data();
+  const char* const end = begin + data.size();
+  const auto* const uend = reinterpret_cast<const unsigned char*>(end);
+  const char* zero = next_zero(begin, end);
+  for (const char* p = begin; p != end;) {
+    std::size_t name_size = 0, value_size = 0;
+    const auto* u = reinterpret_cast<const unsigned char*>(p);
+    if (!read_length(u, uend, name_size) || !read_length(u, uend, value_size))
+      return {ParamProblem::Truncated, {}, {}};
+    const char* name = reinterpret_cast<const char*>(u);
+    const auto left = static_cast<std::size_t>(end - name);
+    if (left < name_size || left - name_size < value_size) return {ParamProblem::Truncated, {}, {}};
+    if (out.spans.size() >= limits.max_params) return {ParamProblem::TooMany, {}, {}};
+    const char* value = name + name_size;
+    p = value + value_size;
+    const NameValue pair{{name, name_size}, {value, value_size}};
+    if (name_size == 0 || holds_equals(name, name_size)) return {ParamProblem::BadName, pair, {}};
+    for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes
+      if (zero >= name)
+        return {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue, pair, {}};
+    out.spans.push_back({static_cast<std::size_t>(name - begin),
+                         static_cast<std::uint32_t>(name_size),
+                         static_cast<std::uint32_t>(value_size)});
+    if (std::size_t index = noted_param_index(pair.name); index != kNotNoted)
+      if (ParamScanResult r = note(index, pair, begin, limits, out);
+          r.problem != ParamProblem::None)
+        return r;
+  }
+  return {};
+}
+
+} // namespace fcgi_host
