@@ -99,32 +99,26 @@ bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
   return true;
 }
 
-void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
-  // One buffer per thread (in-process hosts run several workers in one process), reused: no
-  // allocation per request once it has grown to the largest head.
+namespace {
+
+// The head of `response`, in one buffer per thread (in-process hosts run several workers in one
+// process), reused: no allocation per request once it has grown to the largest head. Composed
+// before the limit is checked, so that its size is measured once, by the writer itself.
+std::string& compose_head(const app::Response& response, bool add_content_length) {
   thread_local std::string head;
   head.clear();
   cgi::append_head(head, response.status, response.headers,
                    add_content_length ? std::optional(response.body.size()) : std::nullopt);
-  put(out, head);
+  return head;
 }
 
-std::size_t head_size(const app::Response& response, bool add_content_length) {
-  char number[24];
-  auto digits = [&](std::size_t n) {
-    return static_cast<std::size_t>(std::to_chars(number, number + sizeof number, n).ptr - number);
-  };
-  std::size_t size = 8 +
-                     digits(static_cast<std::size_t>(response.status < 0 ? 0 : response.status)) +
-                     1 + app::reason_phrase(response.status).size() + 2;
-  bool has_length = false;
-  for (const auto& [name, value] : response.headers) {
-    size += name.size() + 2 + value.size() + 2;
-    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
-      has_length = true;
-  }
-  if (add_content_length && !has_length) size += 16 + digits(response.body.size()) + 2;
-  return size + 2;
+// A body this small goes out in the head's FCGX_PutStr call rather than a call of its own.
+constexpr std::size_t kBodyWithHead = 1024;
+
+} // namespace
+
+void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
+  put(out, compose_head(response, add_content_length));
 }
 
 void write_head_refusal(FCGX_Stream* out) {
@@ -133,12 +127,13 @@ void write_head_refusal(FCGX_Stream* out) {
 }
 
 void StreamSink::send_head(const app::Response& response) {
-  if (std::size_t size = head_size(response, false); size + kRecordHeader >= head_limit_) {
-    refused_head_ = size;
+  const std::string& head = compose_head(response, false);
+  if (head.size() + kRecordHeader >= head_limit_) {
+    refused_head_ = head.size();
     write_head_refusal(out_);
     return;
   }
-  write_head(response, false, out_);
+  put(out_, head);
 }
 
 bool StreamSink::send_body(std::string_view chunk) {
@@ -149,12 +144,18 @@ bool StreamSink::send_body(std::string_view chunk) {
 
 std::size_t write_response(const app::Response& response, FCGX_Stream* out,
                            std::size_t head_limit) {
-  if (std::size_t size = head_size(response, true); size + kRecordHeader >= head_limit) {
+  std::string& head = compose_head(response, true);
+  if (head.size() + kRecordHeader >= head_limit) {
     write_head_refusal(out);
-    return size;
+    return head.size();
   }
-  write_head(response, true, out);
-  if (!response.body.empty()) put(out, response.body);
+  if (response.body.size() <= kBodyWithHead) {
+    head.append(response.body);
+    put(out, head);
+  } else {
+    put(out, head);
+    put(out, response.body);
+  }
   return 0;
 }
 
