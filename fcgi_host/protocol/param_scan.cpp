@@ -1,5 +1,6 @@
 #include "fcgi_host/protocol/param_scan.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace fcgi_host {
@@ -26,18 +27,19 @@ constexpr std::uint64_t zero_bytes(std::uint64_t x) {
   return (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
 }
 
-// Whether a name holds '=': eight bytes at a time, the last word overlapping the one before, the
-// words' results ORed (one branch per name, not one per word or byte).
+// Whether a name holds '=': eight bytes at a time, the words overlapping where the length is no
+// multiple of 8, their results ORed (one branch per name, not one per word or byte).
 inline bool holds_equals(const char* p, std::size_t n) {
   constexpr std::uint64_t equals = 0x3d3d3d3d3d3d3d3dull; // '=' in every byte
+  auto at = [p](std::size_t i) { return zero_bytes(detail::load_word(p + i) ^ equals); };
   if (n < 8) {
     for (std::size_t i = 0; i < n; ++i)
       if (p[i] == '=') return true;
     return false;
   }
-  std::uint64_t found = zero_bytes(detail::load_word(p + n - 8) ^ equals);
-  for (std::size_t i = 0; i + 8 <= n; i += 8)
-    found |= zero_bytes(detail::load_word(p + i) ^ equals);
+  std::uint64_t found = at(0) | at(n - 8); // all of a name of 8 to 16 bytes, the usual
+  for (std::size_t i = 8; i + 8 < n; i += 8)
+    found |= at(i);
   return found != 0;
 }
 
@@ -68,12 +70,12 @@ ParamScanResult content_length(const NameValue& pair, const ParamScanLimits& lim
   return {};
 }
 
-// The param just added as spans.back() is kNotedParams[index].
-ParamScanResult note(std::size_t index, const NameValue& pair, const char* base,
+// The param at `index` (in the order sent) is kNotedParams[noted].
+ParamScanResult note(std::size_t noted, std::size_t index, const NameValue& pair, const char* base,
                      const ParamScanLimits& limits, ScannedParams& out) {
-  const auto position = static_cast<std::uint32_t>(out.spans.size());
-  std::uint32_t& slot = out.noted[index];
-  if (index >= kNotInterpreted) { // an id: the last value wins, as in app::Request::param()
+  const auto position = static_cast<std::uint32_t>(index + 1);
+  std::uint32_t& slot = out.noted[noted];
+  if (noted >= kNotInterpreted) { // an id: the last value wins, as in app::Request::param()
     slot = position;
     return {};
   }
@@ -85,13 +87,13 @@ ParamScanResult note(std::size_t index, const NameValue& pair, const char* base,
     return {};
   }
   slot = position;
-  return index == kContentLength ? content_length(pair, limits, out) : ParamScanResult{};
+  return noted == kContentLength ? content_length(pair, limits, out) : ParamScanResult{};
 }
 
 } // namespace
 
 void ScannedParams::clear() {
-  spans.clear();
+  count_ = 0;
   size = 0;
   noted.fill(0);
   repeated = false;
@@ -102,35 +104,57 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
                             ScannedParams& out) {
   out.clear();
   out.size = data.size();
+  // A pair takes two bytes at least: the storage for every pair there can be, grown once.
+  const std::size_t most = std::min(limits.max_params, data.size() / 2);
+  if (out.slots_.size() < most) out.slots_.resize(most);
+  ParamSpan* const spans = out.slots_.data();
   const char* const begin = data.data();
   const char* const end = begin + data.size();
   const auto* const uend = reinterpret_cast<const unsigned char*>(end);
   const char* zero = next_zero(begin, end);
+  std::size_t count = 0;
+  ParamScanResult result;
   for (const char* p = begin; p != end;) {
     std::size_t name_size = 0, value_size = 0;
     const auto* u = reinterpret_cast<const unsigned char*>(p);
-    if (!read_length(u, uend, name_size) || !read_length(u, uend, value_size))
-      return {ParamProblem::Truncated, {}, {}};
+    if (!read_length(u, uend, name_size) || !read_length(u, uend, value_size)) {
+      result.problem = ParamProblem::Truncated;
+      break;
+    }
     const char* name = reinterpret_cast<const char*>(u);
     const auto left = static_cast<std::size_t>(end - name);
-    if (left < name_size || left - name_size < value_size) return {ParamProblem::Truncated, {}, {}};
-    if (out.spans.size() >= limits.max_params) return {ParamProblem::TooMany, {}, {}};
+    if (left < name_size || left - name_size < value_size) {
+      result.problem = ParamProblem::Truncated;
+      break;
+    }
+    if (count == limits.max_params) {
+      result.problem = ParamProblem::TooMany;
+      break;
+    }
     const char* value = name + name_size;
     p = value + value_size;
-    const NameValue pair{{name, name_size}, {value, value_size}};
-    if (name_size == 0 || holds_equals(name, name_size)) return {ParamProblem::BadName, pair, {}};
+    if (name_size == 0 || holds_equals(name, name_size)) {
+      result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
+      break;
+    }
     for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes
-      if (zero >= name)
-        return {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue, pair, {}};
-    out.spans.push_back({static_cast<std::size_t>(name - begin),
-                         static_cast<std::uint32_t>(name_size),
-                         static_cast<std::uint32_t>(value_size)});
-    if (std::size_t index = noted_param_index(pair.name); index != kNotNoted)
-      if (ParamScanResult r = note(index, pair, begin, limits, out);
-          r.problem != ParamProblem::None)
-        return r;
+      if (zero >= name) break;
+    if (zero < p) {
+      result = {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue,
+                {{name, name_size}, {value, value_size}},
+                {}};
+      break;
+    }
+    spans[count] = {static_cast<std::size_t>(name - begin), static_cast<std::uint32_t>(name_size),
+                    static_cast<std::uint32_t>(value_size)};
+    if (std::size_t noted = noted_param_index({name, name_size}); noted != kNotNoted) {
+      result = note(noted, count, {{name, name_size}, {value, value_size}}, begin, limits, out);
+      if (result.problem != ParamProblem::None) break;
+    }
+    ++count;
   }
-  return {};
+  out.count_ = count;
+  return result;
 }
 
 } // namespace fcgi_host

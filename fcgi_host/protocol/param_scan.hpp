@@ -7,13 +7,14 @@
 // once the request is whole: the params are read once (a walk of the guard's checks and then
 // the decoder's own walk cost twice as much).
 //
-// Pure logic over bytes, no allocation once the spans' vector has grown.
+// Pure logic over bytes, no allocation once the spans' storage has grown.
 #include "fcgi_host/protocol/interpreted_params.hpp"
 #include "fcgi_host/protocol/records.hpp"
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -25,22 +26,6 @@ struct ParamSpan {
   std::size_t at = 0;          // the name; the value follows it
   std::uint32_t name_size = 0; // a length field holds at most 2^31 - 1
   std::uint32_t value_size = 0;
-};
-
-struct ScannedParams {
-  std::vector<ParamSpan> spans; // in the order sent
-  std::size_t size = 0;         // bytes of params scanned
-  // Per kNotedParams entry: 1 + the index in `spans` of its param (the first for an
-  // interpreted param, whose values are one; the last for the ids), 0 when it was not sent.
-  std::array<std::uint32_t, kNotNoted> noted{};
-  bool repeated = false;         // an interpreted param came twice, with one value
-  long long content_length = -1; // CONTENT_LENGTH as a number; -1: absent, empty or "-1"
-
-  void clear(); // keeps the capacity
-  records::NameValue pair(const char* base, std::size_t i) const {
-    const ParamSpan& s = spans[i];
-    return {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
-  }
 };
 
 struct ParamScanLimits {
@@ -63,6 +48,30 @@ struct ParamScanResult {
   ParamProblem problem = ParamProblem::None;
   records::NameValue pair;  // the param at fault (not for Truncated, TooMany)
   std::string_view earlier; // TwoValues: the value sent before
+};
+
+class ScannedParams {
+public:
+  std::size_t size = 0; // bytes of params scanned
+  // Per kNotedParams entry: 1 + the index in spans() of its param (the first for an
+  // interpreted param, whose values are one; the last for the ids), 0 when it was not sent.
+  std::array<std::uint32_t, kNotNoted> noted{};
+  bool repeated = false;         // an interpreted param came twice, with one value
+  long long content_length = -1; // CONTENT_LENGTH as a number; -1: absent, empty or "-1"
+
+  std::span<const ParamSpan> spans() const { return {slots_.data(), count_}; } // in the order sent
+  void clear();                                                                // keeps the storage
+  records::NameValue pair(const char* base, std::size_t i) const {
+    const ParamSpan& s = slots_[i];
+    return {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
+  }
+
+private:
+  friend ParamScanResult scan_params(std::string_view, const ParamScanLimits&, ScannedParams&);
+  // Grown to the most pairs a scan may find before it starts, then written without a check
+  // per pair (a push_back per param cost more than the pair's own checks).
+  std::vector<ParamSpan> slots_;
+  std::size_t count_ = 0;
 };
 
 // Scans `data`, the params' bytes, into `out` (cleared first). Stops at the first pair at fault,

@@ -55,12 +55,12 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
   const char* base = from.params_base;
   // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
   const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
-  const std::size_t n = scanned.spans.size();
+  const std::size_t n = scanned.spans().size();
   app::Request::Param* out = request.add_param_views(1 + n - (skip ? 1 : 0));
   *out++ = {"FCGI_ROLE", "RESPONDER"}; // as add_role()
   for (std::size_t i = 0; i < n; ++i) {
     if (i + 1 == skip) continue;
-    const ParamSpan& s = scanned.spans[i];
+    const ParamSpan& s = scanned.spans()[i];
     *out++ = {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
   }
   add_body_length(framing, request);

@@ -33,7 +33,7 @@ struct DecodedRequest {
   std::vector<std::string_view> body; // the STDIN contents in order; views into the buffer
   std::size_t body_size = 0;
 
-  std::size_t param_count() const { return scanned ? scanned->spans.size() : params.size(); }
+  std::size_t param_count() const { return scanned ? scanned->spans().size() : params.size(); }
   records::NameValue param(std::size_t i) const {
     return scanned ? scanned->pair(params_base, i) : params[i];
   }

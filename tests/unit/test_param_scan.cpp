@@ -47,7 +47,7 @@ struct Scan {
   ParamProblem problem() const { return result.problem; }
   Pairs pairs() const {
     Pairs out;
-    for (std::size_t i = 0; i < params.spans.size(); ++i) {
+    for (std::size_t i = 0; i < params.spans().size(); ++i) {
       auto p = params.pair(bytes.data(), i);
       out.emplace_back(std::string(p.name), std::string(p.value));
     }
@@ -71,7 +71,7 @@ TEST_CASE("scan: pairs in the order sent, empty values, as spans into the bytes"
   CHECK(s.noted(fcgi_host::kQueryString) == "");
   CHECK(s.noted(fcgi_host::kRequestUri) == "(absent)");
   CHECK(Scan("").problem() == ParamProblem::None);
-  CHECK(Scan("").params.spans.empty());
+  CHECK(Scan("").params.spans().empty());
 }
 
 TEST_CASE("scan: the 127/128 edge of the length forms, and the 4-byte form of short lengths") {
@@ -194,11 +194,11 @@ TEST_CASE("scan: reuses its vector and starts clean") {
   ScannedParams params;
   std::string a = encode({{"REQUEST_METHOD", "GET"}, {"B", "2"}, {"CONTENT_LENGTH", "5"}});
   REQUIRE(fcgi_host::scan_params(a, kLimits, params).problem == ParamProblem::None);
-  const auto* spans = params.spans.data();
+  const auto* spans = params.spans().data();
   std::string b = encode({{"C", "3"}});
   REQUIRE(fcgi_host::scan_params(b, kLimits, params).problem == ParamProblem::None);
-  CHECK(params.spans.data() == spans);
-  CHECK(params.spans.size() == 1);
+  CHECK(params.spans().data() == spans);
+  CHECK(params.spans().size() == 1);
   CHECK(params.noted[fcgi_host::kRequestMethod] == 0);
   CHECK(params.content_length == -1);
 }
