@@ -51,43 +51,54 @@ inline const char* next_zero(const char* p, const char* end) {
   return z ? static_cast<const char*>(z) : end;
 }
 
-ParamScanResult content_length(const NameValue& pair, const ParamScanLimits& limits,
-                               ScannedParams& out) {
+// A fault's details go to `fault` only when there is one: building a result for every noted
+// param cost more than noting it.
+bool content_length(const NameValue& pair, const ParamScanLimits& limits, ScannedParams& out,
+                    ParamScanResult& fault) {
   // Empty, or -1 (Caddy's "unknown length" for a chunked upload): the body is the STDIN stream
   // up to its empty record, bounded by --max-body like any other (FastCGI 1.0, 6.2: the stream
   // ends at its empty record whatever the params say).
   std::string_view v = pair.value;
-  if (v.empty() || v == "-1") return {};
-  if (v.size() > 18) return {ParamProblem::NotANumber, pair, {}};
+  if (v.empty() || v == "-1") return true;
+  if (v.size() > 18) {
+    fault = {ParamProblem::NotANumber, pair, {}};
+    return false;
+  }
   long long n = 0;
   for (char c : v) {
-    if (c < '0' || c > '9') return {ParamProblem::NotANumber, pair, {}};
+    if (c < '0' || c > '9') {
+      fault = {ParamProblem::NotANumber, pair, {}};
+      return false;
+    }
     n = n * 10 + (c - '0');
   }
   out.content_length = n;
-  if (static_cast<unsigned long long>(n) > limits.max_body)
-    return {ParamProblem::OverMaxBody, pair, {}};
-  return {};
+  if (static_cast<unsigned long long>(n) <= limits.max_body) return true;
+  fault = {ParamProblem::OverMaxBody, pair, {}};
+  return false;
 }
 
 // The param at `index` (in the order sent) is kNotedParams[noted].
-ParamScanResult note(std::size_t noted, std::size_t index, const NameValue& pair, const char* base,
-                     const ParamScanLimits& limits, ScannedParams& out) {
+bool note(std::size_t noted, std::size_t index, const NameValue& pair, const char* base,
+          const ParamScanLimits& limits, ScannedParams& out, ParamScanResult& fault) {
   const auto position = static_cast<std::uint32_t>(index + 1);
   std::uint32_t& slot = out.noted[noted];
   if (noted >= kNotInterpreted) { // an id: the last value wins, as in app::Request::param()
     slot = position;
-    return {};
+    return true;
   }
   if (slot != 0) {
     // interpreted_params.hpp: one value, however often it is sent.
     std::string_view earlier = out.pair(base, slot - 1).value;
-    if (earlier != pair.value) return {ParamProblem::TwoValues, pair, earlier};
+    if (earlier != pair.value) {
+      fault = {ParamProblem::TwoValues, pair, earlier};
+      return false;
+    }
     out.repeated = true;
-    return {};
+    return true;
   }
   slot = position;
-  return noted == kContentLength ? content_length(pair, limits, out) : ParamScanResult{};
+  return noted != kContentLength || content_length(pair, limits, out, fault);
 }
 
 } // namespace
@@ -147,10 +158,9 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
     }
     spans[count] = {static_cast<std::size_t>(name - begin), static_cast<std::uint32_t>(name_size),
                     static_cast<std::uint32_t>(value_size)};
-    if (std::size_t noted = noted_param_index({name, name_size}); noted != kNotNoted) {
-      result = note(noted, count, {{name, name_size}, {value, value_size}}, begin, limits, out);
-      if (result.problem != ParamProblem::None) break;
-    }
+    if (std::size_t noted = noted_param_index({name, name_size}); noted != kNotNoted)
+      if (!note(noted, count, {{name, name_size}, {value, value_size}}, begin, limits, out, result))
+        break;
     ++count;
   }
   out.count_ = count;

@@ -55,13 +55,25 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
   const char* base = from.params_base;
   // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
   const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
-  const std::size_t n = scanned.spans().size();
+  const std::span<const ParamSpan> spans = scanned.spans();
+  const std::size_t n = spans.size();
   app::Request::Param* out = request.add_param_views(1 + n - (skip ? 1 : 0));
   *out++ = {"FCGI_ROLE", "RESPONDER"}; // as add_role()
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + 1 == skip) continue;
-    const ParamSpan& s = scanned.spans()[i];
-    *out++ = {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
+  // Local pointers, and the skipped param as the end of one run and the start of the next: the
+  // copy is a plain loop, with nothing reloaded per param.
+  auto copy = [&out, base](const ParamSpan* from, const ParamSpan* to) {
+    app::Request::Param* o = out;
+    for (; from != to; ++from, ++o)
+      *o = {{base + from->at, from->name_size},
+            {base + from->at + from->name_size, from->value_size}};
+    out = o;
+  };
+  const ParamSpan* first = spans.data();
+  if (skip) {
+    copy(first, first + skip - 1);
+    copy(first + skip, first + n);
+  } else {
+    copy(first, first + n);
   }
   add_body_length(framing, request);
   auto value = [&](std::size_t noted) {
