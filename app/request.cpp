@@ -23,7 +23,7 @@ void Request::clear() {
   if (!owned_.empty()) owned_.clear();
   entries_.clear();
   method_ = uri_ = path_ = query_ = {};
-  request_id_ = traceparent_ = {};
+  request_id_ = traceparent_ = request_start_ = {};
   id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
@@ -111,7 +111,7 @@ Request::Param Request::param_at(std::size_t i) const {
   return entries_[i];
 }
 
-// One pass over the parameters for the six the host needs on every request (the ids go into the
+// One pass over the parameters for the seven the host needs on every request (the ids go into the
 // scoreboard for each one), each recognised by its length first; the last of a name wins, as in
 // param().
 void Request::finish_params() {
@@ -135,6 +135,9 @@ void Request::finish_params() {
     case 17:
       if (name == "HTTP_X_REQUEST_ID") core.request_id = e.value;
       break;
+    case 20:
+      if (name == "HTTP_X_REQUEST_START") core.request_start = e.value;
+      break;
     }
   }
   finish_params(core);
@@ -145,6 +148,7 @@ void Request::finish_params(const CoreParams& core) {
   query_ = core.query;
   request_id_ = core.request_id;
   traceparent_ = core.traceparent;
+  request_start_ = core.request_start;
   uri_ = core.uri.empty() ? core.script_name : core.uri; // CGI servers without REQUEST_URI
   path_ = uri_.substr(0, uri_.find('?'));
 }

@@ -126,6 +126,9 @@ public:
   std::string_view trace_id() const;
   // The id the request carried (X-Request-Id, else the trace id); empty when it carried none.
   std::string_view carried_id() const;
+  // X-Request-Start as the web server stamped it (nginx: `fastcgi_param HTTP_X_REQUEST_START
+  // "t=${msec}";`), empty when absent: the host's queue-time measure reads it on every request.
+  std::string_view request_start() const { return request_start_; }
 
   // True once the web server has given up on this request (FCGI_ABORT_REQUEST, or the
   // connection closed). Asking costs one non-blocking read; handlers doing long work may poll it.
@@ -164,7 +167,7 @@ public:
   // The same from what the caller found already (the host, in its one pass over the params on
   // the wire): each the last value of its param, empty when absent.
   struct CoreParams {
-    std::string_view method, uri, query, script_name, request_id, traceparent;
+    std::string_view method, uri, query, script_name, request_id, traceparent, request_start;
   };
   void finish_params(const CoreParams& core);
   // A plain function and context rather than std::function: set once per request, never allocates.
@@ -192,6 +195,7 @@ private:
   std::vector<Param> entries_;    // in arrival order
   std::string_view method_, uri_, path_, query_;
   std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
+  std::string_view request_start_;            // HTTP_X_REQUEST_START (the last)
   SpillBuffer body_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;

@@ -81,7 +81,8 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
     return at ? scanned.pair(base, at - 1).value : std::string_view{};
   };
   request.finish_params({value(kRequestMethod), value(kRequestUri), value(kQueryString),
-                         value(kScriptName), value(kRequestId), value(kTraceParent)});
+                         value(kScriptName), value(kRequestId), value(kTraceParent),
+                         value(kRequestStart)});
 }
 
 // The web server reads the head into one buffer with the header of the STDOUT record that

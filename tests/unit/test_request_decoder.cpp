@@ -201,7 +201,8 @@ bool same_request(const app::Request& a, const app::Request& b) {
       return false;
   return a.method() == b.method() && a.uri() == b.uri() && a.path() == b.path() &&
          a.query() == b.query() && a.carried_id() == b.carried_id() &&
-         a.trace_parent() == b.trace_parent() && a.body() == b.body();
+         a.trace_parent() == b.trace_parent() && a.request_start() == b.request_start() &&
+         a.body() == b.body();
 }
 
 // Both decoders on what the guard lets through: the guard sees the bytes as a connection would
@@ -329,6 +330,7 @@ TEST_CASE("decoder: with the guard's scan, the handler sees what the walk would 
                                 {"HTTP_X_REQUEST_ID", "first"},
                                 {"HTTP_X_REQUEST_ID", "last"},
                                 {"HTTP_TRACEPARENT", "tp"},
+                                {"HTTP_X_REQUEST_START", "t=1700000000.123"},
                                 {"EMPTY", ""}},
                                "abc", chunk);
     fcgi_host::RequestLimits limits;
@@ -353,7 +355,8 @@ TEST_CASE("decoder: with the guard's scan, the handler sees what the walk would 
     CHECK(b.query() == "a=1");
     CHECK(b.carried_id() == "last");
     CHECK(b.trace_parent() == "tp");
-    CHECK(b.param_count() == 9); // FCGI_ROLE first, CONTENT_LENGTH moved to the end
+    CHECK(b.request_start() == "t=1700000000.123");
+    CHECK(b.param_count() == 10); // FCGI_ROLE first, CONTENT_LENGTH moved to the end
     CHECK(b.param_at(0).name == "FCGI_ROLE");
     CHECK(b.param("EMPTY").empty());
     CHECK(b.has_param("EMPTY"));
