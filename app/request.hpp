@@ -147,12 +147,10 @@ public:
   void add_param_view(std::string_view name, std::string_view value) {
     entries_.push_back({name, value});
   }
-  // `n` params as views, written by the caller into the slots returned (the host's decoder, which
-  // knows their number: one resize rather than a push per param).
-  Param* add_param_views(std::size_t n) {
-    const std::size_t at = entries_.size();
-    entries_.resize(at + n);
-    return entries_.data() + at;
+  // Params as views, from an iterator range of Param (the host's decoder, which knows their
+  // number: one insert, each param made in its place, rather than a push per param).
+  template <class ForwardIt> void add_param_views(ForwardIt first, ForwardIt last) {
+    entries_.insert(entries_.end(), first, last);
   }
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).

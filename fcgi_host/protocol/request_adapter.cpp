@@ -4,8 +4,10 @@
 #include "fcgi_host/protocol/interpreted_params.hpp"
 
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 #include <exception>
+#include <iterator>
 
 namespace fcgi_host {
 namespace {
@@ -46,6 +48,33 @@ void add_params(const DecodedRequest& from, const RequestFraming& framing, app::
   request.finish_params();
 }
 
+// The scan's spans as app::Request params over the params' bytes: what the request's vector is
+// filled from in place (no slot written twice, no copy through another vector).
+struct ScannedParamIterator {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = app::Request::Param;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const value_type*;
+  using reference = value_type;
+  const ParamSpan* span;
+  const char* base;
+  value_type operator*() const {
+    return {{base + span->at, span->name_size},
+            {base + span->at + span->name_size, span->value_size}};
+  }
+  ScannedParamIterator& operator++() {
+    ++span;
+    return *this;
+  }
+  ScannedParamIterator operator++(int) {
+    ScannedParamIterator before = *this;
+    ++span;
+    return before;
+  }
+  bool operator==(const ScannedParamIterator& other) const { return span == other.span; }
+  difference_type operator-(const ScannedParamIterator& other) const { return span - other.span; }
+};
+
 // A request decoded with the guard's scan, none of its interpreted params twice (the usual
 // case): the scan says where CONTENT_LENGTH and the params app::Request derives its fields from
 // are, so no param is looked at by name again.
@@ -57,23 +86,17 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
   const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
   const std::span<const ParamSpan> spans = scanned.spans();
   const std::size_t n = spans.size();
-  app::Request::Param* out = request.add_param_views(1 + n - (skip ? 1 : 0));
-  *out++ = {"FCGI_ROLE", "RESPONDER"}; // as add_role()
-  // Local pointers, and the skipped param as the end of one run and the start of the next: the
-  // copy is a plain loop, with nothing reloaded per param.
-  auto copy = [&out, base](const ParamSpan* from, const ParamSpan* to) {
-    app::Request::Param* o = out;
-    for (; from != to; ++from, ++o)
-      *o = {{base + from->at, from->name_size},
-            {base + from->at + from->name_size, from->value_size}};
-    out = o;
-  };
+  add_role(request);
+  // The skipped param as the end of one run and the start of the next.
   const ParamSpan* first = spans.data();
   if (skip) {
-    copy(first, first + skip - 1);
-    copy(first + skip, first + n);
+    request.add_param_views(ScannedParamIterator{first, base},
+                            ScannedParamIterator{first + skip - 1, base});
+    request.add_param_views(ScannedParamIterator{first + skip, base},
+                            ScannedParamIterator{first + n, base});
   } else {
-    copy(first, first + n);
+    request.add_param_views(ScannedParamIterator{first, base},
+                            ScannedParamIterator{first + n, base});
   }
   add_body_length(framing, request);
   auto value = [&](std::size_t noted) {
