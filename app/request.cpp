@@ -23,7 +23,7 @@ void Request::clear() {
   if (!owned_.empty()) owned_.clear();
   entries_.clear();
   method_ = uri_ = path_ = query_ = {};
-  request_id_ = traceparent_ = {};
+  request_id_ = traceparent_ = request_start_ = {};
   id_generated_ = false;
   body_.clear();
   abort_probe_ = nullptr;
@@ -111,34 +111,45 @@ Request::Param Request::param_at(std::size_t i) const {
   return entries_[i];
 }
 
-// One pass over the parameters for the six the host needs on every request (the ids go into the
+// One pass over the parameters for the seven the host needs on every request (the ids go into the
 // scoreboard for each one), each recognised by its length first; the last of a name wins, as in
 // param().
 void Request::finish_params() {
-  std::string_view script_name;
-  method_ = query_ = uri_ = request_id_ = traceparent_ = {};
+  CoreParams core;
   for (const Param& e : entries_) {
     std::string_view name = e.name;
     switch (name.size()) {
     case 11:
-      if (name == "REQUEST_URI") uri_ = e.value;
-      if (name == "SCRIPT_NAME") script_name = e.value;
+      if (name == "REQUEST_URI") core.uri = e.value;
+      if (name == "SCRIPT_NAME") core.script_name = e.value;
       break;
     case 12:
-      if (name == "QUERY_STRING") query_ = e.value;
+      if (name == "QUERY_STRING") core.query = e.value;
       break;
     case 14:
-      if (name == "REQUEST_METHOD") method_ = e.value;
+      if (name == "REQUEST_METHOD") core.method = e.value;
       break;
     case 16:
-      if (name == "HTTP_TRACEPARENT") traceparent_ = e.value;
+      if (name == "HTTP_TRACEPARENT") core.traceparent = e.value;
       break;
     case 17:
-      if (name == "HTTP_X_REQUEST_ID") request_id_ = e.value;
+      if (name == "HTTP_X_REQUEST_ID") core.request_id = e.value;
+      break;
+    case 20:
+      if (name == "HTTP_X_REQUEST_START") core.request_start = e.value;
       break;
     }
   }
-  if (uri_.empty()) uri_ = script_name; // CGI servers without REQUEST_URI
+  finish_params(core);
+}
+
+void Request::finish_params(const CoreParams& core) {
+  method_ = core.method;
+  query_ = core.query;
+  request_id_ = core.request_id;
+  traceparent_ = core.traceparent;
+  request_start_ = core.request_start;
+  uri_ = core.uri.empty() ? core.script_name : core.uri; // CGI servers without REQUEST_URI
   path_ = uri_.substr(0, uri_.find('?'));
 }
 

@@ -126,6 +126,9 @@ public:
   std::string_view trace_id() const;
   // The id the request carried (X-Request-Id, else the trace id); empty when it carried none.
   std::string_view carried_id() const;
+  // X-Request-Start as the web server stamped it (nginx: `fastcgi_param HTTP_X_REQUEST_START
+  // "t=${msec}";`), empty when absent: the host's queue-time measure reads it on every request.
+  std::string_view request_start() const { return request_start_; }
 
   // True once the web server has given up on this request (FCGI_ABORT_REQUEST, or the
   // connection closed). Asking costs one non-blocking read; handlers doing long work may poll it.
@@ -144,6 +147,11 @@ public:
   void add_param_view(std::string_view name, std::string_view value) {
     entries_.push_back({name, value});
   }
+  // Params as views, from an iterator range of Param (the host's decoder, which knows their
+  // number: one insert, each param made in its place, rather than a push per param).
+  template <class ForwardIt> void add_param_views(ForwardIt first, ForwardIt last) {
+    entries_.insert(entries_.end(), first, last);
+  }
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).
   void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
@@ -152,8 +160,14 @@ public:
   void append_body(const char* data, std::size_t size) { body_.append(data, size); }
   void finish_body() {}
   void set_body(std::string_view body);
-  // Derives method, uri, path and query from the parameters added so far.
+  // Derives method, uri, path and query (and the ids) from the parameters added so far.
   void finish_params();
+  // The same from what the caller found already (the host, in its one pass over the params on
+  // the wire): each the last value of its param, empty when absent.
+  struct CoreParams {
+    std::string_view method, uri, query, script_name, request_id, traceparent, request_start;
+  };
+  void finish_params(const CoreParams& core);
   // A plain function and context rather than std::function: set once per request, never allocates.
   void set_abort_probe(bool (*probe)(void*), void* context) {
     abort_probe_ = probe;
@@ -179,6 +193,7 @@ private:
   std::vector<Param> entries_;    // in arrival order
   std::string_view method_, uri_, path_, query_;
   std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
+  std::string_view request_start_;            // HTTP_X_REQUEST_START (the last)
   SpillBuffer body_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;

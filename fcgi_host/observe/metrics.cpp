@@ -39,6 +39,12 @@ std::uint32_t fnv1a(std::string_view s) {
 
 std::size_t RequestMetrics::route_index(std::string_view route) {
   route = route.substr(0, process_manager::kRouteNameSize);
+  if (route.data() == last_route_ && route.size() == last_route_size_) {
+    // The text is compared too: an address is only a hint (a Router rebuilt at the same place).
+    const process_manager::RouteStats& e = routes_.routes[last_index_];
+    if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route)
+      return last_index_;
+  }
   std::uint32_t h = fnv1a(route);
   // Linear probing over a private index; a full index (more keys than fit) falls back to the
   // table's own linear search, which also handles the overflow entry.
@@ -54,8 +60,12 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
     }
     if (index_hash_[b] == h) {
       const process_manager::RouteStats& e = routes_.routes[index_[b] - 1];
-      if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route)
-        return index_[b] - 1u;
+      if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route) {
+        last_route_ = route.data();
+        last_route_size_ = route.size();
+        last_index_ = index_[b] - 1u;
+        return last_index_;
+      }
     }
   }
   return process_manager::claim_route(routes_, route);

@@ -84,6 +84,12 @@ private:
   static constexpr std::size_t kIndexSize = 256;
   std::array<std::uint8_t, kIndexSize> index_{};
   std::array<std::uint32_t, kIndexSize> index_hash_{};
+  // The last route and its entry, by its text's address: a route's text lives as long as its
+  // Router, or forever (app::Request::route()), so the same address is almost surely the same
+  // route (the text is compared still), and one route request after request skips the hash.
+  const char* last_route_ = nullptr;
+  std::size_t last_route_size_ = 0;
+  std::size_t last_index_ = 0;
 };
 
 // ---- reading -----------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ bool QueueGate::admit(const app::Request& request, app::Response& response) {
   last_ns_ = -1;
   last_shed_ = false;
   std::optional<std::uint64_t> waited;
-  std::string_view stamp = request.param(kRequestStartParam);
+  std::string_view stamp = request.request_start(); // kRequestStartParam, found as it was decoded
   if (!stamp.empty())
     if (std::optional<std::int64_t> arrival = parse_request_start_us(stamp))
       waited = queue_ns(*arrival, realtime_us());

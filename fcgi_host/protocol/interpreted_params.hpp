@@ -10,9 +10,13 @@
 //
 // Not here: the HTTP_* headers the host only passes on (Accept, Cookie, ...): HTTP allows a
 // list header to repeat, and nginx before 1.23 sends repeated client headers as repeated params;
-// for those app::Request's rule holds (the last value wins, as in PHP).
+// for those app::Request's rule holds (the last value wins, as in PHP). Two of those the host
+// reads on every request too, for the request's id (kIdParams): noted in the same pass over the
+// params (param_scan.hpp), with the last value.
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace fcgi_host {
@@ -23,28 +27,79 @@ inline constexpr std::array<std::string_view, 8> kInterpretedParams = {
 };
 inline constexpr std::size_t kNotInterpreted = kInterpretedParams.size();
 
-// The index of `name` in kInterpretedParams, or kNotInterpreted. Called for every param of every
-// request: the length and one or two letters pick the one candidate, then one comparison.
-constexpr std::size_t interpreted_param_index(std::string_view name) {
-  std::size_t candidate = kNotInterpreted;
+// The interpreted params under their names, for the code that reads them.
+enum InterpretedParam : std::size_t {
+  kContentLength,
+  kRequestMethod,
+  kRequestUri,
+  kQueryString,
+  kScriptName,
+  kContentType,
+  kRemoteAddr,
+  kRequestStart,
+};
+
+// The params noted in the one pass: the interpreted ones (same indices), then the ids.
+inline constexpr std::array<std::string_view, 10> kNotedParams = {
+    "CONTENT_LENGTH",   "REQUEST_METHOD",    "REQUEST_URI", "QUERY_STRING",
+    "SCRIPT_NAME",      "CONTENT_TYPE",      "REMOTE_ADDR", "HTTP_X_REQUEST_START",
+    "HTTP_TRACEPARENT", "HTTP_X_REQUEST_ID",
+};
+inline constexpr std::size_t kTraceParent = 8;
+inline constexpr std::size_t kRequestId = 9;
+inline constexpr std::size_t kNotNoted = kNotedParams.size();
+
+namespace detail {
+inline std::uint64_t load_word(const char* p) {
+  std::uint64_t word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
+// `name` holds `known.size()` bytes (8 to 24): equal in two or three overlapping 8-byte words,
+// where a memcmp call cost more than the rest of the lookup.
+inline bool same_name(const char* name, std::string_view known) {
+  const std::size_t n = known.size();
+  const char* k = known.data();
+  return load_word(name) == load_word(k) && load_word(name + n - 8) == load_word(k + n - 8) &&
+         (n <= 16 || load_word(name + 8) == load_word(k + 8));
+}
+} // namespace detail
+
+// The index of `name` in kNotedParams, or kNotNoted. Called for every param of every request:
+// the length and one or two letters pick the one candidate, then one comparison.
+inline std::size_t noted_param_index(std::string_view name) {
+  std::size_t candidate = kNotNoted;
   switch (name.size()) {
   case 11: // REQUEST_URI, SCRIPT_NAME, REMOTE_ADDR
-    candidate = name[0] == 'S' ? 4 : name[0] != 'R' ? kNotInterpreted : name[2] == 'Q' ? 2 : 6;
+    candidate = name[0] == 'S' ? 4 : name[0] != 'R' ? kNotNoted : name[2] == 'Q' ? 2 : 6;
     break;
   case 12: // QUERY_STRING, CONTENT_TYPE
-    candidate = name[0] == 'Q' ? 3 : name[0] == 'C' ? 5 : kNotInterpreted;
+    candidate = name[0] == 'Q' ? 3 : name[0] == 'C' ? 5 : kNotNoted;
     break;
   case 14: // CONTENT_LENGTH, REQUEST_METHOD
-    candidate = name[0] == 'C' ? 0 : name[0] == 'R' ? 1 : kNotInterpreted;
+    candidate = name[0] == 'C' ? 0 : name[0] == 'R' ? 1 : kNotNoted;
+    break;
+  case 16: // HTTP_TRACEPARENT
+    candidate = kTraceParent;
+    break;
+  case 17: // HTTP_X_REQUEST_ID
+    candidate = kRequestId;
     break;
   case 20: // HTTP_X_REQUEST_START
-    candidate = 7;
+    candidate = kRequestStart;
     break;
   default:
-    break;
+    return kNotNoted;
   }
-  return candidate != kNotInterpreted && kInterpretedParams[candidate] == name ? candidate
-                                                                               : kNotInterpreted;
+  return candidate != kNotNoted && detail::same_name(name.data(), kNotedParams[candidate])
+             ? candidate
+             : kNotNoted;
+}
+
+// The index of `name` in kInterpretedParams, or kNotInterpreted.
+inline std::size_t interpreted_param_index(std::string_view name) {
+  const std::size_t index = noted_param_index(name);
+  return index < kNotInterpreted ? index : kNotInterpreted;
 }
 
 } // namespace fcgi_host

@@ -6,35 +6,6 @@
 namespace fcgi_host {
 using records::Type;
 
-namespace {
-// Whether a 64-bit word holds a zero byte (the classic bit trick: exact, no false positives).
-constexpr bool has_zero_byte(std::uint64_t x) {
-  return ((x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull) != 0;
-}
-
-// One pass over a param's name (NUL and '=' together) or value (NUL), eight bytes at a time,
-// the last word overlapping the one before: this runs for every param of every request, and a
-// memchr call per character looked for cost twice as much. A template, so that each form
-// compiles to a loop of its own (with a run-time flag it cost twice as much again).
-template <bool or_equals> inline bool holds(std::string_view text) {
-  constexpr std::uint64_t equals = 0x3d3d3d3d3d3d3d3dull; // '=' in every byte
-  auto bad = [&](const char* p) {
-    std::uint64_t word;
-    std::memcpy(&word, p, 8);
-    return has_zero_byte(word) || (or_equals && has_zero_byte(word ^ equals));
-  };
-  const std::size_t n = text.size();
-  if (n < 8) {
-    for (char c : text)
-      if (c == '\0' || (or_equals && c == '=')) return true;
-    return false;
-  }
-  for (std::size_t i = 0; i + 8 <= n; i += 8)
-    if (bad(text.data() + i)) return true;
-  return n % 8 != 0 && bad(text.data() + n - 8);
-}
-} // namespace
-
 RecordGuard::Verdict RecordGuard::close(std::string reason) {
   close_reason_ = std::move(reason);
   return Verdict::Close;
@@ -55,8 +26,7 @@ void RecordGuard::consume_request() {
   request_id_ = 0;
   keep_conn_ = params_done_ = aborted_ = ready_ = false;
   params_size_ = body_size_ = records_ = management_records_ = 0;
-  content_length_ = -1;
-  repeated_params_ = false;
+  params_.clear();
   params_records_.clear();
   error_status_ = 0;
   close_reason_.clear();
@@ -130,7 +100,8 @@ RecordGuard::Verdict RecordGuard::begin_request(std::uint16_t id, const char* co
 
 RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
   // The params stream is usually one record; when split, it is gathered first so that pairs
-  // split across records are checked like any other.
+  // split across records are checked like any other. The spans of the scan are offsets into
+  // that run of bytes, which the decoder makes in place (request_decoder.hpp).
   std::string gathered;
   std::string_view data;
   if (params_records_.size() == 1) {
@@ -144,52 +115,32 @@ RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
     }
     data = gathered;
   }
-  std::size_t pairs = 0;
-  std::array<std::string_view, kNotInterpreted> seen{}; // views into `data`
-  for (records::NameValue pair;;) {
-    records::PairStatus status = records::next_name_value(data, pair);
-    if (status == records::PairStatus::End) break;
-    if (status == records::PairStatus::Truncated)
-      return reject(400, "FastCGI params with a length beyond the params sent");
-    if (++pairs > limits_.max_params)
-      return reject(400, "more than " + std::to_string(limits_.max_params) + " FastCGI params");
-    if (Verdict v = check_param(pair.name, pair.value, seen); v != Verdict::NeedMore) return v;
-  }
-  return Verdict::NeedMore;
+  ParamScanResult scan = scan_params(data, {limits_.max_params, limits_.max_body}, params_);
+  return scan.problem == ParamProblem::None ? Verdict::NeedMore : refuse_params(scan);
 }
 
-RecordGuard::Verdict RecordGuard::check_param(std::string_view name, std::string_view value,
-                                              std::array<std::string_view, kNotInterpreted>& seen) {
-  if (name.empty() || holds<true>(name))
+RecordGuard::Verdict RecordGuard::refuse_params(const ParamScanResult& scan) {
+  const std::string_view name = scan.pair.name, value = scan.pair.value;
+  switch (scan.problem) {
+  case ParamProblem::None:
+    break;
+  case ParamProblem::Truncated:
+    return reject(400, "FastCGI params with a length beyond the params sent");
+  case ParamProblem::TooMany:
+    return reject(400, "more than " + std::to_string(limits_.max_params) + " FastCGI params");
+  case ParamProblem::BadName:
     return reject(400, "a FastCGI param name that is empty or holds NUL or '='");
-  if (holds<false>(value))
+  case ParamProblem::NulInValue:
     return reject(400, "FastCGI param " + std::string(name) + " holds a NUL byte");
-  const std::size_t index = interpreted_param_index(name);
-  if (index == kNotInterpreted) return Verdict::NeedMore;
-  if (seen[index].data() != nullptr) {
-    // interpreted_params.hpp: one value, however often it is sent.
-    if (seen[index] != value)
-      return reject(400, "FastCGI param " + std::string(name) + " sent twice, as '" +
-                             std::string(seen[index].substr(0, 32)) + "' and '" +
-                             std::string(value.substr(0, 32)) + "'");
-    repeated_params_ = true;
-    return Verdict::NeedMore;
-  }
-  seen[index] = value.data() ? value : std::string_view("", 0);
-  return name == "CONTENT_LENGTH" ? check_content_length(value) : Verdict::NeedMore;
-}
-
-RecordGuard::Verdict RecordGuard::check_content_length(std::string_view value) {
-  // Empty, or -1 (Caddy's "unknown length" for a chunked upload): the body is the STDIN stream
-  // up to its empty record, bounded by --max-body like any other (FastCGI 1.0, 6.2: the stream
-  // ends at its empty record whatever the params say).
-  if (value.empty() || value == "-1") return Verdict::NeedMore;
-  if (value.size() > 18 ||
-      !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  case ParamProblem::TwoValues:
+    return reject(400, "FastCGI param " + std::string(name) + " sent twice, as '" +
+                           std::string(scan.earlier.substr(0, 32)) + "' and '" +
+                           std::string(value.substr(0, 32)) + "'");
+  case ParamProblem::NotANumber:
     return reject(400, "CONTENT_LENGTH '" + std::string(value.substr(0, 32)) + "' is not a number");
-  content_length_ = std::stoll(std::string(value));
-  if (static_cast<unsigned long long>(content_length_) > limits_.max_body)
+  case ParamProblem::OverMaxBody:
     return reject(413, "CONTENT_LENGTH " + std::string(value) + " is over --max-body");
+  }
   return Verdict::NeedMore;
 }
 
@@ -333,19 +284,20 @@ std::optional<RecordGuard::Verdict> RecordGuard::params_record(Scan& s) {
 std::optional<RecordGuard::Verdict> RecordGuard::stdin_record(Scan& s) {
   if (!params_done_) return close("FCGI_STDIN before the end of the params");
   const std::size_t length = s.header.content_length;
-  const bool declared = content_length_ >= 0;
-  const std::size_t declared_size = static_cast<std::size_t>(content_length_);
+  const long long content_length = params_.content_length;
+  const bool declared = content_length >= 0;
+  const std::size_t declared_size = static_cast<std::size_t>(content_length);
   if (length == 0) {
     if (declared && body_size_ != declared_size)
       return reject(400, "a body of " + std::to_string(body_size_) + " bytes for CONTENT_LENGTH " +
-                             std::to_string(content_length_));
+                             std::to_string(content_length));
     pos_ += s.record;
     ready_ = true;
     return Verdict::RequestReady;
   }
   body_size_ += length;
   if (declared && body_size_ > declared_size)
-    return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length_));
+    return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length));
   pos_ += s.record;
   return std::nullopt;
 }

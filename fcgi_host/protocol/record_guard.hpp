@@ -13,7 +13,7 @@
 //     records of one request at a time, and what follows stays in the host's buffer.
 // Pure logic over a byte buffer: no sockets, so it is unit-tested and fuzzed directly.
 #include "fcgi_host/config/limits.hpp" // RequestLimits
-#include "fcgi_host/protocol/interpreted_params.hpp"
+#include "fcgi_host/protocol/param_scan.hpp"
 #include "fcgi_host/protocol/records.hpp" // the encoders of what the host answers itself
 
 #include <array>
@@ -38,6 +38,9 @@ struct RequestFraming {
   bool length_declared = false; // CONTENT_LENGTH was a number (and the body matched it); false
                                 // when absent, empty or -1 (a body of unknown length)
   bool repeated_params = false; // an interpreted param came twice, with one value
+  // The guard's one pass over the params (param_scan.hpp), which the decoder takes instead of
+  // reading them again; null when the params were not scanned (a request built otherwise).
+  const ScannedParams* params = nullptr;
 };
 
 class RecordGuard {
@@ -76,7 +79,10 @@ public:
   int error_status() const { return error_status_; }
   const std::string& close_reason() const { return close_reason_; }
   std::size_t body_size() const { return body_size_; }
-  RequestFraming framing() const { return {body_size_, content_length_ >= 0, repeated_params_}; }
+  RequestFraming framing() const {
+    return {body_size_, params_.content_length >= 0, params_.repeated,
+            params_done_ ? &params_ : nullptr};
+  }
 
 private:
   // The record whose header is at pos_, and the buffer it is in: what the steps of advance()
@@ -108,9 +114,7 @@ private:
   Verdict begin_request(std::uint16_t id, const char* content, std::size_t length,
                         std::string& replies);
   Verdict check_params(const char* buf);
-  Verdict check_param(std::string_view name, std::string_view value,
-                      std::array<std::string_view, kNotInterpreted>& seen);
-  Verdict check_content_length(std::string_view value);
+  Verdict refuse_params(const ParamScanResult& problem);
 
   RequestLimits limits_;
   ServerValues values_;
@@ -125,8 +129,7 @@ private:
   bool ready_ = false; // RequestReady returned, consume_request() not yet called
   std::size_t params_size_ = 0;
   std::size_t body_size_ = 0;
-  long long content_length_ = -1; // CONTENT_LENGTH, -1 when not sent, empty or "-1"
-  bool repeated_params_ = false;
+  ScannedParams params_; // at the end of the params: what they are, where, and CONTENT_LENGTH
   std::size_t records_ = 0;
   std::size_t management_records_ = 0;
   std::vector<std::size_t> params_records_; // offsets of the PARAMS records of this request

@@ -83,7 +83,8 @@ bool decode_name_values(std::string_view data, std::vector<NameValue>& out) {
 void append_record(std::string& out, Type type, std::uint16_t id, std::string_view content,
                    std::uint8_t padding) {
   append_header(out, type, id, content.size(), padding);
-  out.append(content).append(padding, '\0');
+  out.append(content);
+  if (padding) out.append(padding, '\0');
 }
 
 void append_stream(std::string& out, Type type, std::uint16_t id, std::string_view data,
@@ -117,11 +118,24 @@ void append_abort_request(std::string& out, std::uint16_t id) {
 
 void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
                         std::uint8_t protocol_status) {
-  const char body[8] = {static_cast<char>(app_status >> 24),
-                        static_cast<char>((app_status >> 16) & 0xff),
-                        static_cast<char>((app_status >> 8) & 0xff),
-                        static_cast<char>(app_status & 0xff), static_cast<char>(protocol_status)};
-  append_record(out, Type::EndRequest, id, std::string_view(body, sizeof body));
+  // Header and body in one piece, one append: it ends every request.
+  const char record[kHeaderSize + 8] = {static_cast<char>(kVersion),
+                                        static_cast<char>(Type::EndRequest),
+                                        static_cast<char>(id >> 8),
+                                        static_cast<char>(id & 0xff),
+                                        0,
+                                        8, // content length
+                                        0,
+                                        0,
+                                        static_cast<char>(app_status >> 24),
+                                        static_cast<char>((app_status >> 16) & 0xff),
+                                        static_cast<char>((app_status >> 8) & 0xff),
+                                        static_cast<char>(app_status & 0xff),
+                                        static_cast<char>(protocol_status),
+                                        0,
+                                        0,
+                                        0};
+  out.append(record, sizeof record);
 }
 
 void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,

@@ -4,8 +4,10 @@
 #include "fcgi_host/protocol/interpreted_params.hpp"
 
 #include <charconv>
+#include <cstddef>
 #include <cstring>
 #include <exception>
+#include <iterator>
 
 namespace fcgi_host {
 namespace {
@@ -14,11 +16,26 @@ void put(FCGX_Stream* out, std::string_view text) {
   FCGX_PutStr(text.data(), static_cast<int>(text.size()), out);
 }
 
-void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
-  // libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+// libfcgi puts the role first among the params, as php-fpm does; handlers have seen it.
+void add_role(app::Request& request) {
   request.add_param_view("FCGI_ROLE", "RESPONDER");
+}
+
+// A body of unknown length: its real length as CONTENT_LENGTH.
+void add_body_length(const RequestFraming& framing, app::Request& request) {
+  if (framing.length_declared || framing.body_size == 0) return;
+  char number[24];
+  auto end = std::to_chars(number, number + sizeof number, framing.body_size);
+  request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
+                    std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+}
+
+// Any decoded request: every param looked at by name.
+void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
+  add_role(request);
   unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
-  for (const records::NameValue& p : from.params) {
+  for (std::size_t i = 0; i < from.param_count(); ++i) {
+    const records::NameValue p = from.param(i);
     if (!framing.length_declared && p.name == "CONTENT_LENGTH") continue; // added below
     if (framing.repeated_params) {
       const std::size_t index = interpreted_param_index(p.name);
@@ -27,12 +44,68 @@ void add_params(const DecodedRequest& from, const RequestFraming& framing, app::
     }
     request.add_param_view(p.name, p.value);
   }
-  if (!framing.length_declared && framing.body_size > 0) {
-    char number[24];
-    auto end = std::to_chars(number, number + sizeof number, framing.body_size);
-    request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
-                      std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
+  add_body_length(framing, request);
+  request.finish_params();
+}
+
+// The scan's spans as app::Request params over the params' bytes: what the request's vector is
+// filled from in place (no slot written twice, no copy through another vector).
+struct ScannedParamIterator {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = app::Request::Param;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const value_type*;
+  using reference = value_type;
+  const ParamSpan* span;
+  const char* base;
+  value_type operator*() const {
+    return {{base + span->at, span->name_size},
+            {base + span->at + span->name_size, span->value_size}};
   }
+  ScannedParamIterator& operator++() {
+    ++span;
+    return *this;
+  }
+  ScannedParamIterator operator++(int) {
+    ScannedParamIterator before = *this;
+    ++span;
+    return before;
+  }
+  bool operator==(const ScannedParamIterator& other) const { return span == other.span; }
+  difference_type operator-(const ScannedParamIterator& other) const { return span - other.span; }
+};
+
+// A request decoded with the guard's scan, none of its interpreted params twice (the usual
+// case): the scan says where CONTENT_LENGTH and the params app::Request derives its fields from
+// are, so no param is looked at by name again.
+void add_scanned_params(const DecodedRequest& from, const RequestFraming& framing,
+                        app::Request& request) {
+  const ScannedParams& scanned = *from.scanned;
+  const char* base = from.params_base;
+  // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
+  const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
+  const std::span<const ParamSpan> spans = scanned.spans();
+  const std::size_t n = spans.size();
+  add_role(request);
+  // The skipped param as the end of one run and the start of the next.
+  const ParamSpan* first = spans.data();
+  if (skip) {
+    request.add_param_views(ScannedParamIterator{first, base},
+                            ScannedParamIterator{first + skip - 1, base});
+    request.add_param_views(ScannedParamIterator{first + skip, base},
+                            ScannedParamIterator{first + n, base});
+  } else {
+    request.add_param_views(ScannedParamIterator{first, base},
+                            ScannedParamIterator{first + n, base});
+  }
+  add_body_length(framing, request);
+  auto value = [&](std::size_t noted) {
+    const std::uint32_t at = scanned.noted[noted];
+    return at ? scanned.pair(base, at - 1).value : std::string_view{};
+  };
+  request.finish_params({value(kRequestMethod), value(kRequestUri), value(kQueryString),
+                         value(kScriptName), value(kRequestId), value(kTraceParent),
+                         value(kRequestStart)});
 }
 
 // The web server reads the head into one buffer with the header of the STDOUT record that
@@ -45,8 +118,10 @@ constexpr std::size_t kRecordHeader = 8;
 bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
                   app::Request& request) {
   request.clear();
-  add_params(from, framing, request);
-  request.finish_params();
+  if (from.scanned && !framing.repeated_params)
+    add_scanned_params(from, framing, request);
+  else
+    add_params(from, framing, request);
   // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
   try {
@@ -60,32 +135,26 @@ bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
   return true;
 }
 
-void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
-  // One buffer per thread (in-process hosts run several workers in one process), reused: no
-  // allocation per request once it has grown to the largest head.
+namespace {
+
+// The head of `response`, in one buffer per thread (in-process hosts run several workers in one
+// process), reused: no allocation per request once it has grown to the largest head. Composed
+// before the limit is checked, so that its size is measured once, by the writer itself.
+std::string& compose_head(const app::Response& response, bool add_content_length) {
   thread_local std::string head;
   head.clear();
   cgi::append_head(head, response.status, response.headers,
                    add_content_length ? std::optional(response.body.size()) : std::nullopt);
-  put(out, head);
+  return head;
 }
 
-std::size_t head_size(const app::Response& response, bool add_content_length) {
-  char number[24];
-  auto digits = [&](std::size_t n) {
-    return static_cast<std::size_t>(std::to_chars(number, number + sizeof number, n).ptr - number);
-  };
-  std::size_t size = 8 +
-                     digits(static_cast<std::size_t>(response.status < 0 ? 0 : response.status)) +
-                     1 + app::reason_phrase(response.status).size() + 2;
-  bool has_length = false;
-  for (const auto& [name, value] : response.headers) {
-    size += name.size() + 2 + value.size() + 2;
-    if (!has_length && name.size() == 14 && strncasecmp(name.c_str(), "Content-Length", 14) == 0)
-      has_length = true;
-  }
-  if (add_content_length && !has_length) size += 16 + digits(response.body.size()) + 2;
-  return size + 2;
+// A body this small goes out in the head's FCGX_PutStr call rather than a call of its own.
+constexpr std::size_t kBodyWithHead = 1024;
+
+} // namespace
+
+void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
+  put(out, compose_head(response, add_content_length));
 }
 
 void write_head_refusal(FCGX_Stream* out) {
@@ -94,12 +163,13 @@ void write_head_refusal(FCGX_Stream* out) {
 }
 
 void StreamSink::send_head(const app::Response& response) {
-  if (std::size_t size = head_size(response, false); size + kRecordHeader >= head_limit_) {
-    refused_head_ = size;
+  const std::string& head = compose_head(response, false);
+  if (head.size() + kRecordHeader >= head_limit_) {
+    refused_head_ = head.size();
     write_head_refusal(out_);
     return;
   }
-  write_head(response, false, out_);
+  put(out_, head);
 }
 
 bool StreamSink::send_body(std::string_view chunk) {
@@ -110,12 +180,18 @@ bool StreamSink::send_body(std::string_view chunk) {
 
 std::size_t write_response(const app::Response& response, FCGX_Stream* out,
                            std::size_t head_limit) {
-  if (std::size_t size = head_size(response, true); size + kRecordHeader >= head_limit) {
+  std::string& head = compose_head(response, true);
+  if (head.size() + kRecordHeader >= head_limit) {
     write_head_refusal(out);
-    return size;
+    return head.size();
   }
-  write_head(response, true, out);
-  if (!response.body.empty()) put(out, response.body);
+  if (response.body.size() <= kBodyWithHead) {
+    head.append(response.body);
+    put(out, head);
+  } else {
+    put(out, head);
+    put(out, response.body);
+  }
   return 0;
 }
 

@@ -24,9 +24,6 @@ bool fill_request(const DecodedRequest& from, const RequestFraming& framing, app
 // CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out);
 
-// The bytes write_head() writes for `response`.
-std::size_t head_size(const app::Response& response, bool add_content_length);
-
 // What answers a response whose head, with the 8-byte header of the record that carries it, is
 // larger than the limit: a whole 500 (the web server
 // would otherwise answer 502 for a head larger than its buffer, and nobody would know why).

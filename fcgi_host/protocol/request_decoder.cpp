@@ -28,21 +28,12 @@ struct ParamsRun {
   }
 };
 
-} // namespace
-
-void DecodedRequest::clear() {
-  id = role = 0;
-  keep_conn = false;
-  params.clear();
-  body.clear();
-  body_size = 0;
-}
-
-DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& limits,
-                            DecodedRequest& out, std::string* why) {
+// The records of one request: BEGIN_REQUEST into `out`, the PARAMS contents joined into
+// `params`, the STDIN contents as views.
+DecodeStatus decode_records(char* data, std::size_t size, DecodedRequest& out, ParamsRun& params,
+                            std::string* why) {
   out.clear();
   enum class Expect { Begin, Params, Stdin, Nothing } expect = Expect::Begin;
-  ParamsRun params;
   std::size_t pos = 0;
   while (pos < size) {
     if (size - pos < records::kHeaderSize) return malformed(why, "a record header cut short");
@@ -87,6 +78,26 @@ DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& li
     }
   }
   if (expect != Expect::Nothing) return malformed(why, "the request ends before its empty STDIN");
+  return DecodeStatus::Whole;
+}
+
+} // namespace
+
+void DecodedRequest::clear() {
+  id = role = 0;
+  keep_conn = false;
+  params.clear();
+  scanned = nullptr;
+  params_base = nullptr;
+  body.clear();
+  body_size = 0;
+}
+
+DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& limits,
+                            DecodedRequest& out, std::string* why) {
+  ParamsRun params;
+  if (DecodeStatus s = decode_records(data, size, out, params, why); s != DecodeStatus::Whole)
+    return s;
   std::string_view pairs(params.begin ? params.begin : data, params.size);
   for (records::NameValue pair;;) {
     records::PairStatus status = records::next_name_value(pairs, pair);
@@ -99,6 +110,17 @@ DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& li
     }
     out.params.push_back(pair);
   }
+  return DecodeStatus::Whole;
+}
+
+DecodeStatus decode_scanned_request(char* data, std::size_t size, const ScannedParams& scanned,
+                                    DecodedRequest& out, std::string* why) {
+  ParamsRun params;
+  if (DecodeStatus s = decode_records(data, size, out, params, why); s != DecodeStatus::Whole)
+    return s;
+  if (params.size != scanned.size) return malformed(why, "params other than the guard scanned");
+  out.scanned = &scanned;
+  out.params_base = params.begin ? params.begin : data;
   return DecodeStatus::Whole;
 }
 

@@ -10,6 +10,7 @@
 // the same params, body and verdict (reference_decoder.hpp).
 //
 // Pure logic over bytes: no sockets, no libfcgi.
+#include "fcgi_host/protocol/param_scan.hpp"
 #include "fcgi_host/protocol/records.hpp"
 
 #include <cstddef>
@@ -25,8 +26,17 @@ struct DecodedRequest {
   std::uint16_t role = 0;
   bool keep_conn = false;
   std::vector<records::NameValue> params; // in the order sent; views into the buffer
-  std::vector<std::string_view> body;     // the STDIN contents in order; views into the buffer
+  // Decoded with the guard's scan: the params are its spans over params_base, and `params` stays
+  // empty (param_count() and param() read either form).
+  const ScannedParams* scanned = nullptr;
+  const char* params_base = nullptr;
+  std::vector<std::string_view> body; // the STDIN contents in order; views into the buffer
   std::size_t body_size = 0;
+
+  std::size_t param_count() const { return scanned ? scanned->spans().size() : params.size(); }
+  records::NameValue param(std::size_t i) const {
+    return scanned ? scanned->pair(params_base, i) : params[i];
+  }
 
   // Empties it, keeping the vectors' capacity.
   void clear();
@@ -49,5 +59,12 @@ enum class DecodeStatus {
 // views stay valid as long as those bytes do. `why` (optional) says what was malformed.
 DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& limits,
                             DecodedRequest& out, std::string* why = nullptr);
+
+// The same for a request the record guard framed and checked: its params are not read again but
+// taken from the guard's one pass over them (`scanned`, spans into the same bytes once joined;
+// out.scanned points to it, which must outlive `out`'s use). Malformed also when the params are
+// not as many bytes as the guard scanned.
+DecodeStatus decode_scanned_request(char* data, std::size_t size, const ScannedParams& scanned,
+                                    DecodedRequest& out, std::string* why = nullptr);
 
 } // namespace fcgi_host

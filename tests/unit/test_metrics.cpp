@@ -116,6 +116,33 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
   CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->calls == 21);
 }
 
+TEST_CASE("metrics: a route repeated, alternated, and a new text at the last route's address") {
+  Scoreboard sb(1);
+  ObservabilitySettings settings;
+  sb.slot(0).generation = 1;
+  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  auto call = [&](std::string_view route) {
+    m.begin(1);
+    m.end(route, 200, request_for("GET", "/"), false);
+  };
+  const std::string a = "GET /a", b = "GET /b";
+  for (int i = 0; i < 3; ++i)
+    call(a); // the same text at the same address: the last route, without the hash
+  call(b);
+  call(a);
+  // Another text where the last one was (a Router rebuilt in place): its own entry.
+  char text[] = "GET /c";
+  call(text);
+  text[5] = 'd';
+  call(text);
+  Snapshot snap = take_snapshot(sb, -1, "static");
+  CHECK(find_route(snap, "GET /a")->calls == 4);
+  CHECK(find_route(snap, "GET /b")->calls == 1);
+  CHECK(find_route(snap, "GET /c")->calls == 1);
+  REQUIRE(find_route(snap, "GET /d") != nullptr);
+  CHECK(find_route(snap, "GET /d")->calls == 1);
+}
+
 TEST_CASE("metrics: --metrics off records nothing per route") {
   Scoreboard sb(1);
   ObservabilitySettings settings;

@@ -259,4 +259,9 @@ TEST_CASE("cgi: the head writer adds Content-Length once and keeps CR and LF out
   std::string streamed;
   cgi::append_head(streamed, 404, {}, std::nullopt);
   CHECK(streamed == "Status: 404 Not Found\r\n\r\n");
+  // Appended after what the string held, CR and LF in a name too, a length of 0.
+  std::string after = "x";
+  cgi::append_head(after, 500, {{"A\nB", "v\r"}, {"", ""}}, 0);
+  CHECK(after == "xStatus: 500 Internal Server Error\r\nA B: v \r\n: \r\n"
+                 "Content-Length: 0\r\n\r\n");
 }

@@ -192,6 +192,19 @@ TEST_CASE("decoder: reuses its vectors from request to request") {
 
 namespace {
 
+// What a handler sees of two requests: every param in order, the fields derived from them, the
+// body.
+bool same_request(const app::Request& a, const app::Request& b) {
+  if (a.param_count() != b.param_count()) return false;
+  for (std::size_t i = 0; i < a.param_count(); ++i)
+    if (a.param_at(i).name != b.param_at(i).name || a.param_at(i).value != b.param_at(i).value)
+      return false;
+  return a.method() == b.method() && a.uri() == b.uri() && a.path() == b.path() &&
+         a.query() == b.query() && a.carried_id() == b.carried_id() &&
+         a.trace_parent() == b.trace_parent() && a.request_start() == b.request_start() &&
+         a.body() == b.body();
+}
+
 // Both decoders on what the guard lets through: the guard sees the bytes as a connection would
 // (in pieces of `step`), and each request it makes ready goes to libfcgi and to the host's
 // decoder, which must agree on verdict, params and body.
@@ -229,6 +242,20 @@ void compare_with_libfcgi(std::string bytes, std::size_t step) {
       REQUIRE(fcgi_host::fill_request(mine, guard.framing(), request));
       CHECK(request.body() == reference.body);
       CHECK(request.body_size() == guard.body_size());
+      // The worker's path: the params from the guard's one pass, not read again.
+      REQUIRE(guard.framing().params != nullptr);
+      DecodedRequest checked;
+      std::string again = records;
+      CHECK(fcgi_host::decode_scanned_request(again.data(), again.size(), *guard.framing().params,
+                                              checked) == DecodeStatus::Whole);
+      Pairs scanned{{"FCGI_ROLE", "RESPONDER"}};
+      for (std::size_t i = 0; i < checked.param_count(); ++i)
+        scanned.emplace_back(std::string(checked.param(i).name),
+                             std::string(checked.param(i).value));
+      CHECK(scanned == reference.params);
+      app::Request from_scan;
+      REQUIRE(fcgi_host::fill_request(checked, guard.framing(), from_scan));
+      CHECK(same_request(from_scan, request));
       ++requests;
     }
     buffer.erase(0, guard.request_end());
@@ -289,4 +316,60 @@ TEST_CASE("decoder: the handler sees what the guard decided about the params") {
   CHECK(request.param_count() == 4); // FCGI_ROLE, REQUEST_METHOD once, HTTP_X, CONTENT_LENGTH
   CHECK(request.param("HTTP_X").data() >= d.bytes.data());
   CHECK(request.body() == "abc");
+}
+
+TEST_CASE("decoder: with the guard's scan, the handler sees what the walk would show") {
+  // CONTENT_LENGTH empty (replaced by the body's length), the ids, SCRIPT_NAME standing in for
+  // a missing REQUEST_URI, params split across records: both paths give the same request.
+  for (std::size_t chunk : {3u, 65535u}) {
+    CAPTURE(chunk);
+    std::string bytes = framed({{"CONTENT_LENGTH", ""},
+                                {"REQUEST_METHOD", "POST"},
+                                {"SCRIPT_NAME", "/s"},
+                                {"QUERY_STRING", "a=1"},
+                                {"HTTP_X_REQUEST_ID", "first"},
+                                {"HTTP_X_REQUEST_ID", "last"},
+                                {"HTTP_TRACEPARENT", "tp"},
+                                {"HTTP_X_REQUEST_START", "t=1700000000.123"},
+                                {"EMPTY", ""}},
+                               "abc", chunk);
+    fcgi_host::RequestLimits limits;
+    fcgi_host::RecordGuard guard(limits, fcgi_host::ServerValues{});
+    std::string replies;
+    std::size_t size = bytes.size();
+    REQUIRE(guard.advance(bytes.data(), size, replies) ==
+            fcgi_host::RecordGuard::Verdict::RequestReady);
+    std::string walked = bytes;
+    DecodedRequest by_walk, by_scan;
+    REQUIRE(fcgi_host::decode_request(walked.data(), walked.size(), {}, by_walk) ==
+            DecodeStatus::Whole);
+    REQUIRE(fcgi_host::decode_scanned_request(bytes.data(), bytes.size(), *guard.framing().params,
+                                              by_scan) == DecodeStatus::Whole);
+    app::Request a, b;
+    REQUIRE(fcgi_host::fill_request(by_walk, guard.framing(), a));
+    REQUIRE(fcgi_host::fill_request(by_scan, guard.framing(), b));
+    CHECK(same_request(a, b));
+    CHECK(b.param("CONTENT_LENGTH") == "3");
+    CHECK(b.method() == "POST");
+    CHECK(b.uri() == "/s");
+    CHECK(b.query() == "a=1");
+    CHECK(b.carried_id() == "last");
+    CHECK(b.trace_parent() == "tp");
+    CHECK(b.request_start() == "t=1700000000.123");
+    CHECK(b.param_count() == 10); // FCGI_ROLE first, CONTENT_LENGTH moved to the end
+    CHECK(b.param_at(0).name == "FCGI_ROLE");
+    CHECK(b.param("EMPTY").empty());
+    CHECK(b.has_param("EMPTY"));
+  }
+}
+
+TEST_CASE("decoder: params other than the guard scanned are refused") {
+  std::string bytes = framed({{"A", "1"}}, "");
+  fcgi_host::ScannedParams other;
+  std::string pairs;
+  records::append_name_value(pairs, "AB", "12");
+  REQUIRE(fcgi_host::scan_params(pairs, {10, 10}, other).problem == fcgi_host::ParamProblem::None);
+  DecodedRequest out;
+  CHECK(fcgi_host::decode_scanned_request(bytes.data(), bytes.size(), other, out) ==
+        DecodeStatus::Malformed);
 }
