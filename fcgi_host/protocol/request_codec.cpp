@@ -4,6 +4,7 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 #include "fcgi_host/protocol/request_decoder.hpp"
 
+#include <csignal>
 #include <fcgiapp.h>
 #include <mutex>
 #include <vector>
@@ -27,6 +28,22 @@ struct WriterPool {
   std::mutex mutex;
   std::vector<Writer> idle;
 };
+// FCGX_Init installs handlers for TERM and USR1 that only set a flag of libfcgi's own, which
+// the host never reads. In a worker, a stop sent in the moment before its signalfd blocks TERM
+// would vanish into that flag, and the worker would wait on forever; in a program embedding the
+// in-process host, TERM would stop stopping it. So the process keeps its own dispositions.
+// (libfcgi's SIGPIPE ignore stays: a peer that has gone must not kill a writer.)
+int init_keeping_signal_dispositions() {
+  struct sigaction term {
+  }, usr1{};
+  sigaction(SIGTERM, nullptr, &term);
+  sigaction(SIGUSR1, nullptr, &usr1);
+  int rc = FCGX_Init();
+  sigaction(SIGTERM, &term, nullptr);
+  sigaction(SIGUSR1, &usr1, nullptr);
+  return rc;
+}
+
 WriterPool& writer_pool() {
   static auto* pool = new WriterPool;
   return *pool;
@@ -83,7 +100,7 @@ bool RequestCodec::init_library(std::string& error) {
   static std::once_flag once;
   static std::string failure;
   std::call_once(once, [] {
-    if (FCGX_Init() != 0)
+    if (init_keeping_signal_dispositions() != 0)
       failure = "FCGX_Init() failed";
     else if (!libfcgi_io::self_test())
       failure = "libfcgi does not use the host's socket I/O (OS_Read/OS_Write were not "

@@ -106,10 +106,11 @@ WorkerLoop::~WorkerLoop() {
 
 // The worker's own resources. An error text when it cannot serve (the master logs it, once).
 std::string WorkerLoop::setup() {
+  // The signals first: from here on a stop sent to this worker waits in its signalfd.
+  if (const char* call = nullptr; !signals_.open(call)) return sys_error(call, "worker");
   std::string error;
   if (!RequestCodec::init_library(error)) return error;
   if (error = arm_crash_capture(); !error.empty()) return error;
-  if (const char* call = nullptr; !signals_.open(call)) return sys_error(call, "worker");
   if (!epoll_.ok()) return sys_error("epoll_create1", "worker");
   if (!epoll_.add(signals_.fd(), EPOLLIN)) return sys_error("epoll_ctl", "signalfd");
   set_accepting(true);
