@@ -28,6 +28,7 @@ void RecordGuard::consume_request() {
   params_size_ = body_size_ = records_ = management_records_ = 0;
   params_.clear();
   params_records_.clear();
+  stdin_records_.clear();
   error_status_ = 0;
   close_reason_.clear();
 }
@@ -105,12 +106,12 @@ RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
   std::string gathered;
   std::string_view data;
   if (params_records_.size() == 1) {
-    const char* h = buf + params_records_[0];
+    const char* h = buf + request_begin_ + params_records_[0];
     data = std::string_view(h + records::kHeaderSize, records::decode_header(h).content_length);
   } else {
     gathered.reserve(params_size_);
     for (std::size_t offset : params_records_) {
-      const char* h = buf + offset;
+      const char* h = buf + request_begin_ + offset;
       gathered.append(h + records::kHeaderSize, records::decode_header(h).content_length);
     }
     data = gathered;
@@ -269,7 +270,7 @@ std::optional<RecordGuard::Verdict> RecordGuard::params_record(Scan& s) {
   if (params_done_) return close("FCGI_PARAMS after the end of the params");
   const std::size_t length = s.header.content_length;
   if (length != 0) {
-    params_records_.push_back(pos_);
+    params_records_.push_back(pos_ - request_begin_);
     pos_ += s.record;
     params_size_ += length;
     return std::nullopt;
@@ -298,6 +299,7 @@ std::optional<RecordGuard::Verdict> RecordGuard::stdin_record(Scan& s) {
   body_size_ += length;
   if (declared && body_size_ > declared_size)
     return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length));
+  stdin_records_.push_back(pos_ - request_begin_);
   pos_ += s.record;
   return std::nullopt;
 }
