@@ -142,8 +142,7 @@ RequestCodec::Ending RequestCodec::finish() {
   s.source.gather = &s.ending;
   FCGX_FFlush(s.writer.stream);
   s.source.gather = nullptr;
-  records::append_header(s.ending, records::Type::Stdout, s.decoded.id, 0);
-  records::append_end_request(s.ending, s.decoded.id, 0, records::ProtocolStatus::RequestComplete);
+  records::append_response_end(s.ending, s.decoded.id);
   libfcgi_io::write_to_client(s.source, s.ending.data(), s.ending.size());
   libfcgi_io::unregister_source(s.writer.key, &s.source);
   s.active = false;
