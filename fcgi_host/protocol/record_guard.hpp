@@ -117,6 +117,9 @@ private:
   void drop_record(Scan& s) { take_out(s, pos_, s.record); }
   void strip_padding(Scan& s);
 
+  [[gnu::cold, gnu::noinline]] Verdict refuse_version(const Scan& s);
+  [[gnu::cold, gnu::noinline]] Verdict refuse_size(records::Type stream);
+  [[gnu::cold, gnu::noinline]] Verdict refuse_records();
   Verdict close(std::string reason);
   Verdict reject(int status, std::string reason);
   Verdict management_record(std::uint8_t type, const char* content, std::size_t length,
