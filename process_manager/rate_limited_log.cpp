@@ -26,8 +26,7 @@ bool RateLimitedLog::allow(std::uint64_t now) {
   return false;
 }
 
-void RateLimitedLog::flush_due(std::uint64_t now, LogLevel level, std::string_view what) {
-  if (!held_ || now < count_due_ns_) return;
+void RateLimitedLog::write_count(std::uint64_t now, LogLevel level, std::string_view what) {
   PM_LOG(level, std::to_string(held_) + " more " + std::string(what) + " not logged");
   held_ = 0;
   count_due_ns_ = 0;

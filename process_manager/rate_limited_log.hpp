@@ -42,8 +42,11 @@ public:
 
   // When the count of held lines is due (0: none held).
   std::uint64_t due_ns() const { return held_ ? count_due_ns_ : 0; }
-  // Writes "<count> more <what> not logged" when it is due.
-  void flush_due(std::uint64_t now_ns, LogLevel level, std::string_view what);
+  // Writes "<count> more <what> not logged" when it is due. Inline: the owner asks after every
+  // wait, and nothing is due nearly always.
+  void flush_due(std::uint64_t now_ns, LogLevel level, std::string_view what) {
+    if (held_ && now_ns >= count_due_ns_) write_count(now_ns, level, what);
+  }
   // The lines held back since the last count, and forgets them (for an owner without a timer).
   unsigned long take_held() {
     unsigned long n = held_;
@@ -52,6 +55,8 @@ public:
   }
 
 private:
+  void write_count(std::uint64_t now_ns, LogLevel level, std::string_view what);
+
   Rate rate_;
   bool started_ = false;
   unsigned tokens_ = Rate{}.burst;

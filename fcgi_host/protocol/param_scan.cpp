@@ -22,6 +22,19 @@ inline bool read_length(const unsigned char*& p, const unsigned char* end, std::
   return true;
 }
 
+// Both lengths of a pair: at once when both are one byte (the usual: names and values under 128
+// bytes), else one after the other.
+inline bool read_lengths(const unsigned char*& p, const unsigned char* end, std::size_t& name_size,
+                         std::size_t& value_size) {
+  if (end - p >= 2 && (p[0] | p[1]) < 128) {
+    name_size = p[0];
+    value_size = p[1];
+    p += 2;
+    return true;
+  }
+  return read_length(p, end, name_size) && read_length(p, end, value_size);
+}
+
 // The high bit of each zero byte of `x` (exact when tested for any: no false positives).
 constexpr std::uint64_t zero_bytes(std::uint64_t x) {
   return (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
@@ -128,7 +141,7 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
   for (const char* p = begin; p != end;) {
     std::size_t name_size = 0, value_size = 0;
     const auto* u = reinterpret_cast<const unsigned char*>(p);
-    if (!read_length(u, uend, name_size) || !read_length(u, uend, value_size)) {
+    if (!read_lengths(u, uend, name_size, value_size)) {
       result.problem = ParamProblem::Truncated;
       break;
     }

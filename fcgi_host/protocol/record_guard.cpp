@@ -28,6 +28,7 @@ void RecordGuard::consume_request() {
   params_size_ = body_size_ = records_ = management_records_ = 0;
   params_.clear();
   params_records_.clear();
+  stdin_records_.clear();
   error_status_ = 0;
   close_reason_.clear();
 }
@@ -105,12 +106,12 @@ RecordGuard::Verdict RecordGuard::check_params(const char* buf) {
   std::string gathered;
   std::string_view data;
   if (params_records_.size() == 1) {
-    const char* h = buf + params_records_[0];
+    const char* h = buf + request_begin_ + params_records_[0];
     data = std::string_view(h + records::kHeaderSize, records::decode_header(h).content_length);
   } else {
     gathered.reserve(params_size_);
     for (std::size_t offset : params_records_) {
-      const char* h = buf + offset;
+      const char* h = buf + request_begin_ + offset;
       gathered.append(h + records::kHeaderSize, records::decode_header(h).content_length);
     }
     data = gathered;
@@ -185,29 +186,38 @@ std::optional<RecordGuard::Verdict> RecordGuard::while_ready(Scan& s) {
 // header says so, before its record is buffered.
 std::optional<RecordGuard::Verdict> RecordGuard::check_header(const Scan& s) {
   const records::Header& h = s.header;
-  if (h.version != records::kVersion) {
-    const char* p = s.buf + pos_;
-    if (std::memcmp(p, "GET ", 4) == 0 || std::memcmp(p, "POST", 4) == 0 ||
-        std::memcmp(p, "HEAD", 4) == 0 || std::memcmp(p, "PRI ", 4) == 0)
-      return close("HTTP spoken to the FastCGI socket");
-    return close("FastCGI version " + std::to_string(h.version) + " (only 1 is spoken)");
-  }
+  if (h.version != records::kVersion) return refuse_version(s);
   if (h.request_id == 0 || h.request_id != request_id_) return std::nullopt;
   if (h.is(Type::Params) && params_size_ + h.content_length > limits_.max_params_size)
+    return refuse_size(Type::Params);
+  if (h.is(Type::Stdin) && body_size_ + h.content_length > limits_.max_body)
+    return refuse_size(Type::Stdin);
+  return std::nullopt;
+}
+
+// The refusals of check_header(), out of line: building their text kept the checks of every
+// record from being inlined into the scan.
+RecordGuard::Verdict RecordGuard::refuse_version(const Scan& s) {
+  const char* p = s.buf + pos_;
+  if (std::memcmp(p, "GET ", 4) == 0 || std::memcmp(p, "POST", 4) == 0 ||
+      std::memcmp(p, "HEAD", 4) == 0 || std::memcmp(p, "PRI ", 4) == 0)
+    return close("HTTP spoken to the FastCGI socket");
+  return close("FastCGI version " + std::to_string(s.header.version) + " (only 1 is spoken)");
+}
+
+RecordGuard::Verdict RecordGuard::refuse_size(Type stream) {
+  if (stream == Type::Params)
     return reject(400, "FastCGI params over --max-params-size (" +
                            std::to_string(limits_.max_params_size) + " bytes)");
-  if (h.is(Type::Stdin) && body_size_ + h.content_length > limits_.max_body)
-    return reject(413,
-                  "request body over --max-body (" + std::to_string(limits_.max_body) + " bytes)");
-  return std::nullopt;
+  return reject(413,
+                "request body over --max-body (" + std::to_string(limits_.max_body) + " bytes)");
 }
 
 // One whole record, by its request id and type.
 std::optional<RecordGuard::Verdict> RecordGuard::next_record(Scan& s) {
   if (std::optional<Verdict> v = check_header(s)) return v;
   if (s.size - pos_ < s.record) return Verdict::NeedMore;
-  if (++records_ > limits_.max_records)
-    return close("more than " + std::to_string(limits_.max_records) + " records in a request");
+  if (++records_ > limits_.max_records) return refuse_records();
   const records::Header& h = s.header;
   if (h.request_id == records::kNullRequestId) {
     Verdict v = management_record(h.type, content(s), h.content_length, s.replies);
@@ -244,6 +254,10 @@ std::optional<RecordGuard::Verdict> RecordGuard::next_record(Scan& s) {
                " record from the web server");
 }
 
+RecordGuard::Verdict RecordGuard::refuse_records() {
+  return close("more than " + std::to_string(limits_.max_records) + " records in a request");
+}
+
 // A record of another request than the current one.
 std::optional<RecordGuard::Verdict> RecordGuard::other_request_record(Scan& s) {
   const records::Header& h = s.header;
@@ -269,7 +283,7 @@ std::optional<RecordGuard::Verdict> RecordGuard::params_record(Scan& s) {
   if (params_done_) return close("FCGI_PARAMS after the end of the params");
   const std::size_t length = s.header.content_length;
   if (length != 0) {
-    params_records_.push_back(pos_);
+    params_records_.push_back(pos_ - request_begin_);
     pos_ += s.record;
     params_size_ += length;
     return std::nullopt;
@@ -298,6 +312,7 @@ std::optional<RecordGuard::Verdict> RecordGuard::stdin_record(Scan& s) {
   body_size_ += length;
   if (declared && body_size_ > declared_size)
     return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length));
+  stdin_records_.push_back(pos_ - request_begin_);
   pos_ += s.record;
   return std::nullopt;
 }

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,13 @@ struct RequestFraming {
   // The guard's one pass over the params (param_scan.hpp), which the decoder takes instead of
   // reading them again; null when the params were not scanned (a request built otherwise).
   const ScannedParams* params = nullptr;
+  // Where the guard found the request's records, as offsets of their headers from the request's
+  // first byte (request_begin()), in the order sent: the non-empty PARAMS and STDIN records. The
+  // decoder takes the request from them instead of framing its records a second time.
+  std::span<const std::size_t> params_records;
+  std::span<const std::size_t> stdin_records;
+  std::uint16_t request_id = 0;
+  bool keep_conn = false;
 };
 
 class RecordGuard {
@@ -80,8 +88,10 @@ public:
   const std::string& close_reason() const { return close_reason_; }
   std::size_t body_size() const { return body_size_; }
   RequestFraming framing() const {
-    return {body_size_, params_.content_length >= 0, params_.repeated,
-            params_done_ ? &params_ : nullptr};
+    return {body_size_,       params_.content_length >= 0,
+            params_.repeated, params_done_ ? &params_ : nullptr,
+            params_records_,  stdin_records_,
+            request_id_,      keep_conn_};
   }
 
 private:
@@ -107,6 +117,9 @@ private:
   void drop_record(Scan& s) { take_out(s, pos_, s.record); }
   void strip_padding(Scan& s);
 
+  [[gnu::cold, gnu::noinline]] Verdict refuse_version(const Scan& s);
+  [[gnu::cold, gnu::noinline]] Verdict refuse_size(records::Type stream);
+  [[gnu::cold, gnu::noinline]] Verdict refuse_records();
   Verdict close(std::string reason);
   Verdict reject(int status, std::string reason);
   Verdict management_record(std::uint8_t type, const char* content, std::size_t length,
@@ -132,7 +145,9 @@ private:
   ScannedParams params_; // at the end of the params: what they are, where, and CONTENT_LENGTH
   std::size_t records_ = 0;
   std::size_t management_records_ = 0;
-  std::vector<std::size_t> params_records_; // offsets of the PARAMS records of this request
+  // Offsets from request_begin_ of this request's non-empty PARAMS and STDIN records.
+  std::vector<std::size_t> params_records_;
+  std::vector<std::size_t> stdin_records_;
   // Requests refused with FCGI_CANT_MPX_CONN on this connection: their records are ignored.
   static constexpr std::size_t kMaxRefusedIds = 16;
   std::vector<std::uint16_t> refused_ids_;

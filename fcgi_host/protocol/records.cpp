@@ -4,6 +4,7 @@
 #include "fcgi_host/protocol/cgi_head.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fcgi_host::records {
 
@@ -116,9 +117,11 @@ void append_abort_request(std::string& out, std::uint16_t id) {
   append_record(out, Type::AbortRequest, id, {});
 }
 
-void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
-                        std::uint8_t protocol_status) {
-  // Header and body in one piece, one append: it ends every request.
+namespace {
+
+// FCGI_END_REQUEST, header and body, into the 16 bytes at `at`.
+void put_end_request(char* at, std::uint16_t id, std::uint32_t app_status,
+                     std::uint8_t protocol_status) {
   const char record[kHeaderSize + 8] = {static_cast<char>(kVersion),
                                         static_cast<char>(Type::EndRequest),
                                         static_cast<char>(id >> 8),
@@ -135,7 +138,27 @@ void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_st
                                         0,
                                         0,
                                         0};
+  std::memcpy(at, record, sizeof record);
+}
+
+} // namespace
+
+void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
+                        std::uint8_t protocol_status) {
+  // Header and body in one piece, one append: it ends every request.
+  char record[kHeaderSize + 8];
+  put_end_request(record, id, app_status, protocol_status);
   out.append(record, sizeof record);
+}
+
+void append_response_end(std::string& out, std::uint16_t id) {
+  // The two records in one piece, one append: they end every buffered response.
+  char records[kHeaderSize + kHeaderSize + 8] = {
+      static_cast<char>(kVersion), static_cast<char>(Type::Stdout), static_cast<char>(id >> 8),
+      static_cast<char>(id & 0xff)};
+  put_end_request(records + kHeaderSize, id, 0,
+                  static_cast<std::uint8_t>(ProtocolStatus::RequestComplete));
+  out.append(records, sizeof records);
 }
 
 void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,

@@ -166,6 +166,9 @@ void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_st
                         ProtocolStatus status);
 void append_end_request(std::string& out, std::uint16_t id, std::uint32_t app_status,
                         std::uint8_t protocol_status);
+// The end of a whole response: the empty FCGI_STDOUT that closes the stream, then
+// FCGI_END_REQUEST (app status 0, FCGI_REQUEST_COMPLETE).
+void append_response_end(std::string& out, std::uint16_t id);
 struct EndRequest {
   std::uint32_t app_status = 0;
   std::uint8_t protocol_status = 0;

@@ -114,9 +114,9 @@ RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t si
                                            const RequestFraming& framing,
                                            std::uint64_t write_deadline_ns, app::Request& request) {
   State& s = *state_;
-  const DecodeStatus status =
-      framing.params ? decode_scanned_request(records, size, *framing.params, s.decoded)
-                     : decode_request(records, size, DecodeLimits{}, s.decoded);
+  const DecodeStatus status = framing.params
+                                  ? decode_guarded_request(records, size, framing, s.decoded)
+                                  : decode_request(records, size, DecodeLimits{}, s.decoded);
   if (status != DecodeStatus::Whole ||
       s.decoded.role != static_cast<std::uint16_t>(records::Role::Responder))
     return Decoded::Refused;
@@ -159,8 +159,7 @@ RequestCodec::Ending RequestCodec::finish() {
   s.source.gather = &s.ending;
   FCGX_FFlush(s.writer.stream);
   s.source.gather = nullptr;
-  records::append_header(s.ending, records::Type::Stdout, s.decoded.id, 0);
-  records::append_end_request(s.ending, s.decoded.id, 0, records::ProtocolStatus::RequestComplete);
+  records::append_response_end(s.ending, s.decoded.id);
   libfcgi_io::write_to_client(s.source, s.ending.data(), s.ending.size());
   libfcgi_io::unregister_source(s.writer.key, &s.source);
   s.active = false;

@@ -11,6 +11,7 @@
 //
 // Pure logic over bytes: no sockets, no libfcgi.
 #include "fcgi_host/protocol/param_scan.hpp"
+#include "fcgi_host/protocol/record_guard.hpp" // RequestFraming
 #include "fcgi_host/protocol/records.hpp"
 
 #include <cstddef>
@@ -65,6 +66,14 @@ DecodeStatus decode_request(char* data, std::size_t size, const DecodeLimits& li
 // out.scanned points to it, which must outlive `out`'s use). Malformed also when the params are
 // not as many bytes as the guard scanned.
 DecodeStatus decode_scanned_request(char* data, std::size_t size, const ScannedParams& scanned,
+                                    DecodedRequest& out, std::string* why = nullptr);
+
+// The worker's path: the request the record guard framed, at data[0, size), decoded from where
+// the guard found its records (framing.params_records, stdin_records) and its params' scan
+// (framing.params, which must not be null): no record is framed again. The PARAMS records are
+// joined in place as above. Malformed when a record lies past `size` or the params are not as
+// many bytes as the guard scanned (bytes other than those the guard read).
+DecodeStatus decode_guarded_request(char* data, std::size_t size, const RequestFraming& framing,
                                     DecodedRequest& out, std::string* why = nullptr);
 
 } // namespace fcgi_host

@@ -263,8 +263,7 @@ void WorkerLoop::make_room(std::uint64_t now) {
   }
 }
 
-void WorkerLoop::expire_deadlines() {
-  std::uint64_t now = process_manager::monotonic_ns();
+void WorkerLoop::expire_deadlines(std::uint64_t now) {
   table_.for_each([&](Connection& c) {
     if (c.in_epoll && c.deadline_ns <= now) on_deadline(c, now);
   });

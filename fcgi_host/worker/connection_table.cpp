@@ -22,7 +22,13 @@ ConnectionTable::~ConnectionTable() {
 Connection& ConnectionTable::add(int fd, std::uint64_t now) {
   auto index = static_cast<std::size_t>(fd);
   if (index >= by_fd_.size()) by_fd_.resize(index + kGrowBy);
-  scan_end_ = std::max(scan_end_, index + 1);
+  if (open_ == 0) {
+    scan_begin_ = index;
+    scan_end_ = index + 1;
+  } else {
+    scan_begin_ = std::min(scan_begin_, index);
+    scan_end_ = std::max(scan_end_, index + 1);
+  }
   if (spares_.empty()) {
     by_fd_[index] = std::make_unique<Connection>(fd, limits_, values_, now);
   } else {
@@ -44,6 +50,20 @@ void ConnectionTable::remove(Connection& c) {
     slot.reset();
   }
   --open_;
+  narrow_scan();
+}
+
+// After a remove: the range shrinks to the fds still held (a sweep that removes the connection
+// it is given reads scan_end_ again, and what lies beyond is empty).
+void ConnectionTable::narrow_scan() {
+  if (open_ == 0) {
+    scan_begin_ = scan_end_ = 0;
+    return;
+  }
+  while (!by_fd_[scan_begin_])
+    ++scan_begin_;
+  while (!by_fd_[scan_end_ - 1])
+    --scan_end_;
 }
 
 } // namespace fcgi_host

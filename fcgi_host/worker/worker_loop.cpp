@@ -164,8 +164,8 @@ bool WorkerLoop::wait_and_dispatch() {
   }
   for (int i = 0; i < n; ++i)
     dispatch(events[i].data.fd);
-  expire_deadlines();
-  std::uint64_t now = process_manager::monotonic_ns();
+  const std::uint64_t now = process_manager::monotonic_ns(); // one read for what follows
+  expire_deadlines(now);
   client_errors_.flush_due(now);
   if (!accepting_ && !stopping() && now >= accept_paused_until_) set_accepting(true);
   return true;

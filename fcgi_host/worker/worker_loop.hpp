@@ -85,7 +85,7 @@ private:
     slot_.connections.store(static_cast<std::uint32_t>(table_.open()), std::memory_order_relaxed);
   }
   void make_room(std::uint64_t now);
-  void expire_deadlines();
+  void expire_deadlines(std::uint64_t now);
   void on_deadline(Connection& c, std::uint64_t now);
 
   // ---- moving kept connections (worker_handoff.cpp)

@@ -70,7 +70,8 @@ void check_head(std::string_view stdout_bytes) {
 }
 
 // The host's decoder against libfcgi's, on the same bytes.
-void compare_decoders(std::string_view bytes, const fcgi_host::ScannedParams* scanned) {
+void compare_decoders(std::string_view bytes, const fcgi_host::RequestFraming& framing) {
+  const fcgi_host::ScannedParams* scanned = framing.params;
   Fixture& f = fixture();
   fcgi_host::ReferenceRequest reference = fcgi_host::decode_with_libfcgi(bytes);
   std::string copy(bytes);
@@ -98,12 +99,25 @@ void compare_decoders(std::string_view bytes, const fcgi_host::ScannedParams* sc
     FUZZ_CHECK(reference.params[i + 1].first == f.decoded.param(i).name);
     FUZZ_CHECK(reference.params[i + 1].second == f.decoded.param(i).value);
   }
+  // And from where the guard found the records, without framing them again.
+  std::string third(bytes);
+  FUZZ_CHECK(fcgi_host::decode_guarded_request(third.data(), third.size(), framing, f.decoded) ==
+             fcgi_host::DecodeStatus::Whole);
+  FUZZ_CHECK(reference.params.size() == f.decoded.param_count() + 1);
+  for (std::size_t i = 0; i < f.decoded.param_count(); ++i) {
+    FUZZ_CHECK(reference.params[i + 1].first == f.decoded.param(i).name);
+    FUZZ_CHECK(reference.params[i + 1].second == f.decoded.param(i).value);
+  }
+  std::string guarded_body;
+  for (std::string_view chunk : f.decoded.body)
+    guarded_body += chunk;
+  FUZZ_CHECK(guarded_body == reference.body);
 }
 
 void serve(const fcgi_host::RecordGuard& g, std::string_view bytes) {
   if (g.aborted()) return; // the worker answers END_REQUEST itself; no decoder sees it
   Fixture& f = fixture();
-  compare_decoders(bytes, g.framing().params);
+  compare_decoders(bytes, g.framing());
   std::string request_bytes(bytes); // the codec's views point into it until the request ends
   auto decoded = f.codec.decode(f.pair[0], request_bytes.data(), request_bytes.size(), g.framing(),
                                 process_manager::monotonic_ns() + 1'000'000'000, f.request);

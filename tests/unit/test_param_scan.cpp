@@ -91,6 +91,19 @@ TEST_CASE("scan: the 127/128 edge of the length forms, and the 4-byte form of sh
   CHECK(Scan("\x01" + long_form(0x7fffffff) + "A").problem() == ParamProblem::Truncated);
 }
 
+TEST_CASE("scan: each length of a pair in its own form: one byte and four, four and one") {
+  // Both one byte is read in one step; one of them in the 4-byte form is not.
+  const Pairs sent{{"N", std::string(200, 'v')},
+                   {std::string(130, 'M'), "w"},
+                   {"O", ""},
+                   {std::string(128, 'P'), std::string(128, 'x')}};
+  Scan s(encode(sent));
+  REQUIRE(s.problem() == ParamProblem::None);
+  CHECK(s.pairs() == sent);
+  // A one-byte name length, then a 4-byte value length cut short.
+  CHECK(Scan(std::string("\x01\x80\x00", 3)).problem() == ParamProblem::Truncated);
+}
+
 TEST_CASE("scan: lengths cut short or running past the params are Truncated") {
   for (std::string bad :
        {std::string("\x05", 1), std::string("\x80\x00", 2), std::string("\x01\x80\x00\x00", 4),

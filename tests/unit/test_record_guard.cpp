@@ -381,3 +381,38 @@ TEST_CASE("interpreted_param_index: every name of the table's lengths, one lette
       CHECK_MESSAGE(interpreted_param_index(near) == kNotInterpreted, near);
     }
 }
+
+TEST_CASE("the header's refusals say which limit or what was spoken") {
+  Feed other_version;
+  CHECK(other_version.add(
+            fcgi_test::encode_record(static_cast<std::uint8_t>(RecordType::BeginRequest), 1,
+                                     fcgi_test::begin_request_body(), 0, 2)) == Verdict::Close);
+  CHECK(other_version.guard.close_reason() == "FastCGI version 2 (only 1 is spoken)");
+  Feed http;
+  CHECK(http.add("POST /x HTTP/1.1\r\n\r\n") == Verdict::Close);
+  CHECK(http.guard.close_reason() == "HTTP spoken to the FastCGI socket");
+  RequestLimits limits;
+  limits.max_params_size = 100;
+  limits.max_body = 10;
+  limits.max_records = 4;
+  const std::string begin =
+      fcgi_test::encode_record(RecordType::BeginRequest, 1, fcgi_test::begin_request_body());
+  Feed params(limits);
+  CHECK(params.add(begin + fcgi_test::encode_record(RecordType::Params, 1, std::string(101, 'a'))
+                               .substr(0, 8)) == Verdict::Reject);
+  CHECK(params.guard.error_status() == 400);
+  CHECK(params.guard.close_reason() == "FastCGI params over --max-params-size (100 bytes)");
+  Feed body(limits);
+  CHECK(body.add(
+            begin + fcgi_test::encode_stream(RecordType::Params, 1, fcgi_test::encode_params({})) +
+            fcgi_test::encode_record(RecordType::Stdin, 1, std::string(11, 'x')).substr(0, 8)) ==
+        Verdict::Reject);
+  CHECK(body.guard.error_status() == 413);
+  CHECK(body.guard.close_reason() == "request body over --max-body (10 bytes)");
+  Feed records(limits);
+  std::string many = begin;
+  for (int i = 0; i < 4; ++i)
+    many += fcgi_test::encode_record(RecordType::Params, 1, fcgi_test::encode_params({{"A", "1"}}));
+  CHECK(records.add(many) == Verdict::Close);
+  CHECK(records.guard.close_reason() == "more than 4 records in a request");
+}

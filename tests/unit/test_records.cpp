@@ -140,6 +140,15 @@ TEST_CASE("records: BEGIN_REQUEST, ABORT_REQUEST, END_REQUEST, UNKNOWN_TYPE, GET
   CHECK(end.protocol_status == 3);
   CHECK_FALSE(records::decode_end_request("1234567", end));
 
+  // The end of a response: the empty STDOUT and END_REQUEST, as the two appends make them.
+  out.clear();
+  records::append_response_end(out, 0x0102);
+  std::string two;
+  records::append_header(two, Type::Stdout, 0x0102, 0);
+  records::append_end_request(two, 0x0102, 0, records::ProtocolStatus::RequestComplete);
+  CHECK(out == two);
+  CHECK(out == bytes({1, 6, 1, 2, 0, 0, 0, 0, 1, 3, 1, 2, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+
   out.clear();
   records::append_unknown_type(out, 42);
   CHECK(out == bytes({1, 11, 0, 0, 0, 8, 0, 0, 42, 0, 0, 0, 0, 0, 0, 0}));

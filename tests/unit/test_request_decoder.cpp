@@ -256,6 +256,16 @@ void compare_with_libfcgi(std::string bytes, std::size_t step) {
       app::Request from_scan;
       REQUIRE(fcgi_host::fill_request(checked, guard.framing(), from_scan));
       CHECK(same_request(from_scan, request));
+      // And from where the guard found the records, without framing them again.
+      DecodedRequest guarded;
+      std::string third = records;
+      CHECK(fcgi_host::decode_guarded_request(third.data(), third.size(), guard.framing(),
+                                              guarded) == DecodeStatus::Whole);
+      CHECK(guarded.id == guard.request_id());
+      CHECK(guarded.keep_conn == guard.keep_connection());
+      app::Request from_guard;
+      REQUIRE(fcgi_host::fill_request(guarded, guard.framing(), from_guard));
+      CHECK(same_request(from_guard, request));
       ++requests;
     }
     buffer.erase(0, guard.request_end());
@@ -372,4 +382,52 @@ TEST_CASE("decoder: params other than the guard scanned are refused") {
   DecodedRequest out;
   CHECK(fcgi_host::decode_scanned_request(bytes.data(), bytes.size(), other, out) ==
         DecodeStatus::Malformed);
+}
+
+// The request a guard framed from `bytes` in one read, with its bytes (the decoder's views).
+struct Guarded {
+  std::string bytes;
+  fcgi_host::RequestLimits limits;
+  fcgi_host::RecordGuard guard{limits, fcgi_host::ServerValues{}};
+  explicit Guarded(std::string b) : bytes(std::move(b)) {
+    std::string replies;
+    std::size_t size = bytes.size();
+    REQUIRE(guard.advance(bytes.data(), size, replies) ==
+            fcgi_host::RecordGuard::Verdict::RequestReady);
+    REQUIRE(guard.request_begin() == 0);
+    bytes.resize(guard.request_end());
+  }
+};
+
+TEST_CASE("decoder: from the guard's records, split and padded params and body are whole") {
+  Pairs sent{{"SPLIT_NAME_ACROSS", std::string(40, 'v')}, {"B", ""}, {"CONTENT_LENGTH", "21"}};
+  Guarded g(framed(sent, "a body in four pieces", 7, 5, 3, records::kKeepConn));
+  const fcgi_host::RequestFraming framing = g.guard.framing();
+  CHECK(framing.params_records.size() > 1);
+  CHECK(framing.stdin_records.size() == 3);
+  DecodedRequest out;
+  REQUIRE(fcgi_host::decode_guarded_request(g.bytes.data(), g.bytes.size(), framing, out) ==
+          DecodeStatus::Whole);
+  CHECK(out.id == 3);
+  CHECK(out.keep_conn);
+  Pairs seen;
+  for (std::size_t i = 0; i < out.param_count(); ++i)
+    seen.emplace_back(std::string(out.param(i).name), std::string(out.param(i).value));
+  CHECK(seen == sent);
+  CHECK(body_of(out) == "a body in four pieces");
+  CHECK(out.body_size == 21);
+}
+
+TEST_CASE("decoder: records the guard found past the bytes given are malformed") {
+  Guarded g(framed({{"A", "1"}}, "xyz"));
+  const fcgi_host::RequestFraming framing = g.guard.framing();
+  DecodedRequest out;
+  std::string why;
+  // The bytes cut inside the STDIN record, then inside the PARAMS record's header.
+  CHECK(fcgi_host::decode_guarded_request(g.bytes.data(), framing.stdin_records[0] + 9, framing,
+                                          out, &why) == DecodeStatus::Malformed);
+  CHECK(why == "a STDIN record past the request");
+  CHECK(fcgi_host::decode_guarded_request(g.bytes.data(), framing.params_records[0] + 7, framing,
+                                          out, &why) == DecodeStatus::Malformed);
+  CHECK(why == "a PARAMS record past the request");
 }
