@@ -74,6 +74,8 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/runners)
+install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/worker/handler_factory.hpp
+        DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host/worker)
 # What in_process_host.hpp includes: the limits and the option table their defaults come from
 # (the ground room fcgi_host/config/; the wide Config of the command line is not installed).
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/config/limits.hpp

@@ -19,14 +19,15 @@ InProcessHost::InProcessHost(app::Handler& handler, Limits limits, bool metrics)
   settings.limits = limits;
   settings.observe.metrics = metrics;
   app::Handler* h = &handler;
-  start(std::move(settings), [h] { return HandlerPtr(h, [](app::Handler*) {}); });
+  start(settings, [h] { return HandlerPtr(h, [](app::Handler*) {}); });
 }
 
-InProcessHost::InProcessHost(WorkerSettings settings, HandlerFactory make_handler) {
-  start(std::move(settings), std::move(make_handler));
+InProcessHost::InProcessHost(const WorkerSettings& settings, HandlerFactory make_handler) {
+  start(settings, std::move(make_handler));
 }
 
-void InProcessHost::start(WorkerSettings settings, HandlerFactory make_handler) {
+void InProcessHost::start(const WorkerSettings& given, HandlerFactory make_handler) {
+  WorkerSettings settings = given;
   char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
   dir_ = tmpl;

@@ -14,7 +14,7 @@
 // in a worker process.
 #include "app/handler.hpp"
 #include "fcgi_host/config/limits.hpp"
-#include "fcgi_host/worker/worker.hpp"
+#include "fcgi_host/worker/handler_factory.hpp"
 
 #include <atomic>
 #include <memory>
@@ -28,6 +28,7 @@ class Scoreboard;
 namespace fcgi_host {
 
 class ListenSocket;
+struct WorkerSettings; // fcgi_host/worker/worker.hpp (not installed): for fcgi-host replay
 
 class InProcessHost {
 public:
@@ -37,7 +38,7 @@ public:
   // Any worker's settings (listen_fd is the host's own; keep credentials and handoff unset: the
   // worker runs in this process), and a handler made by `make_handler` in the worker's thread
   // (on_worker_start runs there too): `fcgi-host replay` runs a captured request so.
-  InProcessHost(WorkerSettings settings, HandlerFactory make_handler);
+  InProcessHost(const WorkerSettings& settings, HandlerFactory make_handler);
   // Stops the worker gracefully (it finishes what it holds) and removes the socket.
   ~InProcessHost();
   InProcessHost(const InProcessHost&) = delete;
@@ -51,7 +52,7 @@ public:
   int worker_exit_code() const { return exit_code_; }
 
 private:
-  void start(WorkerSettings settings, HandlerFactory make_handler);
+  void start(const WorkerSettings& settings, HandlerFactory make_handler);
 
   std::string dir_;
   std::string address_;

@@ -7,6 +7,7 @@
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_host/worker/crash_capture.hpp"
+#include "fcgi_host/worker/handler_factory.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "process_manager/worker_context.hpp"
@@ -15,11 +16,6 @@
 #include <memory>
 
 namespace fcgi_host {
-
-// A handler and how to dispose of it (plugins delete through their own entry point).
-using HandlerPtr = std::unique_ptr<app::Handler, void (*)(app::Handler*)>;
-// Called once in each worker process, after the fork.
-using HandlerFactory = std::function<HandlerPtr()>;
 
 struct WorkerSettings {
   int listen_fd = -1;
