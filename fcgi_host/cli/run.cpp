@@ -353,8 +353,10 @@ std::string what_is_served(const Host& host) {
 void log_strays(const Host& host) {
   if (host.strays.empty()) return;
   std::string fds;
-  for (int fd : host.strays)
-    fds += " " + std::to_string(fd);
+  for (int fd : host.strays) {
+    fds += ' '; // (not `" " + to_string()`: GCC 12 warns -Wrestrict on it in a release build)
+    fds += std::to_string(fd);
+  }
   PM_LOG(LogLevel::Notice, "closed " + std::to_string(host.strays.size()) +
                                " descriptor(s) inherited from the starting process, which "
                                "workers must not see:" +
