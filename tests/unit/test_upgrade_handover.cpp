@@ -74,7 +74,8 @@ TEST_CASE("upgrade handover: every fd crosses exec under its name and comes back
   CHECK_FALSE(take_handoff_channel().enabled());
 }
 
-TEST_CASE("upgrade handover: a closed or malformed fd is not taken, a bad listen fd stops the export") {
+TEST_CASE(
+    "upgrade handover: a closed or malformed fd is not taken, a bad listen fd stops the export") {
   Fds fds;
   int closed = ::dup(fds.fd[0]);
   ::close(closed);
