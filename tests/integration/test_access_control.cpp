@@ -111,9 +111,15 @@ TEST_SUITE("access control") {
     REQUIRE(workers.size() == 2);
     std::string nobody_uid = std::to_string(nobody->pw_uid);
     for (pid_t w : workers) {
-      std::istringstream uids(status_field(w, "Uid")); // real, effective, saved, filesystem
+      // A worker just forked drops its privileges while it boots: wait for that, bounded.
       std::string real, effective, saved;
-      uids >> real >> effective >> saved;
+      it::wait_for(
+          [&] {
+            std::istringstream uids(status_field(w, "Uid")); // real, effective, saved, fs
+            uids >> real >> effective >> saved;
+            return real == nobody_uid && effective == nobody_uid && saved == nobody_uid;
+          },
+          Millis{5000});
       CHECK(real == nobody_uid);
       CHECK(effective == nobody_uid);
       CHECK(saved == nobody_uid);
