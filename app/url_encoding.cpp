@@ -1,16 +1,6 @@
 #include "app/url_encoding.hpp"
 
 namespace app {
-namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-} // namespace
 
 void percent_decode(std::string_view text, bool plus_is_space, std::string& out) {
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -10,6 +10,15 @@
 
 namespace app {
 
+// The value of one hex digit, either case; -1 for anything else. Pure and allocation-free, so
+// a fatal-signal handler may use it too (the crash capture's form redaction).
+constexpr int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 // Appends the decoded `text` to `out`.
 void percent_decode(std::string_view text, bool plus_is_space, std::string& out);
 std::string percent_decode(std::string_view text, bool plus_is_space = false);

@@ -1,5 +1,6 @@
 #include "fcgi_host/protocol/capture_redaction.hpp"
 
+#include "app/url_encoding.hpp" // hex_value
 #include "fcgi_host/protocol/records.hpp"
 
 #include <cstdint>
@@ -141,12 +142,6 @@ public:
   }
 
 private:
-  static int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    c = lower(c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-  }
-
   void add_name_byte(char c) {
     if (escape_ == 0 && c == '%') {
       escape_ = 1;
@@ -159,7 +154,7 @@ private:
     }
     if (escape_ == 2) {
       escape_ = 0;
-      int hi = hex(first_), lo = hex(c);
+      int hi = app::hex_value(first_), lo = app::hex_value(c);
       if (hi < 0 || lo < 0) { // not an escape: kept as sent
         name_.add('%');
         name_.add(first_);
