@@ -94,9 +94,11 @@ EndpointReply merge_pool_pages(const std::vector<PoolPage>& pages) {
   r.content_type = content_type;
   if (content_type.starts_with("application/json")) {
     r.body = "{\"pools\":{";
-    for (std::size_t i = 0; i < pages.size(); ++i)
-      r.body += (i ? "," : "") + json_string(pages[i].name) + ":" +
-                (pages[i].reply ? pages[i].reply->body : "null");
+    for (std::size_t i = 0; i < pages.size(); ++i) // appends: a false -Wrestrict of GCC 12
+      r.body.append(i ? "," : "")
+          .append(json_string(pages[i].name))
+          .append(":")
+          .append(pages[i].reply ? pages[i].reply->body : "null");
     r.body += "}}\n";
   } else if (is_metrics(content_type)) {
     bool eof = false;
