@@ -22,6 +22,9 @@ bool names_header(std::string_view var, std::string_view name) {
 void Request::clear() {
   if (!owned_.empty()) owned_.clear();
   entries_.clear();
+  wire_base_ = nullptr;
+  wire_ = nullptr;
+  wire_count_ = wire_skip_ = wire_at_ = 0;
   method_ = uri_ = path_ = query_ = {};
   request_id_ = traceparent_ = request_start_ = {};
   id_generated_ = false;
@@ -92,23 +95,19 @@ std::string_view Request::request_id() const {
   return {generated_id_, sizeof generated_id_};
 }
 
-const Request::Param* Request::find(std::string_view name) const {
-  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-    if (it->name == name) return &*it;
-  return nullptr;
-}
-
 std::string_view Request::param(std::string_view name) const {
-  const Param* e = find(name);
-  return e ? e->value : std::string_view{};
+  std::optional<Param> p = last_param([name](const Param& e) { return e.name == name; });
+  return p ? p->value : std::string_view{};
 }
 
 bool Request::has_param(std::string_view name) const {
-  return find(name) != nullptr;
+  return last_param([name](const Param& e) { return e.name == name; }).has_value();
 }
 
 Request::Param Request::param_at(std::size_t i) const {
-  return entries_[i];
+  if (i < wire_at_) return entries_[i];
+  if (i - wire_at_ < wire_size()) return wire_param(i - wire_at_);
+  return entries_[i - wire_size()];
 }
 
 // One pass over the parameters for the seven the host needs on every request (the ids go into the
@@ -116,7 +115,8 @@ Request::Param Request::param_at(std::size_t i) const {
 // param().
 void Request::finish_params() {
   CoreParams core;
-  for (const Param& e : entries_) {
+  for (std::size_t i = 0; i < param_count(); ++i) {
+    const Param e = param_at(i);
     std::string_view name = e.name;
     switch (name.size()) {
     case 11:
@@ -155,19 +155,19 @@ void Request::finish_params(const CoreParams& core) {
 
 std::string_view Request::header(std::string_view name) const {
   if (names_header("CONTENT_TYPE", name) || names_header("CONTENT_LENGTH", name))
-    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
-      if (names_header(it->name, name)) return it->value;
-  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    std::string_view var = it->name;
-    if (var.size() > 5 && var.substr(0, 5) == "HTTP_" && names_header(var.substr(5), name))
-      return it->value;
-  }
-  return {};
+    if (auto p = last_param([name](const Param& e) { return names_header(e.name, name); }))
+      return p->value;
+  auto p = last_param([name](const Param& e) {
+    std::string_view var = e.name;
+    return var.size() > 5 && var.substr(0, 5) == "HTTP_" && names_header(var.substr(5), name);
+  });
+  return p ? p->value : std::string_view{};
 }
 
 void Request::for_each_header(
     const std::function<void(std::string_view, std::string_view)>& fn) const {
-  for (const Param& e : entries_) {
+  for (std::size_t i = 0; i < param_count(); ++i) {
+    const Param e = param_at(i);
     std::string_view var = e.name;
     if (var.size() > 5 && var.substr(0, 5) == "HTTP_") fn(var, e.value);
   }

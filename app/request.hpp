@@ -11,6 +11,7 @@
 #include "app/args.hpp"
 #include "app/multipart.hpp"
 #include "app/spill_buffer.hpp"
+#include "app/wire_param.hpp"
 
 #include <charconv>
 #include <cstddef>
@@ -58,7 +59,7 @@ public:
   // twice, the last value wins, as in PHP.
   std::string_view param(std::string_view name) const;
   bool has_param(std::string_view name) const;
-  std::size_t param_count() const { return entries_.size(); }
+  std::size_t param_count() const { return entries_.size() + wire_size(); }
   Param param_at(std::size_t i) const;
 
   // An HTTP request header by its HTTP name ("Content-Type", "x-request-id": case and '-' vs
@@ -147,10 +148,18 @@ public:
   void add_param_view(std::string_view name, std::string_view value) {
     entries_.push_back({name, value});
   }
-  // Params as views, from an iterator range of Param (the host's decoder, which knows their
-  // number: one insert, each param made in its place, rather than a push per param).
-  template <class ForwardIt> void add_param_views(ForwardIt first, ForwardIt last) {
-    entries_.insert(entries_.end(), first, last);
+  // The params as the host found them on the wire, read in place: `count` params at `params`,
+  // over the bytes at `base`, both valid while the request is served (a view per param, made
+  // for every request, cost more than most handlers spend on their params). `skip`, 1 + an
+  // index, leaves that one out (0: none). They come after the params added before this call
+  // and before those added after it; one run per request.
+  void set_wire_params(const char* base, const WireParam* params, std::size_t count,
+                       std::size_t skip = 0) {
+    wire_base_ = base;
+    wire_ = params;
+    wire_count_ = count;
+    wire_skip_ = skip;
+    wire_at_ = entries_.size();
   }
   // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
   // finish_body() at the end. set_body() does all three (tests).
@@ -187,10 +196,25 @@ private:
     std::string_view value; // in path_'s memory or decoded_params_
   };
 
-  const Param* find(std::string_view name) const;
+  // The last param, in the order sent, for which pred(param) holds.
+  template <class Pred> std::optional<Param> last_param(Pred pred) const {
+    for (std::size_t i = param_count(); i-- > 0;)
+      if (Param p = param_at(i); pred(p)) return p;
+    return std::nullopt;
+  }
+  std::size_t wire_size() const { return wire_count_ - (wire_skip_ != 0); }
+  Param wire_param(std::size_t i) const {
+    const WireParam& w = wire_[wire_skip_ != 0 && i >= wire_skip_ - 1 ? i + 1 : i];
+    const char* name = wire_base_ + w.at;
+    return {{name, w.name_size}, {name + w.name_size, w.value_size}};
+  }
 
   std::deque<std::string> owned_; // the copies of add_param (a deque: they never move)
-  std::vector<Param> entries_;    // in arrival order
+  std::vector<Param> entries_;    // in arrival order, but for the wire params
+  // set_wire_params(): read in place, after entries_[0, wire_at_).
+  const char* wire_base_ = nullptr;
+  const WireParam* wire_ = nullptr;
+  std::size_t wire_count_ = 0, wire_skip_ = 0, wire_at_ = 0;
   std::string_view method_, uri_, path_, query_;
   std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
   std::string_view request_start_;            // HTTP_X_REQUEST_START (the last)

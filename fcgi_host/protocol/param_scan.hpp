@@ -8,6 +8,7 @@
 // the decoder's own walk cost twice as much).
 //
 // Pure logic over bytes, no allocation once the spans' storage has grown.
+#include "app/wire_param.hpp"
 #include "fcgi_host/protocol/interpreted_params.hpp"
 #include "fcgi_host/protocol/records.hpp"
 
@@ -21,12 +22,9 @@
 namespace fcgi_host {
 
 // One param in the params' bytes (the contents of the PARAMS records, one after the other).
-// Offsets, not views: the connection's buffer may still move while the body arrives.
-struct ParamSpan {
-  std::size_t at = 0;          // the name; the value follows it
-  std::uint32_t name_size = 0; // a length field holds at most 2^31 - 1
-  std::uint32_t value_size = 0;
-};
+// Offsets, not views: the connection's buffer may still move while the body arrives. The type
+// app::Request reads its params through, so that the scan's storage is the request's params.
+using ParamSpan = app::WireParam;
 
 struct ParamScanLimits {
   std::size_t max_params = 0; // --max-params

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
-#include <iterator>
 
 namespace fcgi_host {
 namespace {
@@ -48,33 +47,6 @@ void add_params(const DecodedRequest& from, const RequestFraming& framing, app::
   request.finish_params();
 }
 
-// The scan's spans as app::Request params over the params' bytes: what the request's vector is
-// filled from in place (no slot written twice, no copy through another vector).
-struct ScannedParamIterator {
-  using iterator_category = std::forward_iterator_tag;
-  using value_type = app::Request::Param;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const value_type*;
-  using reference = value_type;
-  const ParamSpan* span;
-  const char* base;
-  value_type operator*() const {
-    return {{base + span->at, span->name_size},
-            {base + span->at + span->name_size, span->value_size}};
-  }
-  ScannedParamIterator& operator++() {
-    ++span;
-    return *this;
-  }
-  ScannedParamIterator operator++(int) {
-    ScannedParamIterator before = *this;
-    ++span;
-    return before;
-  }
-  bool operator==(const ScannedParamIterator& other) const { return span == other.span; }
-  difference_type operator-(const ScannedParamIterator& other) const { return span - other.span; }
-};
-
 // A request decoded with the guard's scan, none of its interpreted params twice (the usual
 // case): the scan says where CONTENT_LENGTH and the params app::Request derives its fields from
 // are, so no param is looked at by name again.
@@ -85,19 +57,8 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
   // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
   const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
   const std::span<const ParamSpan> spans = scanned.spans();
-  const std::size_t n = spans.size();
   add_role(request);
-  // The skipped param as the end of one run and the start of the next.
-  const ParamSpan* first = spans.data();
-  if (skip) {
-    request.add_param_views(ScannedParamIterator{first, base},
-                            ScannedParamIterator{first + skip - 1, base});
-    request.add_param_views(ScannedParamIterator{first + skip, base},
-                            ScannedParamIterator{first + n, base});
-  } else {
-    request.add_param_views(ScannedParamIterator{first, base},
-                            ScannedParamIterator{first + n, base});
-  }
+  request.set_wire_params(base, spans.data(), spans.size(), skip);
   add_body_length(framing, request);
   auto value = [&](std::size_t noted) {
     const std::uint32_t at = scanned.noted[noted];

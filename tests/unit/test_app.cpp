@@ -50,6 +50,49 @@ TEST_CASE("a repeated param: the last value wins") {
   CHECK(r.param_count() == 2);
 }
 
+TEST_CASE("wire params are read in place, between the params added before and after them") {
+  // The params' bytes as sent: name then value, each pair right after the one before.
+  const std::string wire = "REQUEST_METHODGET"
+                           "CONTENT_LENGTH"
+                           "HTTP_X_IDwire"
+                           "HTTP_ACCEPTtext/html";
+  const app::WireParam params[] = {{0, 14, 3}, {17, 14, 0}, {31, 9, 4}, {44, 11, 9}};
+  app::Request r;
+  r.add_param_view("FCGI_ROLE", "RESPONDER");
+  r.set_wire_params(wire.data(), params, 4, 2); // CONTENT_LENGTH left out
+  r.add_param("CONTENT_LENGTH", "5");
+  r.add_param("HTTP_ACCEPT", "*/*");
+  r.finish_params();
+
+  REQUIRE(r.param_count() == 6);
+  const char* order[] = {"FCGI_ROLE",   "REQUEST_METHOD", "HTTP_X_ID",
+                         "HTTP_ACCEPT", "CONTENT_LENGTH", "HTTP_ACCEPT"};
+  for (std::size_t i = 0; i < 6; ++i)
+    CHECK(r.param_at(i).name == order[i]);
+  CHECK(r.param_at(3).value == "text/html");
+  CHECK(r.method() == "GET");
+  CHECK(r.param("CONTENT_LENGTH") == "5"); // the wire's empty one is left out
+  CHECK(r.header("Content-Length") == "5");
+  CHECK(r.param("HTTP_ACCEPT") == "*/*"); // the last value wins, across both kinds
+  CHECK(r.header("x-id") == "wire");
+  CHECK(r.has_param("HTTP_X_ID"));
+  CHECK_FALSE(r.has_param("HTTP_X_IDwire"));
+  std::string headers;
+  r.for_each_header([&](std::string_view n, std::string_view v) {
+    headers.append(n).append("=").append(v).append(";");
+  });
+  CHECK(headers == "HTTP_X_ID=wire;HTTP_ACCEPT=text/html;HTTP_ACCEPT=*/*;");
+
+  r.clear();
+  CHECK(r.param_count() == 0);
+  CHECK(r.param("REQUEST_METHOD").empty());
+  r.set_wire_params(wire.data(), params, 4); // nothing left out, nothing around it
+  CHECK(r.param_count() == 4);
+  CHECK(r.param_at(1).name == "CONTENT_LENGTH");
+  CHECK(r.param("CONTENT_LENGTH").empty());
+  CHECK(r.has_param("CONTENT_LENGTH"));
+}
+
 TEST_CASE("a cleared request keeps nothing") {
   app::Request r = make_request("POST", "/x");
   r.set_body("data");
