@@ -70,6 +70,7 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/testing.hpp
         ${PROJECT_SOURCE_DIR}/app/text.hpp
         ${PROJECT_SOURCE_DIR}/app/url_encoding.hpp
+        ${PROJECT_SOURCE_DIR}/app/wire_param.hpp
         DESTINATION ${FCGI_HOST_INCLUDEDIR}/app)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/run.hpp DESTINATION ${FCGI_HOST_INCLUDEDIR}/fcgi_host)
 install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/runners/in_process_host.hpp
