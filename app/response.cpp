@@ -22,7 +22,7 @@ void Response::set_header(std::string_view name, std::string_view value) {
 }
 
 void Response::add_header(std::string_view name, std::string_view value) {
-  headers.emplace_back(std::string(name), std::string(value));
+  headers.emplace_back(name, value); // each string made in its place, not moved there
 }
 
 std::string_view Response::header(std::string_view name) const {

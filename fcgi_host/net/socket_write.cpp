@@ -1,5 +1,6 @@
 #include "fcgi_host/net/socket_write.hpp"
 
+#include "fcgi_host/net/plain_syscalls.hpp"
 #include "process_manager/clock.hpp"
 
 #include <cerrno>
@@ -11,7 +12,7 @@ namespace fcgi_host {
 long write_some(int fd, const char* buf, std::size_t len) {
   std::size_t done = 0;
   while (done < len) {
-    ssize_t n = ::send(fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = plain::send(fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       done += static_cast<std::size_t>(n);
       continue;

@@ -6,6 +6,7 @@
 // room under pressure.
 #include "fcgi_host/worker/worker_loop.hpp"
 
+#include "fcgi_host/net/plain_syscalls.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
@@ -101,7 +102,7 @@ void WorkerLoop::forget_connection(Connection& c) {
 bool WorkerLoop::read_more(Connection& c) {
   for (;;) {
     c.in.reserve_more(kReadChunk);
-    ssize_t n = ::read(c.fd, c.in.tail(), c.in.free_space());
+    ssize_t n = plain::read(c.fd, c.in.tail(), c.in.free_space());
     if (n > 0) {
       c.in.size() += static_cast<std::size_t>(n);
       c.bytes_in += static_cast<std::size_t>(n);

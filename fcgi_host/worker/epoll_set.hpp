@@ -2,6 +2,8 @@
 // The worker's epoll instance, closed with it. Every fd is registered with its own number as
 // the event's data: that is how the event loop tells the listening socket, the signalfd, the
 // handoff channel and each connection apart.
+#include "fcgi_host/net/plain_syscalls.hpp"
+
 #include <cstdint>
 #include <sys/epoll.h>
 
@@ -25,7 +27,7 @@ public:
 
   // epoll_wait; -1 with errno on failure (EINTR included).
   int wait(epoll_event* events, int max_events, int timeout_ms) {
-    return epoll_wait(fd_, events, max_events, timeout_ms);
+    return plain::epoll_wait(fd_, events, max_events, timeout_ms);
   }
 
 private:
