@@ -146,6 +146,7 @@ RecordGuard::Verdict RecordGuard::refuse_params(const ParamScanResult& scan) {
 }
 
 RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::string& replies) {
+  if (std::optional<Verdict> v = usual_request(buf, size)) return *v;
   for (;;) {
     if (size - pos_ < records::kHeaderSize)
       return ready_ ? Verdict::RequestReady : Verdict::NeedMore;
@@ -153,6 +154,61 @@ RecordGuard::Verdict RecordGuard::advance(char* buf, std::size_t& size, std::str
     Scan s{buf, size, replies, header, header.record_size()};
     if (std::optional<Verdict> v = ready_ ? while_ready(s) : next_record(s)) return *v;
   }
+}
+
+// What a web server sends for a request without a body, nearly always in one read: BEGIN_REQUEST
+// for RESPONDER, one PARAMS record, the empty PARAMS, the empty STDIN, all version 1 and of one
+// request, no padding on the two records whose padding would be taken out. Checked and taken
+// here in one step, into the same state the steps of advance() reach record by record (the
+// fuzzer feeds every input whole and byte by byte, and requires the same outcome): those steps
+// cost four times as much for these four records. Anything else, or a guard that is not
+// between requests, is left to them.
+std::optional<RecordGuard::Verdict> RecordGuard::usual_request(char* buf, std::size_t size) {
+  constexpr std::size_t kBegin = records::kHeaderSize + 8;
+  if (request_id_ != 0 || ready_ || pos_ != 0 || !refused_ids_.empty() || limits_.max_records < 4 ||
+      size < kBegin + 3 * records::kHeaderSize)
+    return std::nullopt;
+  const records::Header begin = records::decode_header(buf);
+  const auto* role = reinterpret_cast<const unsigned char*>(buf + records::kHeaderSize);
+  if (begin.version != records::kVersion || !begin.is(Type::BeginRequest) ||
+      begin.request_id == records::kNullRequestId || begin.content_length != 8 ||
+      begin.padding != 0 || (role[0] << 8 | role[1]) != static_cast<int>(records::Role::Responder))
+    return std::nullopt;
+  const std::uint16_t id = begin.request_id;
+  auto is = [&](const records::Header& h, Type type) {
+    return h.version == records::kVersion && h.is(type) && h.request_id == id;
+  };
+  const records::Header params = records::decode_header(buf + kBegin);
+  const std::size_t params_end = kBegin + params.record_size();
+  if (!is(params, Type::Params) || params.content_length == 0 ||
+      params.content_length > limits_.max_params_size ||
+      size < params_end + 2 * records::kHeaderSize)
+    return std::nullopt;
+  const records::Header params_end_record = records::decode_header(buf + params_end);
+  const records::Header stdin_end = records::decode_header(buf + params_end + records::kHeaderSize);
+  if (!is(params_end_record, Type::Params) || params_end_record.content_length != 0 ||
+      params_end_record.padding != 0 || !is(stdin_end, Type::Stdin) ||
+      stdin_end.content_length != 0 ||
+      size < params_end + records::kHeaderSize + stdin_end.record_size())
+    return std::nullopt;
+  // BEGIN_REQUEST, the params record and the end of the params, as next_record() takes them.
+  records_ = 3;
+  request_id_ = id;
+  keep_conn_ = (role[2] & records::kKeepConn) != 0;
+  request_begin_ = 0;
+  params_records_.push_back(kBegin);
+  params_size_ = params.content_length;
+  params_done_ = true;
+  pos_ = params_end + records::kHeaderSize;
+  if (Verdict v = check_params(buf); v != Verdict::NeedMore) return v;
+  // The empty STDIN, as stdin_record() takes it.
+  records_ = 4;
+  if (params_.content_length > 0)
+    return reject(400,
+                  "a body of 0 bytes for CONTENT_LENGTH " + std::to_string(params_.content_length));
+  pos_ += stdin_end.record_size();
+  ready_ = true;
+  return Verdict::RequestReady;
 }
 
 void RecordGuard::take_out(Scan& s, std::size_t at, std::size_t n) {

@@ -105,6 +105,9 @@ private:
     std::size_t record; // header, content and padding
   };
   const char* content(const Scan& s) const { return s.buf + pos_ + records::kHeaderSize; }
+  // The usual request whole at once, in one step (record_guard.cpp says which); nullopt when
+  // the bytes are anything else, with nothing changed: the steps below take them then.
+  std::optional<Verdict> usual_request(char* buf, std::size_t size);
   // The steps of advance(), in order; each returns a verdict to stop with, or nullopt to scan on.
   std::optional<Verdict> while_ready(Scan& s);
   std::optional<Verdict> check_header(const Scan& s);

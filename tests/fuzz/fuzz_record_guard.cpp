@@ -5,8 +5,13 @@
 // and each ready request is exactly BEGIN, PARAMS..., empty PARAMS, STDIN..., empty STDIN.
 // The same bytes also go through the codec's record reader (in the same chunks) and its
 // name-value decoder: the reader frames the same records whatever the cut, and no decoded pair
-// lies outside its record.
+// lies outside its record. And the guard's outcome does not depend on the cut either: the input
+// whole (where the guard takes the usual request in one step) and byte by byte (record by
+// record) give the same requests, answers and end.
 #include "fuzz_common.hpp"
+
+#include <algorithm>
+#include <string>
 
 namespace {
 
@@ -43,11 +48,69 @@ void check_codec(const std::uint8_t* data, std::size_t size) {
   FUZZ_CHECK(reader.rest() == whole);
 }
 
+// What a connection fed `input` comes to, in `chunk`-byte reads (0: all at once): each request
+// handed on (its bytes and its framing), every answer, and the verdict that ended it.
+std::string outcome(std::string_view input, std::size_t chunk,
+                    const fcgi_host::RequestLimits& limits) {
+  using fcgi_host::RecordGuard;
+  RecordGuard g(limits, fcgi_host::ServerValues{256, 2});
+  fcgi_host::ByteBuffer in;
+  std::string replies, out;
+  auto number = [&out](std::size_t n) { out.append(std::to_string(n)).append(","); };
+  for (std::size_t at = 0; at < input.size();) {
+    const std::size_t n = chunk ? std::min(chunk, input.size() - at) : input.size();
+    in.reserve_more(n);
+    std::memcpy(in.tail(), input.data() + at, n);
+    in.size() += n;
+    at += n;
+    for (;;) {
+      const RecordGuard::Verdict v = g.advance(in.data(), in.size(), replies);
+      out.append(replies); // as one stream: the cut decides how many calls they take
+      replies.clear();
+      if (v == RecordGuard::Verdict::NeedMore) break;
+      if (v != RecordGuard::Verdict::RequestReady) {
+        out.append(v == RecordGuard::Verdict::Reject ? "J" : "C");
+        number(static_cast<std::size_t>(g.error_status()));
+        return out.append(g.close_reason());
+      }
+      const fcgi_host::RequestFraming f = g.framing();
+      out.append("R").append(in.data() + g.request_begin(), g.request_end() - g.request_begin());
+      for (std::size_t x :
+           {f.body_size, std::size_t{f.length_declared}, std::size_t{f.repeated_params},
+            std::size_t{f.request_id}, std::size_t{f.keep_conn}, std::size_t{g.aborted()},
+            f.params ? f.params->spans().size() : 9999})
+        number(x);
+      for (std::size_t x : f.params_records)
+        number(x);
+      out.append(";");
+      for (std::size_t x : f.stdin_records)
+        number(x);
+      in.consume_front(g.request_end());
+      g.consume_request();
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fcgi_host::RequestLimits limits = fuzz::small_limits();
   fuzz::feed(data, size, limits, [](const fcgi_host::RecordGuard&, std::string_view) {});
   check_codec(data, size);
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  const std::string at_once = outcome(input, 0, limits), by_bytes = outcome(input, 1, limits);
+  if (at_once != by_bytes) {
+    auto show = [](const std::string& o) {
+      std::string v;
+      for (unsigned char c : o)
+        v +=
+            (c >= 32 && c < 127) ? std::string(1, static_cast<char>(c)) : "\\x" + std::to_string(c);
+      return v;
+    };
+    std::fprintf(stderr, "at once:      %s\nbyte by byte: %s\n", show(at_once).c_str(),
+                 show(by_bytes).c_str());
+  }
+  FUZZ_CHECK(at_once == by_bytes);
   return 0;
 }

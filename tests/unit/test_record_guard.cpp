@@ -416,3 +416,125 @@ TEST_CASE("the header's refusals say which limit or what was spoken") {
   CHECK(records.add(many) == Verdict::Close);
   CHECK(records.guard.close_reason() == "more than 4 records in a request");
 }
+
+namespace {
+
+// What the guard made of `bytes` given at once, where it takes the usual request in one step.
+struct Outcome {
+  Verdict verdict;
+  std::size_t begin, end, body, params, params_record;
+  bool keep, declared;
+  int status;
+  std::string reason;
+  bool operator==(const Outcome&) const = default;
+};
+Outcome outcome_of(Feed& f, Verdict v) {
+  const fcgi_host::RequestFraming framing = f.guard.framing();
+  return {v,
+          f.guard.request_begin(),
+          f.guard.request_end(),
+          f.guard.body_size(),
+          framing.params ? framing.params->spans().size() : 0,
+          framing.params_records.empty() ? 0 : framing.params_records[0],
+          f.guard.keep_connection(),
+          framing.length_declared,
+          f.guard.error_status(),
+          f.guard.close_reason()};
+}
+Outcome whole(const std::string& bytes, RequestLimits limits = {}) {
+  Feed f(limits);
+  return outcome_of(f, f.add(bytes));
+}
+// The same bytes one at a time: record by record, never the one step.
+Outcome byte_by_byte(const std::string& bytes, RequestLimits limits = {}) {
+  Feed f(limits);
+  Verdict v = Verdict::NeedMore;
+  for (char c : bytes)
+    if ((v = f.add(std::string(1, c))) != Verdict::NeedMore) break;
+  return outcome_of(f, v);
+}
+
+} // namespace
+
+TEST_CASE("the usual request in one step: the same outcome as record by record") {
+  using fcgi_test::encode_record;
+  const auto begin = [](std::uint8_t flags, std::uint8_t padding = 0) {
+    return encode_record(RecordType::BeginRequest, 3,
+                         fcgi_test::begin_request_body(fcgi_test::Role::Responder, flags), padding);
+  };
+  const std::string params = fcgi_test::encode_params(fcgi_test::standard_params("GET", "/a", 0));
+  const std::string empty_params = encode_record(RecordType::Params, 3, "");
+  const std::string empty_stdin = encode_record(RecordType::Stdin, 3, "");
+  auto with_length = [](std::string value) {
+    return fcgi_test::encode_params(
+        fcgi_test::standard_params("GET", "/a", 0, {{"CONTENT_LENGTH", std::move(value)}}));
+  };
+  RequestLimits one_param; // a scan that refuses
+  one_param.max_params = 1;
+  RequestLimits three_records;
+  three_records.max_records = 3;
+
+  struct Case {
+    const char* what;
+    std::string bytes;
+    RequestLimits limits;
+    Verdict expected;
+  } cases[] = {
+      {"usual",
+       begin(0) + encode_record(RecordType::Params, 3, params) + empty_params + empty_stdin,
+       {},
+       Verdict::RequestReady},
+      {"kept, padded params, padded stdin, a second request after it",
+       begin(fcgi_test::kKeepConn) + encode_record(RecordType::Params, 3, params, 5) +
+           empty_params + encode_record(RecordType::Stdin, 3, "", 7) + begin(0),
+       {},
+       Verdict::RequestReady},
+      {"padded BEGIN_REQUEST (taken out by the steps)",
+       begin(0, 8) + encode_record(RecordType::Params, 3, params) + empty_params + empty_stdin,
+       {},
+       Verdict::RequestReady},
+      {"padded end of the params",
+       begin(0) + encode_record(RecordType::Params, 3, params) +
+           encode_record(RecordType::Params, 3, "", 3) + empty_stdin,
+       {},
+       Verdict::RequestReady},
+      {"CONTENT_LENGTH 5 and no body",
+       begin(0) + encode_record(RecordType::Params, 3, with_length("5")) + empty_params +
+           empty_stdin,
+       {},
+       Verdict::Reject},
+      {"CONTENT_LENGTH 0",
+       begin(0) + encode_record(RecordType::Params, 3, with_length("0")) + empty_params +
+           empty_stdin,
+       {},
+       Verdict::RequestReady},
+      {"more params than allowed",
+       begin(0) + encode_record(RecordType::Params, 3, params) + empty_params + empty_stdin,
+       one_param, Verdict::Reject},
+      {"more records than allowed",
+       begin(0) + encode_record(RecordType::Params, 3, params) + empty_params + empty_stdin,
+       three_records, Verdict::Close},
+      {"the end of the body of another request",
+       begin(0) + encode_record(RecordType::Params, 3, params) + empty_params +
+           encode_record(RecordType::Stdin, 4, ""),
+       {},
+       Verdict::Close},
+      {"version 2 on the end of the params",
+       begin(0) + encode_record(RecordType::Params, 3, params) + encode_record(4, 3, "", 0, 2) +
+           empty_stdin,
+       {},
+       Verdict::Close},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const Outcome at_once = whole(c.bytes, c.limits);
+    CHECK(at_once.verdict == c.expected);
+    CHECK(at_once == byte_by_byte(c.bytes, c.limits));
+  }
+  // What the one step leaves for the decoder.
+  Outcome usual = whole(cases[1].bytes);
+  CHECK(usual.keep);
+  CHECK(usual.params_record == 16);
+  CHECK(usual.end == cases[1].bytes.size() - 16); // the next BEGIN_REQUEST waits
+  CHECK(usual.params == fcgi_test::standard_params("GET", "/a", 0).size());
+}
