@@ -180,20 +180,19 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
     }
     const char* value = name + name_size;
     p = value + value_size;
-    if (bool bad = false; short_name_checked(name, name_size, end, bad)) {
-      if (bad) {
-        result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
-        break;
-      }
-      while (zero < value) // NULs before `value` are length bytes: the name holds none
+    bool bad_name = false;
+    if (short_name_checked(name, name_size, end, bad_name)) {
+      while (!bad_name && zero < value) // NULs before `value` are length bytes: none in the name
         zero = next_zero(zero + 1, end);
+    } else if (name_size == 0 || holds_equals(name, name_size)) {
+      bad_name = true;
     } else {
-      if (name_size == 0 || holds_equals(name, name_size)) {
-        result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
-        break;
-      }
       for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes
         if (zero >= name) break;
+    }
+    if (bad_name) {
+      result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
+      break;
     }
     if (zero < p) {
       result = {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue,
