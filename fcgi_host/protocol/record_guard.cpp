@@ -201,12 +201,16 @@ std::optional<RecordGuard::Verdict> RecordGuard::usual_request(char* buf, std::s
   params_done_ = true;
   pos_ = params_end + records::kHeaderSize;
   if (Verdict v = check_params(buf); v != Verdict::NeedMore) return v;
-  // The empty STDIN, as stdin_record() takes it.
   records_ = 4;
-  if (params_.content_length > 0)
-    return reject(400,
-                  "a body of 0 bytes for CONTENT_LENGTH " + std::to_string(params_.content_length));
-  pos_ += stdin_end.record_size();
+  return end_of_body(stdin_end.record_size());
+}
+
+// The empty STDIN record (`record` bytes with its padding) at pos_: the request is whole, when
+// its body has the length CONTENT_LENGTH declared.
+RecordGuard::Verdict RecordGuard::end_of_body(std::size_t record) {
+  const long long declared = params_.content_length;
+  if (declared >= 0 && body_size_ != static_cast<std::size_t>(declared)) return refuse_body();
+  pos_ += record;
   ready_ = true;
   return Verdict::RequestReady;
 }
@@ -310,6 +314,11 @@ std::optional<RecordGuard::Verdict> RecordGuard::next_record(Scan& s) {
                " record from the web server");
 }
 
+RecordGuard::Verdict RecordGuard::refuse_body() {
+  return reject(400, "a body of " + std::to_string(body_size_) + " bytes for CONTENT_LENGTH " +
+                         std::to_string(params_.content_length));
+}
+
 RecordGuard::Verdict RecordGuard::refuse_records() {
   return close("more than " + std::to_string(limits_.max_records) + " records in a request");
 }
@@ -354,19 +363,10 @@ std::optional<RecordGuard::Verdict> RecordGuard::params_record(Scan& s) {
 std::optional<RecordGuard::Verdict> RecordGuard::stdin_record(Scan& s) {
   if (!params_done_) return close("FCGI_STDIN before the end of the params");
   const std::size_t length = s.header.content_length;
+  if (length == 0) return end_of_body(s.record);
   const long long content_length = params_.content_length;
-  const bool declared = content_length >= 0;
-  const std::size_t declared_size = static_cast<std::size_t>(content_length);
-  if (length == 0) {
-    if (declared && body_size_ != declared_size)
-      return reject(400, "a body of " + std::to_string(body_size_) + " bytes for CONTENT_LENGTH " +
-                             std::to_string(content_length));
-    pos_ += s.record;
-    ready_ = true;
-    return Verdict::RequestReady;
-  }
   body_size_ += length;
-  if (declared && body_size_ > declared_size)
+  if (content_length >= 0 && body_size_ > static_cast<std::size_t>(content_length))
     return reject(400, "a body longer than CONTENT_LENGTH " + std::to_string(content_length));
   stdin_records_.push_back(pos_ - request_begin_);
   pos_ += s.record;

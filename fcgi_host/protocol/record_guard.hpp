@@ -115,6 +115,7 @@ private:
   std::optional<Verdict> other_request_record(Scan& s);
   std::optional<Verdict> params_record(Scan& s);
   std::optional<Verdict> stdin_record(Scan& s);
+  Verdict end_of_body(std::size_t record);
   // Takes out bytes [at, at + n) of the buffer.
   static void take_out(Scan& s, std::size_t at, std::size_t n);
   void drop_record(Scan& s) { take_out(s, pos_, s.record); }
@@ -123,6 +124,7 @@ private:
   [[gnu::cold, gnu::noinline]] Verdict refuse_version(const Scan& s);
   [[gnu::cold, gnu::noinline]] Verdict refuse_size(records::Type stream);
   [[gnu::cold, gnu::noinline]] Verdict refuse_records();
+  [[gnu::cold, gnu::noinline]] Verdict refuse_body(); // not the length CONTENT_LENGTH declared
   Verdict close(std::string reason);
   Verdict reject(int status, std::string reason);
   Verdict management_record(std::uint8_t type, const char* content, std::size_t length,
