@@ -15,6 +15,10 @@ public:
   // and once when it stops. An exception from on_worker_start is a boot failure.
   virtual void on_worker_start() {}
   virtual void on_worker_stop() {}
+  // With --threads T > 1: called in each handler thread before its first request and when it
+  // stops, on the handler instance that thread uses (a database connection per thread).
+  virtual void on_thread_start() {}
+  virtual void on_thread_stop() {}
 };
 
 } // namespace app

@@ -20,13 +20,23 @@ struct fcgi_host_plugin {
   const char* name;          // for logs
   app::Handler* (*create)(); // called once in each worker
   void (*destroy)(app::Handler*);
+  std::uint32_t flags; // FCGI_HOST_PLUGIN_* bits below
 };
 }
 
-#define FCGI_HOST_PLUGIN(HandlerClass)                                                             \
+// One handler instance may serve every handler thread of a worker at once (--threads T > 1);
+// without it each thread gets an instance of its own from create().
+#define FCGI_HOST_PLUGIN_THREAD_SAFE 1u
+
+#define FCGI_HOST_PLUGIN_WITH_FLAGS(HandlerClass, Flags)                                           \
   extern "C" const fcgi_host_plugin* fcgi_host_plugin_v1() {                                       \
     static const fcgi_host_plugin plugin = {FCGI_HOST_PLUGIN_ABI_VERSION, #HandlerClass,           \
                                             []() -> app::Handler* { return new HandlerClass(); },  \
-                                            [](app::Handler* h) { delete h; }};                    \
+                                            [](app::Handler* h) { delete h; }, Flags};             \
     return &plugin;                                                                                \
   }
+// A handler class of which each handler thread gets its own instance.
+#define FCGI_HOST_PLUGIN(HandlerClass) FCGI_HOST_PLUGIN_WITH_FLAGS(HandlerClass, 0u)
+// A handler class whose one instance serves all threads (it guards its own shared state).
+#define FCGI_HOST_THREAD_SAFE_PLUGIN(HandlerClass)                                                 \
+  FCGI_HOST_PLUGIN_WITH_FLAGS(HandlerClass, FCGI_HOST_PLUGIN_THREAD_SAFE)
