@@ -1,7 +1,9 @@
 #include "fcgi_host/cli/start_checks.hpp"
 
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -144,6 +146,21 @@ void check_capture_dir(const Config& c) {
                       ") may write");
 }
 
+// --sandbox: the paths are there (Landlock opens each one), and the kernel has every layer
+// asked for, or the operator said best-effort.
+void check_sandbox(const Config& c) {
+  for (const char* name : {"sandbox-read", "sandbox-write"})
+    for (const std::string& p : name[8] == 'r' ? c.sandbox_read : c.sandbox_write)
+      if (::access(p.c_str(), F_OK) != 0)
+        throw ConfigError(c.where(name) + ": \"" + p + "\": " + std::strerror(errno));
+  if (!c.script_root.empty()) check_directory(c, "script-root", c.script_root);
+  const SandboxSettings settings = sandbox_settings(c);
+  std::string missing = sandbox_unsupported(settings);
+  if (missing.empty() || settings.mode == SandboxMode::BestEffort) return;
+  throw ConfigError(c.where(settings.enabled() ? "sandbox" : "private-tmp") + ": " + missing +
+                    (settings.enabled() ? "; --sandbox best-effort runs with what it has" : ""));
+}
+
 } // namespace
 
 // memory-max and cpu-weight are a pool's cgroup, which the master of the pools makes: one
@@ -167,6 +184,7 @@ void check_before_start(const Config& config) {
   check_writable_file(config, "access-log", config.access_log);
   check_writable_file(config, "pidfile", config.pidfile);
   check_capture_dir(config);
+  check_sandbox(config);
 }
 
 } // namespace fcgi_host
