@@ -4,9 +4,9 @@
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/master_control.hpp"
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_master.hpp"
-#include "fcgi_host/cli/pool_member.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
+#include "fcgi_host/pools/supervisor.hpp"
+#include "fcgi_host/pools/member.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/replay_command.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
@@ -407,7 +407,7 @@ void limit_process(const Config& config) {
   }
 }
 
-// A config file with pools: this process is the master of every pool (pool_master.hpp).
+// A config file with pools: this process is the master of every pool (pools/supervisor.hpp).
 int run_pool_master(Host& host) {
   // A plugin is loaded by its pool's master, never here (its constructors would run in the
   // master of every pool): only --test-config, a process of its own, loads it to check it.
@@ -444,7 +444,7 @@ int run_pool_master(Host& host) {
 }
 
 // A pool's master: its lines carry the pool's name; started by the master of the pools, it
-// leaves the pidfile to that master and dies with it (pool_member.hpp).
+// leaves the pidfile to that master and dies with it (pools/member.hpp).
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");

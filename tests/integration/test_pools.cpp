@@ -1,4 +1,4 @@
-// Several pools under one master (config_file.hpp, pool_master.hpp): each on its own socket, as
+// Several pools under one master (config_file.hpp, pools/supervisor.hpp): each on its own socket, as
 // its own user, with its own limits; a reload touches only the pools that changed; a pool that
 // fails stops alone. Through a real nginx with one location per pool.
 #include "commands.hpp"

@@ -12,7 +12,7 @@
 //   - a pool removed has its cgroup removed once empty.
 // <cg> is found from /proc/self/cgroup and the cgroup2 mount in /proc/self/mountinfo (not always
 // /sys/fs/cgroup). A pool without limits never touches cgroups.
-#include "fcgi_host/cli/pool_plan.hpp"
+#include "fcgi_host/cli/plan_pools.hpp"
 
 #include <map>
 #include <set>

@@ -1,7 +1,7 @@
-#include "fcgi_host/cli/pool_member.hpp"
+#include "fcgi_host/pools/member.hpp"
 
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
+#include "fcgi_host/pools/supervisor.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/oom_watch.hpp"
 

@@ -1,6 +1,6 @@
-#include "fcgi_host/cli/pools_upgrade.hpp"
+#include "fcgi_host/pools/upgrade.hpp"
 
-#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/signal_pipe.hpp"
 

@@ -34,7 +34,7 @@ struct PoolsHandover {
   };
   std::vector<Pool> pools; // the pools whose masters run
   std::string status_dir;  // the pools' own status sockets; empty: none
-  std::string cgroup;      // the service's cgroup the master moved out of (pool_cgroup.hpp)
+  std::string cgroup;      // the service's cgroup the master moved out of (pools/cgroups.hpp)
   bool operator==(const PoolsHandover&) const = default;
 
   // "status_dir=...;cgroup=...;pool=NAME:PID:STATE:SOCKET;..." (pool names are [A-Za-z0-9_-]; a

@@ -1,4 +1,4 @@
-#include "fcgi_host/cli/pool_plan.hpp"
+#include "fcgi_host/cli/plan_pools.hpp"
 
 #include "fcgi_host/cli/start_checks.hpp"
 

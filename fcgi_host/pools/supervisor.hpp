@@ -13,8 +13,8 @@
 //     settings changed restarts. A file that fails to parse refuses the whole reload;
 //   - TERM, QUIT, INT and USR1 go to every pool's master; the pidfile is this master's;
 //   - USR2 upgrades the binary: this master re-execs in place (same pid), then each pool's master
-//     upgrades itself, and its new master is adopted (pools_upgrade.hpp).
-#include "fcgi_host/cli/pool_plan.hpp"
+//     upgrades itself, and its new master is adopted (pools/upgrade.hpp).
+#include "fcgi_host/cli/plan_pools.hpp"
 
 #include <string>
 #include <vector>
@@ -26,7 +26,7 @@ namespace fcgi_host {
 int run_pools(const std::vector<std::string>& args, const Config& file,
               const ApplicationCheck& check, const std::string& executable);
 
-// Set in a pool master's environment by the master of its pools, to its pid (pool_member.hpp).
+// Set in a pool master's environment by the master of its pools, to its pid (pools/member.hpp).
 inline constexpr const char* kPoolMasterEnv = "FCGI_HOST_POOL_MASTER";
 
 } // namespace fcgi_host

@@ -1,10 +1,10 @@
-#include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/pools/supervisor.hpp"
 
 #include "app/args.hpp"
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_member.hpp"
-#include "fcgi_host/cli/pool_status.hpp"
-#include "fcgi_host/cli/pools_upgrade.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
+#include "fcgi_host/pools/member.hpp"
+#include "fcgi_host/pools/status_page.hpp"
+#include "fcgi_host/pools/upgrade.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/sys_error.hpp"
@@ -165,7 +165,7 @@ private:
   }
 
   void take_pidfile(const Config& file) {
-    // After USR2, the lock this master held under its old binary (pools_upgrade.hpp).
+    // After USR2, the lock this master held under its old binary (pools/upgrade.hpp).
     const char* inherited = std::getenv("FCGI_HOST_PIDFILE_FD");
     const int fd = inherited ? std::atoi(inherited) : -1;
     ::unsetenv("FCGI_HOST_PIDFILE_FD");
@@ -208,7 +208,7 @@ private:
   }
 
   // Where the pool's master `pid` answers its status page: its own status-listen, or one in
-  // this master's private directory (pool_member.hpp).
+  // this master's private directory (pools/member.hpp).
   void set_status_address(Pool& pool) const {
     pool.status_address = pool.plan.config.status_listen;
     if (pool.status_address.empty() && status_)
@@ -597,7 +597,7 @@ void PoolMaster::update_cgroup(Pool& pool) {
 }
 
 // USR2, in the old image: the new binary checks the configuration, then replaces this one in
-// place (pools_upgrade.hpp); the new image goes on in run() with the handover.
+// place (pools/upgrade.hpp); the new image goes on in run() with the handover.
 void PoolMaster::upgrade() {
   const std::string refused = check_new_binary(executable_, args_, kUpgradeCheckTimeout);
   if (!refused.empty()) {

@@ -1,7 +1,7 @@
 #pragma once
 // What makes a `--pool NAME` master one of the master of the pools', set by that master in its
 // environment (and left there, so that the new master after the pool's own USR2 finds it too):
-//   FCGI_HOST_POOL_MASTER=PID (pool_master.hpp): the pidfile is that master's; and this master
+//   FCGI_HOST_POOL_MASTER=PID (pools/supervisor.hpp): the pidfile is that master's; and this master
 //     dies with it. PR_SET_PDEATHSIG covers a master the master of the pools started; after a
 //     USR2 the pool's new master was started by the old one, so a pidfd of the master of the
 //     pools says when it is gone;

@@ -1,4 +1,4 @@
-#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
 
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
