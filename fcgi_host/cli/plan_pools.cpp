@@ -1,6 +1,8 @@
 #include "fcgi_host/cli/plan_pools.hpp"
 
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
+#include "process_manager/argv.hpp"
 
 #include <map>
 #include <sstream>
@@ -8,6 +10,14 @@
 
 namespace fcgi_host {
 namespace {
+
+// The command line a pool's master is started with: `args` and `--pool NAME`.
+std::vector<std::string> pool_args(const std::vector<std::string>& args, const std::string& name) {
+  std::vector<std::string> out = args;
+  out.push_back("--pool");
+  out.push_back(name);
+  return out;
+}
 
 // Size, mtime and inode of the file a pool runs: a new build of a plugin reloads its pool.
 std::string code_identity(const Config& c) {
@@ -28,14 +38,11 @@ std::string socket_settings(const Config& c) {
 
 Config parse_pool(const std::vector<std::string>& args, const std::string& name,
                   const ApplicationCheck& check) {
-  std::vector<std::string> words = pool_args(args, name);
-  std::vector<const char*> argv;
-  for (const std::string& w : words)
-    argv.push_back(w.c_str());
+  process_manager::Argv argv(pool_args(args, name));
   Config c;
   std::ostringstream ignored;
   try {
-    parse_config(static_cast<int>(argv.size()), argv.data(), c, ignored);
+    parse_config(argv.argc(), argv.cdata(), c, ignored);
     check(c);
   } catch (const std::exception& e) {
     throw ConfigError("pool [" + name + "]: " + e.what());
@@ -50,40 +57,67 @@ int ceiling(const Config& c) {
   return c.pm == "static" ? c.workers : std::max(c.workers, c.max_workers);
 }
 
-} // namespace
-
-std::vector<std::string> pool_args(const std::vector<std::string>& args, const std::string& name) {
-  std::vector<std::string> out = args;
-  out.push_back("--pool");
-  out.push_back(name);
-  return out;
+PoolSpec spec_of(const std::vector<std::string>& args, const std::string& name, const Config& c) {
+  PoolSpec p;
+  p.name = name;
+  p.args = pool_args(args, name);
+  p.listen = c.listen.to_string();
+  p.status_listen = c.status_listen;
+  if (c.memory_max)
+    p.memory_max = *c.memory_max == Config::kUnlimited ? kNoMemoryLimit : *c.memory_max;
+  p.cpu_weight = c.cpu_weight;
+  p.where_memory_max = c.where("memory-max");
+  p.where_cpu_weight = c.where("cpu-weight");
+  p.settings = c.settings_text + "code " + code_identity(c) + "\n";
+  p.socket = socket_settings(c);
+  return p;
 }
 
-std::vector<PoolPlan> plan_pools(const std::vector<std::string>& args, const Config& file,
+} // namespace
+
+std::vector<PoolSpec> plan_pools(const std::vector<std::string>& args, const Config& file,
                                  const ApplicationCheck& check) {
-  std::vector<PoolPlan> plans;
+  std::vector<PoolSpec> specs;
   std::map<std::string, std::string> addresses; // address -> pool
+  std::string each;
   int total = 0;
   for (const std::string& name : file.pools) {
-    PoolPlan p{name, parse_pool(args, name, check), "", ""};
-    const std::string address = p.config.listen.to_string();
+    const Config c = parse_pool(args, name, check);
+    const std::string address = c.listen.to_string();
     if (auto [it, fresh] = addresses.emplace(address, name); !fresh)
-      throw ConfigError(p.config.where("listen") + ": pool [" + name + "] listens on " + address +
+      throw ConfigError(c.where("listen") + ": pool [" + name + "] listens on " + address +
                         ", as pool [" + it->second + "] does");
-    total += ceiling(p.config);
-    p.settings = p.config.settings_text + "code " + code_identity(p.config) + "\n";
-    p.socket = socket_settings(p.config);
-    plans.push_back(std::move(p));
+    total += ceiling(c);
+    each += (each.empty() ? "" : ", ") + name + " " + std::to_string(ceiling(c));
+    specs.push_back(spec_of(args, name, c));
   }
-  if (file.max_workers_total > 0 && total > file.max_workers_total) {
-    std::string each;
-    for (const PoolPlan& p : plans)
-      each += (each.empty() ? "" : ", ") + p.name + " " + std::to_string(ceiling(p.config));
+  if (file.max_workers_total > 0 && total > file.max_workers_total)
     throw ConfigError(file.where("max-workers-total") + ": the pools may have " +
                       std::to_string(total) + " workers together (" + each + "), over " +
                       std::to_string(file.max_workers_total));
-  }
-  return plans;
+  return specs;
+}
+
+SupervisorSpec supervisor_spec(const std::vector<std::string>& args, const Config& file,
+                               const ApplicationCheck& check, const std::string& executable) {
+  SupervisorSpec s;
+  s.args = args;
+  s.executable = executable;
+  s.pidfile = file.pidfile;
+  if (!file.status_listen.empty()) s.status_listen = status_listen_options(file);
+  s.observability = observability_settings(file);
+  s.ping_response = file.ping_response;
+  s.read_pools = [args, check] {
+    process_manager::Argv argv(args);
+    Config again;
+    std::ostringstream ignored;
+    parse_config(argv.argc(), argv.cdata(), again, ignored);
+    if (again.pools.empty())
+      throw ConfigError("the config file defines no pools any more (a restart runs it as one "
+                        "application)");
+    return plan_pools(args, again, check);
+  };
+  return s;
 }
 
 } // namespace fcgi_host

@@ -5,7 +5,7 @@
 //      process of its own): a binary that cannot run, or refuses the configuration, stops the
 //      upgrade there with one line, and nothing has changed;
 //   2. the master execs the new binary in place (same pid: its pools' masters stay its
-//      children), handing over what it holds in FCGI_HOST_POOLS_HANDOVER (below) and the locked
+//      children), handing over what it holds in exec_env::kPoolsHandover (below) and the locked
 //      pidfile (FCGI_HOST_PIDFILE_FD, as a single master's upgrade does);
 //   3. the new image sends USR2 to each pool's master, which upgrades itself as a single master
 //      does (its new master takes the socket, the old generation drains: no request lost); this
@@ -19,8 +19,6 @@
 #include <vector>
 
 namespace fcgi_host {
-
-inline constexpr const char* kPoolsHandoverEnv = "FCGI_HOST_POOLS_HANDOVER";
 
 // What the master of the pools hands to its new image across exec.
 struct PoolsHandover {
