@@ -83,7 +83,7 @@ struct Config {
   bool sandbox_exec = false;
   bool private_tmp = false;
   std::string script_root; // --exec: the only tree the program may read scripts from
-  // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pool_cgroup.hpp).
+  // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pools/cgroups.hpp).
   std::optional<unsigned long long> memory_max; // bytes, or kUnlimited ("max")
   std::optional<int> cpu_weight;
   bool wants_cgroup() const { return memory_max || cpu_weight; }
