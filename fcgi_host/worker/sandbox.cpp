@@ -5,6 +5,7 @@
 #include "fcgi_host/worker/sandbox_seccomp.hpp"
 
 #include <cerrno>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -37,6 +38,18 @@ bool clear_capabilities() {
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   return ::syscall(SYS_capset, &header, data) == 0;
+}
+
+// Threads of this process (/proc/self/task). Landlock confines the thread that asks and what it
+// starts afterwards, not threads already running.
+int thread_count() {
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (!tasks) return 1;
+  int n = 0;
+  while (const dirent* e = ::readdir(tasks))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(tasks);
+  return n;
 }
 
 void note(std::string& list, const std::string& what) {
@@ -100,6 +113,11 @@ SandboxResult enter_sandbox(const SandboxSettings& settings,
   }
   if (int abi = landlock_abi(); abi < 1) {
     fail("no Landlock in this kernel: files are not restricted");
+  } else if (int threads = thread_count(); threads > 1) {
+    fail(std::to_string(threads - 1) +
+         " thread(s) started before the sandbox (by on_worker_start?) would escape Landlock, "
+         "which confines only the thread that applies it: start them in on_thread_start or "
+         "on the first request");
   } else {
     auto rules = landlock_rules(settings, mapped_files(read_all("/proc/self/maps")), programs);
     if (std::string why = apply_landlock(rules, abi); !why.empty()) fail(why);

@@ -83,14 +83,19 @@ TEST_SUITE("sandbox") {
     CHECK(get(host, "/read?path=" + host.dir().file("host.log")) == "refused ENOENT\n");
   }
 
-  TEST_CASE("a crash under the sandbox still gives the native stack with the function name") {
-    HostProcess host({"--app", kCrashPlugin, "--workers", "1", "--sandbox", "on"});
+  TEST_CASE("a crash under the sandbox: the native stack with the function name, and the "
+            "worker's own capture of the request") {
+    it::TempDir captures; // written by the worker (--user root), inside its write list
+    HostProcess host({"--app", kCrashPlugin, "--workers", "1", "--user", "root", "--sandbox", "on",
+                      "--capture-crashes", captures.path()});
     REQUIRE(host.wait_workers(1).size() == 1);
     auto c = host.connect();
     c.set_keep_conn(false);
     CHECK_FALSE(c.request("GET", "/crash/segv").ended);
     REQUIRE(host.wait_log("crash_in_named_function", Millis{5000}));
     CHECK(it::lines_with(host.log(), "no stack trace").empty());
+    CHECK(it::lines_with(host.log(), "request not captured").empty());
+    CHECK(::access(captures.file("crash-1.fcgi").c_str(), F_OK) == 0);
   }
 
   TEST_CASE("the master takes one stack of a slow sandboxed request (it attaches from outside)") {
@@ -131,6 +136,7 @@ TEST_SUITE("sandbox") {
   TEST_CASE("--test-config shows each pool's sandbox") {
     HostOptions o;
     o.args = {"--config", "{dir}/host.conf", "--test-config"};
+    o.listen = it::Listen::AsGiven; // each pool its own socket
     o.files = {{"host.conf", "[a]\nlisten = {dir}/a.sock\napp = hello\nsandbox = on\n"
                              "sandbox-read = /etc/hostname\n[b]\nlisten = {dir}/b.sock\n"
                              "app = hello\n"}};
