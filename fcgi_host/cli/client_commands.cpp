@@ -171,8 +171,9 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-HostReply ask(const std::string& address, const HostQuery& query,
-              std::chrono::milliseconds timeout) {
+// `page`: "status" or "ping" for those commands (a 404 then says which option sets the path).
+HostReply ask(const std::string& address, const HostQuery& query, std::chrono::milliseconds timeout,
+              std::string_view page = {}) {
   auto deadline = Clock::now() + timeout;
   int fd = connect_to(address, deadline);
   std::string out;
@@ -184,6 +185,14 @@ HostReply ask(const std::string& address, const HostQuery& query,
   }
   close(fd);
   HostReply r = parse_reply(out);
+  // The application answered (status and ping pages are off until their path is set), or
+  // another FastCGI server did.
+  if (!r.from_host && !page.empty())
+    throw Failure{kClientNoAnswer, address + ": no " + std::string(page) + " page at " +
+                                       query.path + " (set --" + std::string(page) +
+                                       "-path on the host, or --path here): the answer (" +
+                                       std::to_string(r.status) + ") has no " +
+                                       std::string(kHostHeader) + " header"};
   if (!r.from_host)
     throw Failure{kClientNoAnswer, address + " answered, but not as fcgi-host (no " +
                                        std::string(kHostHeader) +
@@ -200,6 +209,13 @@ int run_control_command(int argc, char** argv) {
   std::vector<std::string> words;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << (verb == "scale" ? "Usage: fcgi-host scale [POOL] N --connect ADDR"
+                                    : "Usage: fcgi-host reload [POOL] --connect ADDR")
+                << " [--timeout SECONDS]\n\n"
+                << kClientCommandsHelp;
+      return kClientHealthy;
+    }
     if ((a == "--connect" || a == "--timeout") && i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--connect") {
@@ -267,7 +283,8 @@ int run_client_command(int argc, char** argv) {
       return kClientHealthy;
     }
     HostReply r = ask(o.connect, {"GET", o.path, o.query, ""},
-                      std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000)));
+                      std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000)),
+                      o.ping ? "ping" : "status");
     std::cout << r.body << std::flush;
     if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
     if (o.max_queue >= 0 && r.idle == "0") {
