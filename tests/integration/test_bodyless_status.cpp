@@ -23,7 +23,7 @@ struct Expect {
 
 TEST_SUITE("bodyless statuses") {
 
-  TEST_CASE("1xx, 204 and 304: no body; no Content-Length but a 304's own; others keep theirs") {
+  TEST_CASE("1xx, 204 and 304: no body, no Content-Length but a 304's own, others keep theirs") {
     HostProcess host({"--app", FCGI_TEST_HANDLER_API_PLUGIN, "--workers", "1"});
     for (const Expect& e : std::vector<Expect>{{204, false, "", false, ""},
                                                {204, false, "7", false, ""},

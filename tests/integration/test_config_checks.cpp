@@ -65,7 +65,7 @@ const std::vector<BrokenConfig> kBroken = {
      {},
      "host.conf:1: capture-crashes"},
     {"rlimit-files above what the kernel allows",
-     "rlimit-files = 4000000000\n",
+     "rlimit-files = 1073741824\n",
      {},
      "host.conf:1: rlimit-files: above fs.nr_open"},
     {"chdir is a file",

@@ -55,8 +55,6 @@ const char* kOneApp = "# one application, a comment after every value\n"
                       "allow-clients = 127.0.0.1, ::1    # a list\n"
                       "clear-env = false                 # a switch\n"
                       "env = GREETING=hello              # a repeated option\n"
-                      "env = \"TAG=a #1\"                  # quoted: the ` #1` is the value's\n"
-                      "env = URL=http://x/#top;y         # no space before: part of the value\n"
                       "app = echo                        # a built-in app\n"
                       "status-path = /status             # a path in the URL space\n";
 
@@ -92,11 +90,6 @@ TEST_SUITE("config comments") {
     // The number: two workers.
     std::vector<pid_t> workers = host.wait_workers(2, kWait);
     REQUIRE(workers.size() == 2);
-    // The list: each value once, the quoted one with its ` #1`, the unspaced `#` and `;` kept.
-    const std::string env = environment_of(workers[0]);
-    CHECK(env.find("\nGREETING=hello\n") != std::string::npos);
-    CHECK(env.find("\nTAG=a #1\n") != std::string::npos);
-    CHECK(env.find("\nURL=http://x/#top;y\n") != std::string::npos);
     // The size: a body over 1K is refused, one under it is served.
     fcgi_test::Client small = fcgi_test::Client::connect(dir + "/x.sock");
     CHECK(small.request("POST", "/", std::string(1000, 'b')).status == 200);
@@ -106,8 +99,42 @@ TEST_SUITE("config comments") {
     fcgi_test::Client status = fcgi_test::Client::connect(dir + "/x.sock");
     fcgi_test::Response page = status.request("GET", "/status");
     CHECK(page.status == 200);
-    CHECK(page.body.find("workers") != std::string::npos);
+    CHECK(page.body.find("idle processes") != std::string::npos);
     host.allow_log("client errors|too large|max-body");
+  }
+
+  TEST_CASE("exec and env with comments: the program and each value are what is before them") {
+    const std::string file =
+        std::string("listen = unix:{dir}/x.sock\n"
+                    "workers = 1\n"
+                    "exec = ") +
+        FCGI_TEST_LIBFCGI_ECHO +
+        "        # a program, split at spaces\n"
+        "env = GREETING=hello              # a repeated option\n"
+        "env = \"TAG=a #1\"                  # quoted: the ` #1` is the value's\n"
+        "env = URL=http://x/#top;y         # no space before: part of the value\n";
+    it::RunResult checked = it::run_host({{"--config", "{dir}/host.conf", "--test-config"},
+                                          {{"host.conf", file}},
+                                          it::Listen::AsGiven,
+                                          false},
+                                         kWait);
+    INFO(checked.output);
+    CHECK(checked.status == 0);
+    HostProcess host(HostOptions{
+        {"--config", "{dir}/host.conf"}, {{"host.conf", file}}, it::Listen::AsGiven, false});
+    const std::string dir = host.dir().path();
+    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/x.sock"); }, kWait), host.log());
+    fcgi_test::Client c = fcgi_test::Client::connect(dir + "/x.sock");
+    CHECK(c.request("GET", "/?q=1").body.find("query=q=1") != std::string::npos);
+    std::vector<pid_t> workers = host.wait_workers(1, kWait);
+    REQUIRE(workers.size() == 1);
+    // The program's environment as it was exec'd: each value once, the quoted one with its ` #1`,
+    // the unspaced `#` and `;` kept.
+    const std::string env = "\n" + environment_of(workers[0]);
+    INFO(env);
+    CHECK(env.find("\nGREETING=hello\n") != std::string::npos);
+    CHECK(env.find("\nTAG=a #1\n") != std::string::npos);
+    CHECK(env.find("\nURL=http://x/#top;y\n") != std::string::npos);
   }
 
   TEST_CASE("pools: comments after globals, an include and a section header") {

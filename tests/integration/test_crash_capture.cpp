@@ -257,10 +257,10 @@ TEST_SUITE("crash capture") {
   }
 
   TEST_CASE("a burst of 3 crashes within a second: 3 blocks, each naming its request and its "
-            "capture file; the route counts 3 crashed") {
+            "capture file, and the route counts 3 crashed") {
     CaptureDir d;
     HostOptions o;
-    o.args = capture_args(d, {"--workers", "3"});
+    o.args = {"--app", kCrashPlugin, "--workers", "3", "--capture-crashes", d.dir.path()};
     o.status_socket = true;
     HostProcess host(o);
     REQUIRE(host.wait_workers(3).size() == 3);
