@@ -11,6 +11,9 @@
 //   down on its own without delaying the others.
 // - Breaker: more than 10 young deaths within 10 s pause all respawning for 10 s, one line.
 // - A failed spawn (fork, no slot) delays the whole pool like a young death of its own.
+// - Giving up (give_up_after, 0: never): that many young deaths in a row of one slot, and the
+//   slot is given up (the master of several pools gives up a pool whose master keeps dying
+//   young: 6).
 // - Log rate: the first `log_burst` (3) crashes of a burst each have their block, then one a
 //   `log_interval` (1 s) (a RateLimitedLog); the count of the others is written on the master's
 //   timer once the burst is over (a second after the first held back, then every 5 s while it
@@ -39,12 +42,15 @@ public:
     std::chrono::milliseconds log_interval{1000};
     unsigned log_burst = 3;
     std::chrono::milliseconds log_count_repeat{5000};
+    std::size_t give_up_after = 0; // young deaths in a row of one slot; 0: never
   };
 
   struct Decision {
     std::uint64_t respawn_at_ns = 0; // no respawn in this slot before this
     bool log = false;                // write this crash's line
     bool breaker_tripped = false;    // write the one breaker line
+    bool give_up = false;            // give_up_after young deaths in a row: no respawn
+    std::uint64_t young_deaths = 0;  // of this slot, in a row (this one included)
   };
 
   CrashPolicy() : CrashPolicy(Settings{}) {}
