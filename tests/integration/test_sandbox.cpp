@@ -73,6 +73,16 @@ TEST_SUITE("sandbox") {
     CHECK(get(host, "/ptrace-master") == "refused EPERM\n");
   }
 
+  TEST_CASE("--sandbox log: a listed call passes the filter (logged by the kernel), Landlock "
+            "still holds") {
+    HostProcess host({"--app", kSandboxPlugin, "--workers", "1", "--user", "root", "--sandbox",
+                      "log"});
+    // execve is let through by the filter; the file is then refused by Landlock (not
+    // executable for the worker), which EACCES shows instead of the filter's EPERM.
+    CHECK(get(host, "/exec") == "refused EACCES\n");
+    CHECK(get(host, "/read?path=/etc/hostname") == "refused EACCES\n");
+  }
+
   TEST_CASE("--private-tmp on: the pool's /tmp is its own, writable, and the machine's is hidden") {
     HostProcess host(sandboxed({"--private-tmp", "on"}));
     const std::string name = "/tmp/fcgi-host-private-tmp-test-" + std::to_string(host.pid());
