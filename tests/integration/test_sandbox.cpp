@@ -75,8 +75,8 @@ TEST_SUITE("sandbox") {
 
   TEST_CASE("--sandbox log: a listed call passes the filter (logged by the kernel), Landlock "
             "still holds") {
-    HostProcess host({"--app", kSandboxPlugin, "--workers", "1", "--user", "root", "--sandbox",
-                      "log"});
+    HostProcess host(
+        {"--app", kSandboxPlugin, "--workers", "1", "--user", "root", "--sandbox", "log"});
     // execve is let through by the filter; the file is then refused by Landlock (not
     // executable for the worker), which EACCES shows instead of the filter's EPERM.
     CHECK(get(host, "/exec") == "refused EACCES\n");
