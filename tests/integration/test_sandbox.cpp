@@ -180,7 +180,7 @@ TEST_SUITE("sandbox") {
     CHECK(get(host, "/read?path=/etc/hostname") == "refused EACCES\n");
   }
 
-  TEST_CASE("php-cgi under --script-root: a script inside is served; outside, .. and a symlink "
+  TEST_CASE("php-cgi under --script-root: a script inside is served, outside, .. and a symlink "
             "out are refused (403/404)") {
     if (::access("/usr/bin/php-cgi", X_OK) != 0) {
       MESSAGE("php-cgi not installed (apt-get install php8.2-cgi): skipped");

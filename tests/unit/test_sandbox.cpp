@@ -124,7 +124,7 @@ TEST_SUITE("sandbox") {
     CHECK(landlock_handled_access(7) == 0xffffULL); // + ioctl on devices
   }
 
-  TEST_CASE("seccomp_denials: the web handler's never-needed calls; exec unless allowed") {
+  TEST_CASE("seccomp_denials: the web handler's never-needed calls, exec unless allowed") {
     auto strict = seccomp_denials(false);
     for (const char* call : {"ptrace",      "process_vm_readv", "process_vm_writev",
                              "mount",       "umount2",          "pivot_root",
@@ -144,7 +144,7 @@ TEST_SUITE("sandbox") {
       CHECK_FALSE(denies(strict, call));
   }
 
-  TEST_CASE("build_seccomp_filter: a BPF program, longer with exec refused; log mode too") {
+  TEST_CASE("build_seccomp_filter: a BPF program, longer with exec refused, log mode too") {
     std::vector<unsigned char> strict, with_exec, logging;
     CHECK(build_seccomp_filter(seccomp_denials(false), false, strict) == "");
     CHECK(build_seccomp_filter(seccomp_denials(true), false, with_exec) == "");
