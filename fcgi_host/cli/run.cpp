@@ -466,6 +466,7 @@ int run_pool_master(Host& host) {
     if (!host.config.test_config) close_strays(host);
     configure_log(host.config);
     log_strays(host);
+    check_pools_master(host.config);
     if (host.config.test_config) {
       std::vector<PoolSpec> plans = plan_pools(host.args, host.config, check);
       PoolCgroups().check(plans);
