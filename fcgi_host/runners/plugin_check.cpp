@@ -2,6 +2,7 @@
 
 #include "fcgi_host/runners/plugin.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/signal_pipe.hpp"
 
 #include <cerrno>
@@ -21,10 +22,10 @@ namespace {
 
 constexpr int kReportFd = 3;
 
-// The child: never returns. Its verdict is one message ("" for success) on kReportFd.
+// The child (forked clean): never returns. Its verdict is one message ("" for success) on
+// kReportFd.
 [[noreturn]] void run_check(const PluginCheck& check, int report, pid_t parent,
                             const sigset_t& mask) {
-  process_manager::reset_signal_dispositions();
   if (report != kReportFd) {
     ::dup2(report, kReportFd);
     ::close(report);
@@ -67,15 +68,12 @@ std::string how_it_ended(int status) {
 std::string check_plugin(const PluginCheck& check) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe2", "plugin check");
-  pid_t parent = ::getpid();
-  sigset_t mask = process_manager::block_all_signals();
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = process_manager::fork_clean([&](const sigset_t& mask) {
     ::close(fds[0]);
     run_check(check, fds[1], parent, mask);
-  }
-  int fork_errno = errno;
-  process_manager::restore_signal_mask(mask);
+  });
+  const int fork_errno = errno;
   ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);
