@@ -47,6 +47,9 @@ namespace {
 using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
+// USR2: the directory the first master was started in, where a relative --app is found.
+constexpr const char* kStartDirVariable = "FCGI_HOST_START_DIR";
+
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             const WorkerPlumbing& plumbing) {
   WorkerSettings settings = worker_settings(config, plumbing);
@@ -319,7 +322,9 @@ void prepare_upgrade(Host& host) {
   handover.socket_file = host.listener ? host.listener->file() : host.adopted_file;
   handover.handoff = host.handoff;
   handover.pidfile_fd = host.pidfile ? host.pidfile->fd() : -1;
-  host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover](int ready_fd) {
+  host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover,
+                               start_dir = host.start_dir](int ready_fd) {
+    ::setenv(kStartDirVariable, start_dir.c_str(), 1); // in the child that execs
     UpgradeHandover h = handover;
     h.ready_fd = ready_fd;
     if (!export_handover(h)) {
@@ -516,7 +521,13 @@ int run_host(int argc, char** argv, app::Handler* own) {
   Host host;
   host.args.assign(argv, argv + argc);
   host.own = own;
-  host.start_dir = current_directory();
+  // After USR2 the old master has changed directory (--chdir): it says where it was started.
+  if (const char* dir = std::getenv(kStartDirVariable)) {
+    host.start_dir = dir;
+    ::unsetenv(kStartDirVariable);
+  } else {
+    host.start_dir = current_directory();
+  }
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <dlfcn.h>
+#include <mutex>
 #include <stdexcept>
 
 namespace fcgi_host {
@@ -79,13 +80,23 @@ HandlerPtr Plugin::create() const {
   return HandlerPtr(handler, entry_->destroy);
 }
 
+std::uint32_t Plugin::flags() const {
+  return entry_->flags;
+}
+
 HandlerFactory plugin_factory(std::shared_ptr<const void> keep, std::string file,
                               std::string shown_as) {
-  // Shared by the copies of the factory in one process; filled in the worker only.
-  auto loaded = std::make_shared<std::unique_ptr<Plugin>>();
+  // Shared by the copies of the factory in one process; filled in the worker only, once (also
+  // when handler threads ask at the same time; a load that threw is tried again).
+  struct Loaded {
+    std::once_flag once;
+    std::unique_ptr<Plugin> plugin;
+  };
+  auto loaded = std::make_shared<Loaded>();
   return [keep = std::move(keep), file = std::move(file), shown_as = std::move(shown_as), loaded] {
-    if (!*loaded) *loaded = std::make_unique<Plugin>(file, shown_as);
-    return (*loaded)->create();
+    std::call_once(loaded->once,
+                   [&] { loaded->plugin = std::make_unique<Plugin>(file, shown_as); });
+    return loaded->plugin->create();
   };
 }
 

@@ -6,6 +6,7 @@
 // rewritten under a running host cannot change a page the master executes.
 #include "fcgi_host/worker/handler_factory.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,7 @@ public:
 
   HandlerPtr create() const;
   const std::string& path() const { return shown_as_; }
+  std::uint32_t flags() const; // FCGI_HOST_PLUGIN_* bits (app/plugin.hpp)
 
 private:
   std::string shown_as_;

@@ -297,7 +297,8 @@ TEST_SUITE("plugin reload") {
     CHECK(host.log().find("[a]") != std::string::npos);
   }
 
-  TEST_CASE("a bare file name is a plugin in the directory fcgi-host starts in") {
+  TEST_CASE("a bare file name is a plugin in the directory fcgi-host starts in, also after a "
+            "reload and USR2 with --chdir") {
     it::TempDir dir;
     ::chmod(dir.path().c_str(), 0755);
     dir.write("libbare.so", it::read_file(FCGI_TEST_VERSION_PLUGIN));
@@ -308,6 +309,22 @@ TEST_SUITE("plugin reload") {
         it::run_shell("cd / && " + HostProcess::binary() + " --app libbare.so --test-config");
     CHECK(missing.status == 2);
     CHECK_MESSAGE(missing.output.find("\"/libbare.so\"") != std::string::npos, missing.output);
+
+    // Still there after the master changed directory: at a reload and after USR2.
+    HostOptions o = plugin_host({"--chdir", "/", "--pidfile", "{dir}/host.pid"});
+    o.args[1] = "libp.so"; // the host starts in its temp dir
+    HostProcess host(o);
+    REQUIRE(serves(host, "v1"));
+    build_plugin(host.dir().file("new.so"), "v2");
+    REQUIRE(::rename(host.dir().file("new.so").c_str(), host.dir().file("libp.so").c_str()) == 0);
+    hup_and_wait_ready(host);
+    CHECK(serves(host, "v2"));
+    host.signal(SIGUSR2);
+    CHECK(host.wait_exit(kWait).value_or(-1) == 0);
+    pid_t new_master = it::read_pid(host.dir().file("host.pid"));
+    CHECK(serves(host, "v2"));
+    if (new_master > 0) ::kill(new_master, SIGTERM);
+    CHECK(test_wait::wait_process_exit(new_master, kWait));
   }
 
   TEST_CASE("no plugin code runs as root: start, HUP, USR2, --test-config and pools load it as "
