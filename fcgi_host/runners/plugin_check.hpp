@@ -19,9 +19,10 @@ struct PluginCheck {
 
 // Forks, drops privileges, applies the environment, loads the file and checks its table, and
 // says so over a pipe. Returns "" when it loads, else why (naming shown_as): what dlopen() or the
-// ABI check said, or how the child died. Waits at most kPluginCheckTimeout.
+// ABI check said, or how the child died. Waits at most kPluginCheckTimeoutMs.
 std::string check_plugin(const PluginCheck& check);
 
-inline constexpr int kPluginCheckTimeoutMs = 30000;
+// The master waits for it (its loop stands still meanwhile): loading a library takes milliseconds.
+inline constexpr int kPluginCheckTimeoutMs = 10000;
 
 } // namespace fcgi_host
