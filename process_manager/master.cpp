@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <sys/wait.h>
@@ -150,7 +151,7 @@ void Master::Impl::reap() {
     scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
     if (!w->stopping()) {       // a restart the master did not ask for, by reason
       PoolCounters& p = scoreboard.pool();
-      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < 65)
+      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < NSIG)
         ++p.exits_by_signal[c.signal];
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];

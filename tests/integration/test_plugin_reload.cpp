@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "harness.hpp"
 #include "lifecycle_load.hpp"
+#include "support/skip.hpp"
 
 #include <doctest/doctest.h>
 
@@ -330,15 +331,13 @@ TEST_SUITE("plugin reload") {
   TEST_CASE("no plugin code runs as root: start, HUP, USR2, --test-config and pools load it as "
             "the workers' user") {
     if (::geteuid() != 0) {
-      MESSAGE("[skipped] not root: no throwaway user can be made");
-      return;
+      return test_support::skip("not root: no throwaway user can be made");
     }
     const std::string user = "fcgi-t" + std::to_string(::getpid());
     it::Command add =
         it::run_shell("useradd --system --no-create-home --shell /usr/sbin/nologin " + user);
     if (add.status != 0) {
-      MESSAGE("[skipped] useradd failed: " << add.output);
-      return;
+      return test_support::skip("useradd failed: " + add.output);
     }
     struct Remove {
       std::string user;
