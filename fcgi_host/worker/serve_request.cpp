@@ -9,6 +9,7 @@
 #include "process_manager/clock.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -90,12 +91,14 @@ bool WorkerLoop::serve_request(Connection& c) {
     // nginx closes the connection when its client leaves; a small answer written to it would
     // still "succeed". After a long handler (when that is likely, and one system call is cheap
     // beside it) the worker looks, so that the request is logged and counted as aborted (499).
-    if (process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs && probe_aborted(&c))
+    // (Not while a streamed body is read: its bytes are the reader's.)
+    if (!streamed_ && process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs &&
+        probe_aborted(&c))
       out.aborted = true;
   }
   send(c, out);
   request_.set_abort_probe(nullptr, nullptr);
-  out.aborted = out.aborted || c.guard.aborted();
+  out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
   observe(out);
   release_large_buffers(request_, response_);
   if (out.counted()) {
@@ -120,7 +123,11 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;
-  request_.set_abort_probe(probe_aborted, &c);
+  if (c.pump) request_.swap_body(c.pump->body()); // gathered as it arrived: no copy
+  if (streamed_)
+    request_.set_body_stream(streamed_); // aborted() stays false: the reader sees an abort
+  else
+    request_.set_abort_probe(probe_aborted, &c);
   if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
   return true;
 }
@@ -226,6 +233,9 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
     close_connection(c);
     return false;
   }
+  if (streamed_ && !finish_streamed_body(c)) return false;
+  c.body_mode_asked = false;
+  c.pump.reset();
   c.in.consume_front(g.request_end());
   g.consume_request();
   c.in.shrink_if_above(kShrinkAbove);
@@ -246,6 +256,55 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
     return false;
   }
   c.phase = Connection::Phase::KeptIdle;
+  return true;
+}
+
+// ---- a body the handler reads as it arrives --------------------------------------------------
+
+WorkerLoop::Streamed WorkerLoop::serve_streamed(Connection& c) {
+  RecordGuard& g = c.guard;
+  const RequestFraming framing = g.framing();
+  // Params split over several records are joined in place when decoded, which can be done only
+  // once: such a request (no web server known to us sends one) gets its body whole.
+  if (!framing.params || framing.params->content_length == 0 || g.aborted() ||
+      framing.params_records.size() != 1)
+    return Streamed::No;
+  // The params (and the body so far) as the handler will see them, to ask it.
+  char* records = c.in.data() + g.request_begin();
+  if (codec_.peek(records, g.request_end() - g.request_begin(), framing, request_) !=
+          RequestCodec::Decoded::Whole ||
+      worker_endpoint(settings_.observe, request_.path()) != Endpoint::None ||
+      !handler_.streams_body(request_))
+    return Streamed::No;
+  if (c.body_start_ns == 0) c.body_start_ns = process_manager::monotonic_ns();
+  // What was read past the records the guard framed is the start of the rest of the body.
+  const std::string_view buffered(c.in.data() + g.request_end(), c.in.size() - g.request_end());
+  StreamedBody body(c.fd,
+                    {g.request_id(), g.body_size(), framing.params->content_length,
+                     settings_.limits.request.max_body},
+                    buffered, policy_, c.body_start_ns);
+  g.streamed_body();
+  streamed_ = &body;
+  const bool open = serve_request(c);
+  streamed_ = nullptr;
+  return open ? Streamed::Served : Streamed::Closed;
+}
+
+// After the response: the rest of the body the handler left is read and dropped, and what was
+// read past its end goes back into the connection's buffer, after the request's records. False:
+// the body did not end as it should, and the connection is closed.
+bool WorkerLoop::finish_streamed_body(Connection& c) {
+  StreamedBody& body = *streamed_;
+  if (!body.finish()) {
+    close_connection(c, body.aborted() ? std::string() : "request body: " + body.failure());
+    return false;
+  }
+  const std::string_view rest = body.leftover();
+  const std::size_t end = c.guard.request_end();
+  c.in.size() = end;
+  c.in.reserve_more(rest.size()); // rest is in the buffer's own bytes past `end`, or in scratch
+  std::memmove(c.in.data() + end, rest.data(), rest.size());
+  c.in.size() = end + rest.size();
   return true;
 }
 
