@@ -35,8 +35,8 @@ public:
   void expect(std::size_t size);
   // Empties the buffer and closes the file; keeps the memory capacity for the next use.
   void clear();
+  // Exchanges the contents (bytes, memory, file); each keeps its threshold.
   void swap(SpillBuffer& other) noexcept {
-    std::swap(threshold_, other.threshold_);
     std::swap(size_, other.size_);
     memory_.swap(other.memory_);
     file_.swap(other.file_);

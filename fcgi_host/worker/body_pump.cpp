@@ -8,11 +8,14 @@ constexpr int kReadsPerTurn = 16;
 } // namespace
 
 BodyPump::BodyPump(int fd, const StdinStream::Start& start, std::string_view buffered,
-                   std::size_t spill_threshold)
-    : source_(fd, start, buffered), body_(spill_threshold),
+                   std::size_t spill_threshold, app::SpillBuffer& storage)
+    : source_(fd, start, buffered),
       declared_(static_cast<std::size_t>(std::max(0LL, start.content_length))) {
+  body_.swap(storage);
+  body_.clear(); // its capacity stays
+  body_.set_threshold(spill_threshold);
   // Its memory at once, or its temporary file when it will not fit: no growing copies.
-  body_.expect(declared_); // the start the guard took is appended first, then the rest
+  body_.expect(declared_);
 }
 
 BodyPump::Result BodyPump::pump() {

@@ -13,10 +13,11 @@ namespace fcgi_host {
 
 class BodyPump {
 public:
-  // `declared`: CONTENT_LENGTH (a pump is made only for a body of declared length); `so_far`:
-  // the content the record guard took already (`body` holds it).
+  // `start.content_length` is declared (a pump is made only for such a body); the content the
+  // record guard took already is appended to body() first. `storage`: memory an earlier body
+  // left (its capacity is reused: fresh pages cost a fault and a clearing each), taken here.
   BodyPump(int fd, const StdinStream::Start& start, std::string_view buffered,
-           std::size_t spill_threshold);
+           std::size_t spill_threshold, app::SpillBuffer& storage);
 
   enum class Result { NeedMore, End, Failed };
   // Reads what the socket has (a bounded number of reads: other connections get their turn).

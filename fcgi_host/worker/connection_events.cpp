@@ -280,7 +280,7 @@ bool WorkerLoop::start_pump(Connection& c) {
                                       StdinStream::Start{g.request_id(), g.body_size(),
                                                          framing.params->content_length,
                                                          settings_.limits.request.max_body},
-                                      buffered, request_.spill_threshold());
+                                      buffered, request_.spill_threshold(), upload_memory_);
   // The body's start, which the guard framed already, first.
   try {
     for (std::size_t at : framing.stdin_records) {

@@ -22,7 +22,8 @@ using process_manager::WorkerState;
 using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
-constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000; // see serve_request()
+constexpr std::uint64_t kUploadMemoryKeepNs = 1'000'000'000; // upload_memory_ without a use
+constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;  // see serve_request()
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
 // The buffer never grows here: the request being served holds views into it. With no room
@@ -100,6 +101,7 @@ bool WorkerLoop::serve_request(Connection& c) {
   request_.set_abort_probe(nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
   observe(out);
+  if (c.pump) keep_upload_memory();
   release_large_buffers(request_, response_);
   if (out.counted()) {
     slot_.request_start_ns.store(0, std::memory_order_relaxed);
@@ -308,10 +310,25 @@ bool WorkerLoop::finish_streamed_body(Connection& c) {
   return true;
 }
 
+// The memory of a body a pump gathered goes back to upload_memory_ for the next one (the
+// request keeps what the pump held before: the small start of the body).
+void WorkerLoop::keep_upload_memory() {
+  request_.swap_body(upload_memory_);
+  upload_memory_.clear(); // a spilled body's file is closed; the memory's capacity stays
+  if (upload_memory_.memory().capacity() > 2 * request_.spill_threshold())
+    upload_memory_.release(0);
+  upload_memory_used_ns_ = process_manager::monotonic_ns();
+}
+
 // Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
 // unlike /proc/self/statm), and is only asked for when --max-rss is set.
 void WorkerLoop::count_request() {
   ++served_;
+  if (upload_memory_used_ns_ != 0 &&
+      process_manager::monotonic_ns() - upload_memory_used_ns_ > kUploadMemoryKeepNs) {
+    upload_memory_.release(0);
+    upload_memory_used_ns_ = 0;
+  }
   if (request_limit_ && served_ >= request_limit_) {
     recycle_reason_ = "--max-requests reached";
   } else if (settings_.max_rss_kib > 0) {

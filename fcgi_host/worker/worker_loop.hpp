@@ -114,6 +114,7 @@ private:
   enum class Streamed { No, Served, Closed };
   Streamed serve_streamed(Connection& c);
   bool finish_streamed_body(Connection& c);
+  void keep_upload_memory();
   struct Outcome;
   bool decode(Connection& c, Outcome& out);
   void run_handler(Outcome& out);
@@ -159,6 +160,11 @@ private:
 
   RequestCodec codec_;
   StreamedBody* streamed_ = nullptr; // the body of the request served, when streamed
+  // The memory of the last body gathered by a pump, kept for the next (up to --spill-threshold;
+  // freed after kUploadMemoryKeepNs without one): a large upload's fresh pages cost more than
+  // its copy from the kernel.
+  app::SpillBuffer upload_memory_;
+  std::uint64_t upload_memory_used_ns_ = 0; // 0: none kept
   app::Request request_;
   app::Response response_;
   ClientErrorLog client_errors_;
