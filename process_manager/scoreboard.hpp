@@ -6,6 +6,7 @@
 #include "process_manager/route_stats.hpp"
 
 #include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -77,9 +78,10 @@ struct alignas(64) WorkerSlot {
   std::atomic<CrashState> crash_state{CrashState::None};
   std::atomic<int> crash_signal{0};
   std::atomic<pid_t> crash_tid{0};
-  std::atomic<std::uint64_t> crash_ns{0}; // CLOCK_MONOTONIC
-  char crash_route[kRouteNameSize]{};     // the route of the request in flight, if known
-  char crash_note[kCrashNoteSize]{};      // one more line for the crash block, if any
+  std::atomic<std::uint64_t> crash_ns{0};  // CLOCK_MONOTONIC
+  char crash_route[kRouteNameSize]{};      // the route of the request in flight, if known
+  char crash_note[kCrashNoteSize]{};       // one more line for the crash block, if any
+  std::atomic<bool> crash_captured{false}; // the note names a file that keeps the request
   // This worker's counters; the master folds them into PoolCounters when it exits.
   std::atomic<std::uint64_t> accepted{0};    // connections
   std::atomic<std::uint64_t> handed_off{0};  // kept connections passed to another worker
@@ -121,7 +123,7 @@ struct PoolCounters {
   std::atomic<bool> was_all_busy{false};
   // Worker exits the master did not ask for (crashes, recycling), by exit code or signal.
   std::atomic<std::uint64_t> exits_by_code[256]{};
-  std::atomic<std::uint64_t> exits_by_signal[65]{};
+  std::atomic<std::uint64_t> exits_by_signal[NSIG]{};
   std::atomic<std::uint64_t> kills_by_timeout{0}; // request_timeout kills
   std::atomic<std::uint64_t> oom_kills{0};        // workers the OOM killer killed (oom_watch.hpp)
   // Set (before any worker is told to retire) once a new master took over after USR2: its
@@ -163,6 +165,9 @@ public:
 
   // Master side. A slot's worker has exited: move its counters into the pool's retired totals.
   void retire(std::size_t i);
+  // A slot's worker died inside a request: its route (the crash handler's note, else unknown)
+  // counts one `crashed`.
+  void count_crashed_request(std::size_t i);
   // One sample of the pool: max active, all-busy transitions, max listen queue.
   void sample(std::uint32_t listen_queue);
 

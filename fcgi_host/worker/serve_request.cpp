@@ -1,6 +1,7 @@
 // One complete request, in named steps:
 //   decode → (status or ping page | the handler, inside its exception boundary) → send →
 //   observe (metrics, slow and access log) → keep or close the connection.
+#include "app/host_access.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -98,7 +99,7 @@ bool WorkerLoop::serve_request(Connection& c) {
       out.aborted = true;
   }
   send(c, out);
-  request_.set_abort_probe(nullptr, nullptr);
+  app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
   observe(out);
   if (c.pump) keep_upload_memory();
@@ -125,11 +126,11 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;
-  if (c.pump) request_.swap_body(c.pump->body()); // gathered as it arrived: no copy
+  if (c.pump) app::HostAccess::swap_body(request_, c.pump->body()); // gathered as it arrived
   if (streamed_)
-    request_.set_body_stream(streamed_); // aborted() stays false: the reader sees an abort
+    app::HostAccess::set_body_stream(request_, streamed_); // the reader sees an abort
   else
-    request_.set_abort_probe(probe_aborted, &c);
+    app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
   if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
   return true;
 }
@@ -217,7 +218,10 @@ void WorkerLoop::observe(const Outcome& out) {
   e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
   e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
   e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;
-  e.body_bytes = response_.head_sent() ? -1 : static_cast<std::int64_t>(response_.body.size());
+  e.body_bytes = response_.head_sent() ? -1
+                 : app::status_without_content(response_.status)
+                     ? 0 // its body is not sent
+                     : static_cast<std::int64_t>(response_.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;
@@ -313,7 +317,7 @@ bool WorkerLoop::finish_streamed_body(Connection& c) {
 // The memory of a body a pump gathered goes back to upload_memory_ for the next one (the
 // request keeps what the pump held before: the small start of the body).
 void WorkerLoop::keep_upload_memory() {
-  request_.swap_body(upload_memory_);
+  app::HostAccess::swap_body(request_, upload_memory_);
   upload_memory_.clear(); // a spilled body's file is closed; the memory's capacity stays
   if (upload_memory_.memory().capacity() > 2 * request_.spill_threshold())
     upload_memory_.release(0);

@@ -1,5 +1,6 @@
 // app::Router: parameters, constraints, tails, precedence, HEAD, 404/405 and error handlers,
 // middleware order and short-circuit, the route key for metrics.
+#include "app/host_access.hpp"
 #include "app/router.hpp"
 #include "app/testing.hpp"
 
@@ -369,7 +370,7 @@ TEST_CASE("request: a streamed body is the stored start, then the stream; body()
   } rest;
   app::Request req = make("POST", "/x");
   req.set_body("ABC");
-  req.set_body_stream(&rest);
+  app::HostAccess::set_body_stream(req, &rest);
   CHECK(req.body_streamed());
   CHECK(req.body() == "ABCDEFGHIJ");
   req.clear();
