@@ -236,7 +236,9 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   RecordGuard& g = c.guard;
   bool keep = g.keep_connection() && out.ending == RequestCodec::Ending::Kept;
   if (out.ending == RequestCodec::Ending::WriteFailed) {
-    close_connection(c);
+    // A streamed body that failed first says why (the answer to it could not go out).
+    const bool said = streamed_ && !streamed_->aborted() && !streamed_->failure().empty();
+    close_connection(c, said ? "request body: " + streamed_->failure() : std::string());
     return false;
   }
   if (streamed_ && !finish_streamed_body(c)) return false;

@@ -152,7 +152,7 @@ TEST_SUITE("streamed body") {
   }
 
   TEST_CASE("a 64 MiB streamed body: the worker's memory does not grow with it") {
-    HostProcess host = start_host({"--max-body", "128M"});
+    HostProcess host = start_host({"--max-body", "128M", "--max-buffered", "256M"});
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
     auto c = host.connect();

@@ -4,7 +4,7 @@
 // follows it on the connection (a pipelined request) must not be lost.
 #include "app/router.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 #include "support/digest.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,7 @@
 // pieces the bytes arrive in; the guard's checks of a body (id, --max-body, CONTENT_LENGTH) once
 // per record.
 #include "fcgi_host/protocol/stdin_stream.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 
