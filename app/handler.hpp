@@ -19,6 +19,13 @@ public:
   // stops, on the handler instance that thread uses (a database connection per thread).
   virtual void on_thread_start() {}
   virtual void on_thread_stop() {}
+  // Asked when a request's params are in and its body is still on its way: true to run the
+  // handler now and let it read the body as it arrives (Request::body_reader(), bounded memory
+  // whatever the body's size). By default the body arrives whole first (Request::body()).
+  virtual bool streams_body(const Request& request) const {
+    (void)request;
+    return false;
+  }
 };
 
 } // namespace app

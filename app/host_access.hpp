@@ -1,8 +1,9 @@
 #pragma once
 // The host's hooks into app::Request, kept out of the handler API: the params read in place off
-// the wire, the fields the host's one pass found already, the abort probe and the request-id
-// source. Only the host (fcgi_host/) and the tests that fill a Request as the host does include
-// this header; a handler never needs it.
+// the wire, the fields the host's one pass found already, the abort probe, the request-id source,
+// and a body that arrives while the handler runs or was gathered elsewhere. Only the host
+// (fcgi_host/) and the tests that fill a Request as the host does include this header; a handler
+// never needs it.
 #include "app/request.hpp"
 
 #include <cstddef>
@@ -35,6 +36,12 @@ struct HostAccess {
                             const void* context) {
     r.set_id_source(format, context);
   }
+  // A body that goes on arriving after what was stored (Handler::streams_body):
+  // Request::body_reader() reads `stream` after it. Cleared by Request::clear().
+  static void set_body_stream(Request& r, BodyReader* stream) { r.set_body_stream(stream); }
+  // The whole body, gathered elsewhere (the worker reads it straight into its storage):
+  // exchanged with the request's, no byte copied.
+  static void swap_body(Request& r, SpillBuffer& body) { r.swap_body(body); }
 };
 
 } // namespace app

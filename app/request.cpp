@@ -29,6 +29,8 @@ void Request::clear() {
   request_id_ = traceparent_ = request_start_ = {};
   id_generated_ = false;
   body_.clear();
+  stream_ = nullptr;
+  reader_.restart();
   abort_probe_ = nullptr;
   abort_context_ = nullptr;
   loaded_body_.clear();

@@ -9,6 +9,7 @@
 // so a steady stream of requests neither copies the params nor allocates here once the buffers
 // have grown.
 #include "app/args.hpp"
+#include "app/body_reader.hpp"
 #include "app/multipart.hpp"
 #include "app/spill_buffer.hpp"
 #include "app/wire_param.hpp"
@@ -54,6 +55,17 @@ public:
   std::size_t read_body(std::size_t offset, char* out, std::size_t size) const {
     return body_.read(offset, out, size);
   }
+
+  // The body read in pieces from its start (app/body_reader.hpp): as it arrives when the
+  // handler streams the body (Handler::streams_body, Router::post_stream), else from the whole
+  // body the host stored. On a streamed body, body_size(), read_body() and body() see only what
+  // arrived before the handler ran (body() reads the rest into memory first) and multipart()
+  // parses the parts as they arrive, through this reader: use one way to read a body.
+  BodyReader& body_reader() const {
+    reader_.bind(this);
+    return reader_;
+  }
+  bool body_streamed() const { return stream_ != nullptr; }
 
   // A FastCGI parameter (CGI variable) by exact name; empty when absent. When a name was sent
   // twice, the last value wins, as in PHP.
@@ -176,6 +188,12 @@ private:
     wire_skip_ = skip;
     wire_at_ = entries_.size();
   }
+  // A body that goes on arriving after what append_body() stored: body_reader() reads `stream`
+  // after it. Cleared by clear().
+  void set_body_stream(BodyReader* stream) { stream_ = stream; }
+  // The whole body, gathered elsewhere (the host's event loop reads it straight into its
+  // storage): exchanged with the request's, no byte copied.
+  void swap_body(SpillBuffer& body) { body_.swap(body); }
   // finish_params() from what the caller found already (the host, in its one pass over the params
   // on the wire): each the last value of its param, empty when absent.
   struct CoreParams {
@@ -221,6 +239,19 @@ private:
   std::string_view request_id_, traceparent_; // HTTP_X_REQUEST_ID, HTTP_TRACEPARENT (the last)
   std::string_view request_start_;            // HTTP_X_REQUEST_START (the last)
   SpillBuffer body_;
+  // body_reader(): the stored body from its start, then the stream (when one is set).
+  class Reader : public BodyReader {
+  public:
+    void bind(const Request* request) { request_ = request; }
+    std::size_t read(char* out, std::size_t size) override;
+    void restart() { offset_ = 0; }
+
+  private:
+    const Request* request_ = nullptr;
+    std::size_t offset_ = 0;
+  };
+  BodyReader* stream_ = nullptr;
+  mutable Reader reader_;
   bool (*abort_probe_)(void*) = nullptr;
   void* abort_context_ = nullptr;
   void (*id_format_)(const void*, char*) = nullptr;

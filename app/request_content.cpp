@@ -11,6 +11,7 @@ namespace app {
 
 void Request::set_body(std::string_view body) {
   body_.clear();
+  reader_.restart();
   loaded_body_.clear();
   body_loaded_ = form_parsed_ = parts_parsed_ = false;
   expect_body(body.size());
@@ -19,12 +20,26 @@ void Request::set_body(std::string_view body) {
 }
 
 const std::string& Request::body() const {
-  if (!body_.spilled()) return body_.memory();
+  if (!body_.spilled() && !stream_) return body_.memory();
   if (!body_loaded_) {
-    loaded_body_ = body_.contents();
+    if (stream_) {
+      loaded_body_.clear();
+      body_reader().read_all(loaded_body_); // the stored start (if not read yet) and the rest
+    } else {
+      loaded_body_ = body_.contents();
+    }
     body_loaded_ = true;
   }
   return loaded_body_;
+}
+
+std::size_t Request::Reader::read(char* out, std::size_t size) {
+  if (offset_ < request_->body_.size()) {
+    const std::size_t n = request_->body_.read(offset_, out, size);
+    offset_ += n;
+    return n;
+  }
+  return request_->stream_ ? request_->stream_->read(out, size) : 0;
 }
 
 const Args& Request::query_args() const {
@@ -64,8 +79,10 @@ const std::vector<MultipartPart>& Request::multipart() const {
     MultipartParser parser(boundary, limits);
     char chunk[64 * 1024];
     bool ok = true;
-    for (std::size_t offset = 0, n; ok && (n = body_.read(offset, chunk, sizeof chunk)) > 0;
-         offset += n)
+    // Through the reader: a streamed body is parsed as it arrives, never held whole.
+    BodyReader& reader = body_reader();
+    reader_.restart();
+    for (std::size_t n; ok && (n = reader.read(chunk, sizeof chunk)) > 0;)
       ok = parser.feed(chunk, n);
     if (!parser.finish()) throw HttpError(400, "malformed multipart body: " + parser.error());
     parts_ = std::move(parser.parts());

@@ -66,6 +66,7 @@ struct Router::Route {
   Hooks hooks;
   std::vector<std::string> param_names; // in segment order
   std::string tail_name;                // empty for "*" or no tail
+  bool streams_body = false;            // stream_route(): the body is read as it arrives
 };
 
 struct Router::Node {
@@ -238,6 +239,21 @@ const Router::Route* Router::pick(const std::vector<const Route*>& endpoints,
     if (r->method == "*") any = r;
   }
   return method == "HEAD" && get ? get : any;
+}
+
+Router& Router::stream_route(std::string_view method, std::string_view pattern, Function fn,
+                             Hooks hooks) {
+  route(method, pattern, std::move(fn), std::move(hooks));
+  routes_.back()->streams_body = true;
+  return *this;
+}
+
+bool Router::streams_body(const Request& request) const {
+  Match m;
+  std::string_view path = request.path();
+  if (!path.starts_with('/') || !match(*root_, path, m)) return false;
+  const Route* route = pick(m.tail ? m.node->tail : m.node->here, request.method());
+  return route && route->streams_body;
 }
 
 void Router::handle(const Request& request, Response& response) {

@@ -90,6 +90,17 @@ public:
   Router& any(std::string_view p, Function fn, Hooks h = {}) {
     return route("*", p, std::move(fn), std::move(h));
   }
+  // A route whose handler reads the body as it arrives (Request::body_reader(); Handler::
+  // streams_body): it runs as soon as the params are in, with bounded memory whatever the body's
+  // size. Other routes get the body whole.
+  Router& stream_route(std::string_view method, std::string_view pattern, Function fn,
+                       Hooks hooks = {});
+  Router& post_stream(std::string_view p, Function fn, Hooks h = {}) {
+    return stream_route("POST", p, std::move(fn), std::move(h));
+  }
+  Router& put_stream(std::string_view p, Function fn, Hooks h = {}) {
+    return stream_route("PUT", p, std::move(fn), std::move(h));
+  }
 
   Router& before(Before hook);
   Router& after(After hook);
@@ -100,6 +111,8 @@ public:
   Router& on_error(ErrorHandler fn);
 
   void handle(const Request& request, Response& response) override;
+  // True when the route the request goes to is a stream_route().
+  bool streams_body(const Request& request) const override;
 
 private:
   struct Route;

@@ -34,6 +34,17 @@ void SpillBuffer::append(const char* data, std::size_t size) {
   size_ += size;
 }
 
+char* SpillBuffer::append_space(std::size_t size) {
+  if (file_ || size_ + size > threshold_) return nullptr;
+  memory_.resize(size_ + size);
+  return memory_.data() + size_;
+}
+
+void SpillBuffer::commit(std::size_t n) {
+  size_ += n;
+  memory_.resize(size_);
+}
+
 void SpillBuffer::clear() {
   memory_.clear();
   file_.reset();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace app {
 
@@ -24,11 +25,22 @@ public:
   // Appends bytes; throws std::runtime_error when the temporary file cannot be written.
   void append(const char* data, std::size_t size);
   void append(std::string_view text) { append(text.data(), text.size()); }
+  // Filling in place (a read straight into the body, no copy after): room for `size` more bytes
+  // in memory, or null when they would not stay under the threshold (or it spilled already: then
+  // append() them). commit(n) keeps the first n of them; the rest of the room is dropped.
+  char* append_space(std::size_t size);
+  void commit(std::size_t n);
   // A hint that `size` bytes will follow: reserves memory, or spills at once when they will not
   // fit under the threshold (saving the copy through memory).
   void expect(std::size_t size);
   // Empties the buffer and closes the file; keeps the memory capacity for the next use.
   void clear();
+  // Exchanges the contents (bytes, memory, file); each keeps its threshold.
+  void swap(SpillBuffer& other) noexcept {
+    std::swap(size_, other.size_);
+    memory_.swap(other.memory_);
+    file_.swap(other.file_);
+  }
   // Empties it and frees its memory when that grew to `above` bytes or more (else keeps it for
   // the next request). True when it held a file or freed memory.
   bool release(std::size_t above);

@@ -57,6 +57,7 @@ install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_header
 install(FILES
         ${PROJECT_SOURCE_DIR}/app/handler.hpp
         ${PROJECT_SOURCE_DIR}/app/request.hpp
+        ${PROJECT_SOURCE_DIR}/app/body_reader.hpp
         ${PROJECT_SOURCE_DIR}/app/response.hpp
         ${PROJECT_SOURCE_DIR}/app/router.hpp
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp

@@ -33,8 +33,12 @@ Scenarios (--scenarios):
   io        /io?ms=5: sleeps 5 ms (a database call) at W = 2, 15; wrk -t1 -c50.
   updown    uploads (1 MiB POST bodies, wrk -c8) and downloads (10 MiB streamed
             responses, wrk -c4) at W = 2, in MB/s, with the workers' RSS before, at
-            the peak during, and after the run; nginx serving the same 10 MiB from a
-            static file is the download ceiling.
+            the peak during, and after the run, and their system calls and CPU time
+            per MiB (perf stat); nginx serving the same 10 MiB from a static file is
+            the download ceiling. fcgi-host also: uploads its handler reads as they
+            arrive (Request::body_reader()), send_file() of the 10 MiB file streamed
+            and handed to nginx (X-Accel-Redirect), and one 100 MiB upload read as it
+            arrives, with the worker's RSS before and at its peak.
   overload  open-loop arrivals at 0.8x, 1.5x and 3x each contender's capacity
             (req/s of /cpu at W = 2, wrk -c50, measured right before its cells),
             from scripts/bench/open_loop.c (fixed arrival rate over kept connections
@@ -151,6 +155,8 @@ cp "$REPO/scripts/bench/work.php" "$REPO/scripts/bench/work.psgi" "$T/bin/"
 cc -O2 -o "$T/bin/open-loop" "$REPO/scripts/bench/open_loop.c" || die "building open_loop.c failed"
 touch -d '1 hour ago' "$T/bin/work.php" # opcache skips files younger than 2 s
 head -c $((10 << 20)) /dev/zero | tr '\0' 'd' >"$T/static/10m.bin"
+# send_file() runs in a worker, which runs as nobody when the script runs as root: it must reach it.
+chmod o+x "$T" && chmod o+rx "$T/static" && chmod o+r "$T/static/10m.bin"
 head -c $((1 << 20)) /dev/zero | tr '\0' 'u' >"$T/upload.bin"
 
 # ------------------------------------------------------------ calibration --
@@ -211,7 +217,7 @@ start_contender() {
   case $ct in
     fcgi-host)
       "$T/bin/fcgi-host" --listen "$ADDR" --workers "$w" --app "$T/bin/libbench_work.so" \
-        --max-body 4m "${HOST_EXTRA[@]}" "$@" >>"$T/log/fcgi-host.log" 2>&1 &
+        --max-body "${MAX_BODY:-4m}" "${HOST_EXTRA[@]}" "$@" >>"$T/log/fcgi-host.log" 2>&1 &
       STOP=($!) ;;
     libfcgi)
       spawn-fcgi -F "$w" -s "$path" -P "$T/run/libfcgi-$SEQ.pid" -- "$T/bin/work-libfcgi" \
@@ -268,11 +274,12 @@ http {
     access_log off;
 $(nginx_temp_paths "$T/nginx")
     keepalive_requests 1000000;
-    client_max_body_size 4m;
+    client_max_body_size 128m;
     client_body_buffer_size 2m;
     server {
         listen 127.0.0.1:$NGX_PORT backlog=4096;
         location /static/ { root $T; }
+        location /internal/ { internal; alias /; }
         location / {
             include /etc/nginx/fastcgi_params;
             fastcgi_param SCRIPT_FILENAME $T/bin/work.php;
@@ -360,32 +367,74 @@ local f = io.open("$T/upload.bin", "rb")
 wrk.body = f:read("*a")
 f:close()
 EOF
+  # updown_cell LABEL WHAT PATH [fcgi-host args...]: one wrk run of uploads (1 MiB, -c8) or
+  # downloads (10 MiB, -c4) at W = 2 by the contender LABEL starts with, with the workers' RSS
+  # sampled and, from perf stat over the workers, their system calls and CPU time per MiB moved.
+  updown_cell() {
+    local label=$1 what=$2 path=$3 ct=${1%% *} pids perf="" per_mib="," file
+    shift 3
+    file="$T/out/$what-${label// /_}"
+    start_contender "$ct" 2 "$@"; start_nginx
+    read -r before _ < <(rss_sum_kib)
+    peak=0
+    # RSS sampled every 0.2 s while the load runs (bounded by the run's own length).
+    (for ((i = 0; i < DURATION * 5 + 10; i++)); do rss_sum_kib; sleep 0.2; done) >"$file.rss" &
+    sampler=$!
+    PIDS+=("$sampler")
+    pids=$(workers_of | paste -sd,)
+    if have perf; then
+      perf stat -x, -e raw_syscalls:sys_enter,task-clock -p "$pids" -o "$file.perf" -- sleep $((DURATION + 1)) 2>/dev/null &
+      perf=$!
+      PIDS+=("$perf")
+    fi
+    if [[ $what == upload ]]; then
+      out=$(wrk_run 8 "$path" "$file.txt" "$T/upload.lua")
+    else
+      out=$(wrk_run 4 "$path" "$file.txt")
+    fi
+    if [[ -n $perf ]]; then
+      wait "$perf" 2>/dev/null || true
+      # MiB moved: completed requests x 1 (uploads) or x 10 (downloads).
+      per_mib=$(awk -F, -v req="$(awk '/requests in/ { print $1 }' "$file.txt")" -v mib="$([[ $what == upload ]] && echo 1 || echo 10)" '
+        $3 ~ /raw_syscalls/ { s = $1 } $3 ~ /task-clock/ { t = $1 }
+        END { m = req * mib; if (m > 0 && s ~ /^[0-9.]+$/) printf "%.0f,%.2f", s / m, t / m; else printf "," }' "$file.perf" 2>/dev/null || echo ",")
+    fi
+    stop_pids 50 "$sampler" || true
+    peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$file.rss")
+    read -r after _ < <(rss_sum_kib)
+    echo "$what,$label,2,$([[ $what == upload ]] && echo 8 || echo 4),$out,$before $peak $after,$per_mib" >>"$RES"
+    note "$what $label W=2: $out; RSS of the 2 workers (kB) before $before, peak $peak, after $after; syscalls and CPU ms per MiB: $per_mib"
+    stop_nginx; stop_contender
+  }
   for ct in "${CTS[@]}"; do
-    for what in upload download; do
-      start_contender "$ct" 2; start_nginx
-      read -r before _ < <(rss_sum_kib)
-      peak=0
-      # RSS sampled every 0.2 s while the load runs (bounded by the run's own length).
-      (for ((i = 0; i < DURATION * 5 + 10; i++)); do rss_sum_kib; sleep 0.2; done) >"$T/out/rss-$ct-$what.txt" &
-      sampler=$!
-      PIDS+=("$sampler")
-      if [[ $what == upload ]]; then
-        out=$(wrk_run 8 "/upload" "$T/out/up-$ct.txt" "$T/upload.lua")
-      else
-        out=$(wrk_run 4 "/download?mb=10" "$T/out/down-$ct.txt")
-      fi
-      stop_pids 50 "$sampler" || true
-      peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$T/out/rss-$ct-$what.txt")
-      read -r after _ < <(rss_sum_kib)
-      echo "$what,$ct,2,$([[ $what == upload ]] && echo 8 || echo 4),$out,$before $peak $after" >>"$RES"
-      note "$what $ct W=2: $out; RSS of the 2 workers (kB) before $before, peak $peak, after $after"
-      stop_nginx; stop_contender
-    done
+    updown_cell "$ct" upload /upload
+    updown_cell "$ct" download "/download?mb=10"
   done
+  if has "$CONTENDERS" fcgi-host; then
+    updown_cell "fcgi-host streamed" upload /upload-stream
+    updown_cell "fcgi-host send_file" download "/file?path=$T/static/10m.bin"
+    updown_cell "fcgi-host X-Accel-Redirect" download "/file?path=$T/static/10m.bin" \
+      --send-file-mode x-accel-redirect --x-accel-prefix /internal
+    # One 100 MiB upload read as it arrives: the worker's RSS before and at its peak.
+    head -c $((100 << 20)) /dev/zero | tr '\0' 'u' >"$T/upload100.bin"
+    MAX_BODY=200m start_contender fcgi-host 1 --max-buffered 256m; start_nginx
+    read -r before _ < <(rss_sum_kib)
+    (for ((i = 0; i < 600; i++)); do rss_sum_kib; sleep 0.1; done) >"$T/out/rss-100m.txt" &
+    sampler=$!
+    PIDS+=("$sampler")
+    got=$(curl -s --max-time 60 -H 'Content-Type: application/octet-stream' --data-binary "@$T/upload100.bin" \
+      "http://127.0.0.1:$NGX_PORT/upload-stream" || true)
+    stop_pids 50 "$sampler" || true
+    peak=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$T/out/rss-100m.txt")
+    STREAM_100M="a 100 MiB upload read as it arrives (/upload-stream, W = 1): the handler counted ${got%%[[:space:]]*} bytes; the worker's RSS $before kB before, $peak kB at the peak (+$((peak - before)) kB)"
+    note "$STREAM_100M"
+    rm -f "$T/upload100.bin"
+    stop_nginx; stop_contender
+  fi
   # The ceiling: nginx sending the same 10 MiB from a file (any contender behind it).
   start_contender "${CTS[0]}" 1; start_nginx
   out=$(wrk_run 4 "/static/10m.bin" "$T/out/down-static.txt")
-  echo "download,nginx static,-,4,$out," >>"$RES"
+  echo "download,nginx static,-,4,$out,,," >>"$RES"
   note "download nginx static file: $out"
   stop_nginx; stop_contender
 fi
@@ -447,16 +496,31 @@ ELAPSED=$(($(date +%s) - START_TS))
   done
   if grep -q "^upload,\|^download," "$RES"; then
     echo
-    echo "## Uploads (1 MiB POST, wrk -c8) and downloads (10 MiB streamed, wrk -c4), W = 2"
+    echo "## Uploads (1 MiB POST, wrk -c8) and downloads (10 MiB, wrk -c4), W = 2"
     echo
-    echo "| transfer | contender | req/s | MB/s | p99 ms | errors | RSS of the workers kB: before / peak / after |"
-    echo "|---|---|---:|---:|---:|---:|---|"
+    echo "| transfer | contender | req/s | MB/s | p99 ms | errors | syscalls / MiB | worker CPU ms / MiB | RSS of the workers kB: before / peak / after |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     awk -F, '$1 == "upload" || $1 == "download" { split($10, r, " ")
       mbs = ($1 == "upload" ? $5 * 1.048576 : $9 * 1.048576)
-      printf "| %s | %s | %s | %.0f | %s | %s | %s |\n", $1, $2, $5, mbs, $7, $8,
-        ($10 == "" ? "–" : r[1] " / " r[2] " / " r[3]) }' "$RES"
+      printf "| %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", $1, $2, $5, mbs, $7, $8,
+        ($11 == "" ? "–" : $11), ($12 == "" ? "–" : $12), ($10 == "" ? "–" : r[1] " / " r[2] " / " r[3]) }' "$RES"
     echo
-    echo "MB/s: uploads = req/s × 1 MiB; downloads = wrk's Transfer/sec (10^6 bytes per MB)."
+    echo "MB/s: uploads = req/s × 1 MiB; downloads = wrk's Transfer/sec (10^6 bytes per MB). Syscalls and CPU: \`perf stat -e raw_syscalls:sys_enter,task-clock\` over the workers during the run, per MiB moved. \"fcgi-host streamed\": the handler reads the body as it arrives (\`Request::body_reader()\`); \"send_file\": \`Response::send_file()\` of the 10 MiB file, streamed by the host, or handed to nginx (\`--send-file-mode x-accel-redirect\`)."
+    echo
+    awk -F, '$1 == "upload" || $1 == "download" { m[$1 "|" $2] = ($1 == "upload" ? $5 : $9) }
+      END {
+        n = split("upload|fcgi-host;upload|fcgi-host streamed;download|fcgi-host;download|fcgi-host send_file;download|fcgi-host X-Accel-Redirect", rows, ";")
+        split("plack libfcgi php-fpm", others, " ")
+        print "Ratios in this run (MB/s):"
+        print ""
+        for (i = 1; i <= n; i++) {
+          k = rows[i]; if (!(k in m) || m[k] == 0) continue
+          split(k, p, "|"); line = "- " p[1] " " p[2] ":"
+          for (j = 1; j <= 3; j++) { o = p[1] "|" others[j]; if ((o in m) && m[o] > 0) line = line sprintf(" %.2f× %s,", m[k] / m[o], others[j]) }
+          if (p[1] == "download" && m["download|nginx static"] > 0) line = line sprintf(" %.2f× nginx serving the file,", m[k] / m["download|nginx static"])
+          sub(/,$/, "", line); print line
+        } }' "$RES"
+    [[ -n ${STREAM_100M:-} ]] && { echo; echo "Streamed: $STREAM_100M."; }
   fi
   if [[ -s $T/overload.csv ]]; then
     echo
@@ -481,6 +545,11 @@ ELAPSED=$(($(date +%s) - START_TS))
   fi
 } >"$T/report.md"
 cat "$T/report.md"
+# A hand-written part of the page (analysis measured otherwise) follows a marker line and is kept.
+KEEP_MARK='<!-- kept by scripts/bench-workloads.sh: the part below is not generated -->'
+if [[ -n $OUT && -f $OUT ]] && grep -qF "$KEEP_MARK" "$OUT"; then
+  { echo; awk -v m="$KEEP_MARK" 'index($0, m) == 1 { on = 1 } on' "$OUT"; } >>"$T/report.md"
+fi
 if [[ -n $OUT ]]; then cp "$T/report.md" "$OUT"; note "wrote $OUT"; fi
 if [[ -n $OUT ]]; then
   cp "$RES" "${OUT%.md}.csv"

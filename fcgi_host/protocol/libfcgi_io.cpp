@@ -65,6 +65,44 @@ bool write_to_client(Source& s, const char* buf, std::size_t len) {
   return true;
 }
 
+bool write_stdout_records(Source& s, std::string_view before, const char* data, std::size_t len) {
+  // Records of 32 KiB: a 64 KiB chunk is two, and 32 of them (1 MiB) go in one system call.
+  constexpr std::size_t kRecord = 32 * 1024;
+  constexpr int kRecordsPerCall = 32;
+  char headers[kRecordsPerCall][records::kHeaderSize];
+  iovec iov[2 * kRecordsPerCall + 1];
+  while (!s.write_failed) {
+    int count = 0;
+    if (!before.empty()) {
+      iov[count++] = {const_cast<char*>(before.data()), before.size()};
+      before = {};
+    }
+    for (int r = 0; r < kRecordsPerCall && len > 0; ++r) {
+      const std::size_t part = std::min(kRecord, len);
+      records::encode_header(headers[r],
+                             {records::kVersion, static_cast<std::uint8_t>(records::Type::Stdout),
+                              s.request_id, static_cast<std::uint16_t>(part), 0});
+      iov[count++] = {headers[r], records::kHeaderSize};
+      iov[count++] = {const_cast<char*>(data), part};
+      data += part;
+      len -= part;
+    }
+    if (count == 0) return true;
+    iovec* rest = iov;
+    if (s.backlog) {
+      // Order on the wire: once something waits in the backlog, everything after it queues too.
+      if (s.backlog->empty() && fcgi_host::writev_some(s.fd, rest, count) < 0) {
+        s.write_failed = true;
+        return false;
+      }
+      fcgi_host::append_iov(*s.backlog, rest, count);
+    } else if (!fcgi_host::writev_all_until(s.fd, rest, count, s.write_deadline_ns)) {
+      s.write_failed = true;
+    }
+  }
+  return false;
+}
+
 bool self_test() {
   std::string framed;
   records::append_begin_request(framed, 1, records::Role::Responder);

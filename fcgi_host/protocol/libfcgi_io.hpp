@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace fcgi_host::libfcgi_io {
 
@@ -64,6 +65,12 @@ int writer_key();
 // Sends `len` bytes to the client of `s` as OS_Write does (the backlog, or waiting up to the
 // deadline); false once a write failed (then s->write_failed is set).
 bool write_to_client(Source& s, const char* buf, std::size_t len);
+
+// Sends `data` to the client of `s` as STDOUT records of the request, their headers written
+// around the caller's bytes (one gathered write for many records; the payload is never copied
+// while the socket takes it), after `before` (bytes already framed, e.g. what libfcgi's writer
+// held). Waits or fills the backlog as write_to_client() does.
+bool write_stdout_records(Source& s, std::string_view before, const char* data, std::size_t len);
 
 // Runs one canned request through libfcgi over a socketpair with nothing in it: only the
 // host's OS_Read can have produced the parsed params. False means libfcgi still uses its own I/O.

@@ -24,7 +24,7 @@ void RecordGuard::consume_request() {
   pos_ = 0;
   request_begin_ = 0;
   request_id_ = 0;
-  keep_conn_ = params_done_ = aborted_ = ready_ = false;
+  keep_conn_ = params_done_ = aborted_ = ready_ = streamed_ = false;
   params_size_ = body_size_ = records_ = management_records_ = 0;
   params_.clear();
   params_records_.clear();

@@ -49,6 +49,7 @@ struct RequestFraming {
   std::span<const std::size_t> stdin_records;
   std::uint16_t request_id = 0;
   bool keep_conn = false;
+  bool body_streamed = false; // the body goes on after these records (streamed_body())
 };
 
 class RecordGuard {
@@ -74,6 +75,11 @@ public:
   void consume_request();
   // As new, for another connection (the vectors keep their capacity).
   void reset();
+  // After the params (params_done()), before the body ended: the rest of the body is read by
+  // the handler as it arrives (protocol/stdin_stream.hpp), not framed here. The request is
+  // ready now with the records framed so far, [request_begin(), request_end()); the caller
+  // replaces what follows in the buffer by what remains after the body.
+  void streamed_body() { ready_ = streamed_ = true; }
 
   std::size_t request_begin() const { return request_begin_; }
   std::size_t request_end() const { return pos_; }
@@ -91,7 +97,8 @@ public:
     return {body_size_,       params_.content_length >= 0,
             params_.repeated, params_done_ ? &params_ : nullptr,
             params_records_,  stdin_records_,
-            request_id_,      keep_conn_};
+            request_id_,      keep_conn_,
+            streamed_};
   }
 
 private:
@@ -144,7 +151,8 @@ private:
   bool keep_conn_ = false;
   bool params_done_ = false;
   bool aborted_ = false;
-  bool ready_ = false; // RequestReady returned, consume_request() not yet called
+  bool ready_ = false;    // RequestReady returned, consume_request() not yet called
+  bool streamed_ = false; // streamed_body(): the body is read past the guard
   std::size_t params_size_ = 0;
   std::size_t body_size_ = 0;
   ScannedParams params_; // at the end of the params: what they are, where, and CONTENT_LENGTH

@@ -25,14 +25,8 @@ const char* type_name(std::uint8_t type) {
 }
 
 void append_header(std::string& out, const Header& h) {
-  const char bytes[kHeaderSize] = {static_cast<char>(h.version),
-                                   static_cast<char>(h.type),
-                                   static_cast<char>(h.request_id >> 8),
-                                   static_cast<char>(h.request_id & 0xff),
-                                   static_cast<char>(h.content_length >> 8),
-                                   static_cast<char>(h.content_length & 0xff),
-                                   static_cast<char>(h.padding),
-                                   0};
+  char bytes[kHeaderSize];
+  encode_header(bytes, h);
   out.append(bytes, sizeof bytes);
 }
 

@@ -79,6 +79,17 @@ inline Header decode_header(const char* p) {
           static_cast<std::uint16_t>(byte(4) << 8 | byte(5)), byte(6)};
 }
 
+// The header's 8 bytes at `out`.
+inline void encode_header(char* out, const Header& h) {
+  out[0] = static_cast<char>(h.version);
+  out[1] = static_cast<char>(h.type);
+  out[2] = static_cast<char>(h.request_id >> 8);
+  out[3] = static_cast<char>(h.request_id & 0xff);
+  out[4] = static_cast<char>(h.content_length >> 8);
+  out[5] = static_cast<char>(h.content_length & 0xff);
+  out[6] = static_cast<char>(h.padding);
+  out[7] = 0;
+}
 void append_header(std::string& out, const Header& header);
 // `length` must be at most kMaxContent.
 void append_header(std::string& out, std::uint8_t type, std::uint16_t id, std::size_t length,

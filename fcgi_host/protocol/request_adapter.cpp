@@ -23,7 +23,7 @@ void add_role(app::Request& request) {
 
 // A body of unknown length: its real length as CONTENT_LENGTH.
 void add_body_length(const RequestFraming& framing, app::Request& request) {
-  if (framing.length_declared || framing.body_size == 0) return;
+  if (framing.length_declared || framing.body_size == 0 || framing.body_streamed) return;
   char number[24];
   auto end = std::to_chars(number, number + sizeof number, framing.body_size);
   request.add_param("CONTENT_LENGTH", // a copy: only for a body of unknown length
@@ -135,14 +135,28 @@ void StreamSink::send_head(const app::Response& response) {
   put(out_, head);
 }
 
-bool StreamSink::send_body(std::string_view chunk) {
-  if (refused_head_) return false; // the client has its whole 500 already
-  put(out_, chunk);
-  return FCGX_GetError(out_) == 0 && !(failed_ && *failed_);
+bool put_direct(FCGX_Stream* out, libfcgi_io::Source& source, std::string_view chunk) {
+  // What libfcgi's writer holds (the head, small chunks) is framed already: it goes first, in
+  // the same system call.
+  thread_local std::string held;
+  held.clear();
+  source.gather = &held;
+  FCGX_FFlush(out);
+  source.gather = nullptr;
+  return libfcgi_io::write_stdout_records(source, held, chunk.data(), chunk.size());
 }
 
-std::size_t write_response(const app::Response& response, FCGX_Stream* out,
-                           std::size_t head_limit) {
+bool StreamSink::send_body(std::string_view chunk) {
+  if (refused_head_) return false; // the client has its whole 500 already
+  if (source_ && chunk.size() >= kDirectChunk)
+    put_direct(out_, *source_, chunk);
+  else
+    put(out_, chunk);
+  return FCGX_GetError(out_) == 0 && !(source_ && source_->write_failed);
+}
+
+std::size_t write_response(const app::Response& response, FCGX_Stream* out, std::size_t head_limit,
+                           libfcgi_io::Source* source) {
   std::string& head = compose_head(response, true);
   if (head.size() + kRecordHeader >= head_limit) {
     write_head_refusal(out);
@@ -153,6 +167,9 @@ std::size_t write_response(const app::Response& response, FCGX_Stream* out,
   } else if (response.body.size() <= kBodyWithHead) {
     head.append(response.body);
     put(out, head);
+  } else if (source && response.body.size() >= kDirectChunk) {
+    put(out, head);
+    put_direct(out, *source, response.body);
   } else {
     put(out, head);
     put(out, response.body);

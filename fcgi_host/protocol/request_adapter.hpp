@@ -4,6 +4,7 @@
 // line, body) to libfcgi's output stream.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/protocol/libfcgi_io.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
 #include "fcgi_host/protocol/request_decoder.hpp"
 
@@ -31,15 +32,17 @@ void write_head_refusal(FCGX_Stream* out);
 
 // Streams the head and body chunks of a handler that calls Response::write(). A head larger
 // than the limit becomes write_head_refusal(), and the body chunks after it are dropped.
-// `failed` (optional) is where the writes' failure shows (libfcgi_io::Source::write_failed: the
+// `source` (optional) is the connection the writer's records go to: a large chunk goes there
+// directly, as records around the caller's bytes (libfcgi_io::write_stdout_records), instead of
+// being copied through libfcgi's buffer; and the writes' failure shows there (write_failed: the
 // host's OS_Write never reports one to libfcgi).
 class StreamSink : public app::BodySink {
 public:
-  explicit StreamSink(FCGX_Stream* out, const bool* failed = nullptr)
-      : out_(out), failed_(failed) {}
-  void attach(FCGX_Stream* out, const bool* failed) {
+  explicit StreamSink(FCGX_Stream* out, libfcgi_io::Source* source = nullptr)
+      : out_(out), source_(source) {}
+  void attach(FCGX_Stream* out, libfcgi_io::Source* source) {
     out_ = out;
-    failed_ = failed;
+    source_ = source;
     refused_head_ = 0;
   }
   void set_head_limit(std::size_t limit) { head_limit_ = limit; }
@@ -50,14 +53,22 @@ public:
 
 private:
   FCGX_Stream* out_;
-  const bool* failed_;
+  libfcgi_io::Source* source_;
   std::size_t head_limit_ = static_cast<std::size_t>(-1);
   std::size_t refused_head_ = 0;
 };
 
 // Sends a whole buffered response: head, then body; or write_head_refusal() when its head is
 // larger than `head_limit`. Returns the size of the refused head, or 0.
+// A large body goes to `source` (when given) as records around its bytes, as a stream's chunks do.
 std::size_t write_response(const app::Response& response, FCGX_Stream* out,
-                           std::size_t head_limit = static_cast<std::size_t>(-1));
+                           std::size_t head_limit = static_cast<std::size_t>(-1),
+                           libfcgi_io::Source* source = nullptr);
+
+// A body chunk this large goes to the connection directly (libfcgi_io::write_stdout_records),
+// with what libfcgi's writer holds before it, instead of through libfcgi's 8 KiB buffer.
+inline constexpr std::size_t kDirectChunk = 16 * 1024;
+// The chunk through that path: libfcgi's writer flushed into the same gathered write.
+bool put_direct(FCGX_Stream* out, libfcgi_io::Source& source, std::string_view chunk);
 
 } // namespace fcgi_host

@@ -129,7 +129,16 @@ RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t si
   s.keep = s.decoded.keep_conn;
   s.active = true;
   s.refused_head = 0;
-  s.sink.attach(s.writer.stream, &s.source.write_failed);
+  s.sink.attach(s.writer.stream, &s.source);
+  return fill_request(s.decoded, framing, request) ? Decoded::Whole : Decoded::ShortBody;
+}
+
+RequestCodec::Decoded RequestCodec::peek(char* records, std::size_t size,
+                                         const RequestFraming& framing, app::Request& request) {
+  State& s = *state_;
+  if (!framing.params ||
+      decode_guarded_request(records, size, framing, s.decoded) != DecodeStatus::Whole)
+    return Decoded::Refused;
   return fill_request(s.decoded, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
 
@@ -148,7 +157,8 @@ std::size_t RequestCodec::refused_head() const {
 
 void RequestCodec::send(const app::Response& response, std::string* backlog) {
   state_->source.backlog = backlog;
-  state_->refused_head = write_response(response, state_->writer.stream, state_->head_limit);
+  state_->refused_head =
+      write_response(response, state_->writer.stream, state_->head_limit, &state_->source);
 }
 
 RequestCodec::Ending RequestCodec::finish() {

@@ -45,6 +45,13 @@ public:
   Decoded decode(int fd, char* records, std::size_t size, const RequestFraming& framing,
                  std::uint64_t write_deadline_ns, app::Request& request);
 
+  // The request's params and the body so far into `request`, as decode() does, without opening
+  // its response: what the worker asks the handler about before its body is whole
+  // (Handler::streams_body). Refused when the records are not one request's. Params sent in
+  // several records are joined in place, which can be done once: then decode() must not follow.
+  Decoded peek(char* records, std::size_t size, const RequestFraming& framing,
+               app::Request& request);
+
   // A response head larger than `bytes` with its record's 8-byte header is answered with a whole
   // 500 instead (buffered or streamed; the chunks of a streamed body after it are dropped):
   // --max-response-head.

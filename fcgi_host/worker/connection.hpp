@@ -3,8 +3,10 @@
 // record guard's view of them, and what the worker waits for on it.
 #include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/worker/body_pump.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace fcgi_host {
@@ -21,7 +23,8 @@ struct Connection {
   bool in_epoll = false;
   bool wants_write = false; // registered for EPOLLOUT (Writing)
   bool keep_after_write = false;
-  std::uint64_t deadline_ns = 0;      // of what the worker waits for now
+  bool body_mode_asked = false;  // the handler was asked whether it streams this request's body
+  std::uint64_t deadline_ns = 0; // of what the worker waits for now
   std::uint64_t head_deadline_ns = 0; // 0 until the first byte of a request: then the total
                                       // deadline of its head (--header-timeout)
   std::uint64_t body_start_ns = 0;    // when the params ended: the body's deadline counts from it
@@ -31,6 +34,9 @@ struct Connection {
   RecordGuard guard;
   std::string replies; // management answers the guard produced, not yet sent
   std::string backlog; // the unsent rest of a buffered response
+  // A large body read straight into its storage while it arrives (body_pump.hpp); null
+  // otherwise. While it is set, `in` holds the request's head and is not read into.
+  std::unique_ptr<BodyPump> pump;
 
   Connection(int fd, const RequestLimits& limits, const ServerValues& values, std::uint64_t now)
       : fd(fd), started_ns(now), guard(limits, values) {}
@@ -39,7 +45,7 @@ struct Connection {
   void reuse(int new_fd, std::uint64_t now) {
     fd = new_fd;
     phase = Phase::Reading;
-    in_epoll = wants_write = keep_after_write = false;
+    in_epoll = wants_write = keep_after_write = body_mode_asked = false;
     deadline_ns = head_deadline_ns = body_start_ns = 0;
     started_ns = now;
     bytes_in = 0;
@@ -47,6 +53,7 @@ struct Connection {
     guard.reset();
     replies.clear();
     backlog.clear();
+    pump.reset();
   }
 
   bool between_requests() const { return in.size() == 0 && !guard.in_request(); }

@@ -154,6 +154,20 @@ void WorkerLoop::process(Connection& c) {
       close_connection(c, c.guard.close_reason());
       return;
     case RecordGuard::Verdict::NeedMore:
+      if (!c.body_mode_asked && c.guard.params_done()) {
+        c.body_mode_asked = true;
+        Streamed streamed = serve_streamed(c);
+        if (streamed == Streamed::Closed) return;
+        if (streamed == Streamed::Served) {
+          if (c.phase == Connection::Phase::Writing) return;
+          if (stopping() && c.between_requests() && release_when_stopping(c, false)) return;
+          continue;
+        }
+        if (start_pump(c)) {
+          pump_body(c);
+          return;
+        }
+      }
       // Also after a backlog went out, or with part of a request: a stopping worker's go on.
       if (stopping() && can_hand_off(false) && hand_off(c)) return;
       watch(c);
@@ -170,7 +184,8 @@ void WorkerLoop::watch(Connection& c) {
   } else if (c.guard.params_done()) {
     c.phase = Connection::Phase::Reading;
     if (c.body_start_ns == 0) c.body_start_ns = now;
-    c.deadline_ns = policy_.body_deadline(now, c.body_start_ns, c.guard.body_size());
+    c.deadline_ns = policy_.body_deadline(now, c.body_start_ns,
+                                          c.pump ? c.pump->body_size() : c.guard.body_size());
   } else {
     c.phase = Connection::Phase::Reading;
     if (c.head_deadline_ns == 0) c.head_deadline_ns = policy_.head_deadline(now);
@@ -226,11 +241,15 @@ void WorkerLoop::continue_writing(Connection& c) {
 // Over a limit: answer with an error page, then read and discard what the client still sends
 // (for up to kDrainNs) before closing, so that the answer is not lost to a reset.
 void WorkerLoop::reject(Connection& c) {
+  reject(c, c.guard.error_status(), c.guard.close_reason());
+}
+
+void WorkerLoop::reject(Connection& c, int status, const std::string& reason) {
+  c.pump.reset();
   std::string page;
-  records::append_error_response(page, c.guard.request_id(), c.guard.error_status());
-  client_errors_.write(Kind::Request, "request refused with " +
-                                          std::to_string(c.guard.error_status()) + ": " +
-                                          c.guard.close_reason());
+  records::append_error_response(page, c.guard.request_id(), status);
+  client_errors_.write(Kind::Request,
+                       "request refused with " + std::to_string(status) + ": " + reason);
   if (!write_all(c.fd, page.data(), page.size(), static_cast<int>(write_timeout_ns_ / 1'000'000))) {
     close_connection(c);
     return;
@@ -240,6 +259,89 @@ void WorkerLoop::reject(Connection& c) {
   c.in.size() = 0;
   c.deadline_ns = process_manager::monotonic_ns() + kDrainNs;
   watch_readable(c);
+}
+
+// ---- a large body gathered as it arrives ------------------------------------------------------
+
+namespace {
+// Bodies with more than this still to come go straight into their storage (body_pump.hpp); a
+// smaller rest is read into the connection's buffer with the request, as before.
+constexpr std::size_t kPumpAbove = 64 * 1024;
+} // namespace
+
+bool WorkerLoop::start_pump(Connection& c) {
+  RecordGuard& g = c.guard;
+  const RequestFraming framing = g.framing();
+  if (!framing.params || g.aborted() || framing.params->content_length < 0 ||
+      static_cast<std::size_t>(framing.params->content_length) < g.body_size() + kPumpAbove)
+    return false;
+  const std::string_view buffered(c.in.data() + g.request_end(), c.in.size() - g.request_end());
+  c.pump = std::make_unique<BodyPump>(c.fd,
+                                      StdinStream::Start{g.request_id(), g.body_size(),
+                                                         framing.params->content_length,
+                                                         settings_.limits.request.max_body},
+                                      buffered, request_.spill_threshold(), upload_memory_);
+  // The body's start, which the guard framed already, first.
+  try {
+    for (std::size_t at : framing.stdin_records) {
+      const char* h = c.in.data() + g.request_begin() + at;
+      c.pump->body().append(h + records::kHeaderSize, records::decode_header(h).content_length);
+    }
+  } catch (const std::exception&) {
+    c.pump.reset(); // its temporary file failed: the body is gathered as before (and fails there)
+    return false;
+  }
+  if (c.body_start_ns == 0) c.body_start_ns = process_manager::monotonic_ns();
+  return true;
+}
+
+void WorkerLoop::pump_body(Connection& c) {
+  if (!c.pump) return; // refused while it started
+  const std::size_t before = c.pump->body_size();
+  BodyPump::Result result;
+  try {
+    result = c.pump->pump();
+  } catch (const std::exception& e) {
+    reject(c, 500, std::string("the request body could not be stored: ") + e.what());
+    return;
+  }
+  c.bytes_in += c.pump->body_size() - before;
+  const BodySource& source = c.pump->source();
+  switch (result) {
+  case BodyPump::Result::NeedMore: {
+    const int fd = c.fd;
+    const Connection* self = &c;
+    if (c.pump->memory() > kBudgetCheckAbove) make_room(process_manager::monotonic_ns());
+    if (table_.find(fd) != self) return; // it was the one evicted
+    watch(c);
+    return;
+  }
+  case BodyPump::Result::Failed:
+    if (source.aborted() || source.reason().find("closed the connection") != std::string::npos)
+      close_connection(c, source.aborted() ? std::string() : source.reason());
+    else
+      reject(c, source.status(), source.reason());
+    return;
+  case BodyPump::Result::End:
+    body_arrived(c, source.leftover());
+    return;
+  }
+}
+
+// The whole body is in: what was read past it goes back into the buffer after the request's
+// head, and the request is served with the body the pump gathered.
+void WorkerLoop::body_arrived(Connection& c, std::string_view leftover) {
+  RecordGuard& g = c.guard;
+  const std::size_t end = g.request_end();
+  c.in.size() = end;
+  c.in.reserve_more(leftover.size()); // in the buffer's own bytes past `end`, or the pump's
+  std::memmove(c.in.data() + end, leftover.data(), leftover.size());
+  c.in.size() = end + leftover.size();
+  g.streamed_body();
+  if (!serve_request(c)) return; // closed, or moved
+  if (c.phase == Connection::Phase::Writing) return;
+  if (stopping() && c.between_requests() && release_when_stopping(c, false)) return;
+  process(c); // a pipelined request may already be in the buffer
 }
 
 void WorkerLoop::close_connection(Connection& c, const std::string& why) {
@@ -255,7 +357,8 @@ void WorkerLoop::make_room(std::uint64_t now) {
     EvictionScan scan(now);
     table_.for_each([&](const Connection& c) {
       bool may_evict = c.phase != Connection::Phase::Writing && c.fd != serving_fd_;
-      scan.consider(c.fd, c.bytes_in, c.started_ns, c.in.capacity() + c.backlog.capacity(),
+      scan.consider(c.fd, c.bytes_in, c.started_ns,
+                    c.in.capacity() + c.backlog.capacity() + (c.pump ? c.pump->memory() : 0),
                     may_evict);
     });
     Pressure pressure = policy_.pressure(table_.open(), scan.buffered_bytes());

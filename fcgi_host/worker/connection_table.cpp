@@ -42,6 +42,7 @@ Connection& ConnectionTable::add(int fd, std::uint64_t now) {
 
 void ConnectionTable::remove(Connection& c) {
   auto& slot = by_fd_[static_cast<std::size_t>(c.fd)];
+  c.pump.reset(); // a body being gathered: its memory (or file) goes with the connection
   if (spares_.size() < kSpareConnections && c.in.capacity() <= kSpareBufferBytes &&
       c.backlog.capacity() <= kSpareBufferBytes) {
     if (spares_.capacity() == 0) spares_.reserve(kSpareConnections);

@@ -10,6 +10,7 @@
 #include "process_manager/clock.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -22,7 +23,8 @@ using process_manager::WorkerState;
 using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
-constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000; // see serve_request()
+constexpr std::uint64_t kUploadMemoryKeepNs = 1'000'000'000; // upload_memory_ without a use
+constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;  // see serve_request()
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
 // The buffer never grows here: the request being served holds views into it. With no room
@@ -91,13 +93,16 @@ bool WorkerLoop::serve_request(Connection& c) {
     // nginx closes the connection when its client leaves; a small answer written to it would
     // still "succeed". After a long handler (when that is likely, and one system call is cheap
     // beside it) the worker looks, so that the request is logged and counted as aborted (499).
-    if (process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs && probe_aborted(&c))
+    // (Not while a streamed body is read: its bytes are the reader's.)
+    if (!streamed_ && process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs &&
+        probe_aborted(&c))
       out.aborted = true;
   }
   send(c, out);
   app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
-  out.aborted = out.aborted || c.guard.aborted();
+  out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
   observe(out);
+  if (c.pump) keep_upload_memory();
   release_large_buffers(request_, response_);
   if (out.counted()) {
     slot_.request_start_ns.store(0, std::memory_order_relaxed);
@@ -121,7 +126,11 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;
-  app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
+  if (c.pump) app::HostAccess::swap_body(request_, c.pump->body()); // gathered as it arrived
+  if (streamed_)
+    app::HostAccess::set_body_stream(request_, streamed_); // the reader sees an abort
+  else
+    app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
   if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
   return true;
 }
@@ -227,9 +236,14 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   RecordGuard& g = c.guard;
   bool keep = g.keep_connection() && out.ending == RequestCodec::Ending::Kept;
   if (out.ending == RequestCodec::Ending::WriteFailed) {
-    close_connection(c);
+    // A streamed body that failed first says why (the answer to it could not go out).
+    const bool said = streamed_ && !streamed_->aborted() && !streamed_->failure().empty();
+    close_connection(c, said ? "request body: " + streamed_->failure() : std::string());
     return false;
   }
+  if (streamed_ && !finish_streamed_body(c)) return false;
+  c.body_mode_asked = false;
+  c.pump.reset();
   c.in.consume_front(g.request_end());
   g.consume_request();
   c.in.shrink_if_above(kShrinkAbove);
@@ -253,10 +267,74 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   return true;
 }
 
+// ---- a body the handler reads as it arrives --------------------------------------------------
+
+WorkerLoop::Streamed WorkerLoop::serve_streamed(Connection& c) {
+  RecordGuard& g = c.guard;
+  const RequestFraming framing = g.framing();
+  // Params split over several records are joined in place when decoded, which can be done only
+  // once: such a request (no web server known to us sends one) gets its body whole.
+  if (!framing.params || framing.params->content_length == 0 || g.aborted() ||
+      framing.params_records.size() != 1)
+    return Streamed::No;
+  // The params (and the body so far) as the handler will see them, to ask it.
+  char* records = c.in.data() + g.request_begin();
+  if (codec_.peek(records, g.request_end() - g.request_begin(), framing, request_) !=
+          RequestCodec::Decoded::Whole ||
+      worker_endpoint(settings_.observe, request_.path()) != Endpoint::None ||
+      !handler_.streams_body(request_))
+    return Streamed::No;
+  if (c.body_start_ns == 0) c.body_start_ns = process_manager::monotonic_ns();
+  // What was read past the records the guard framed is the start of the rest of the body.
+  const std::string_view buffered(c.in.data() + g.request_end(), c.in.size() - g.request_end());
+  StreamedBody body(c.fd,
+                    {g.request_id(), g.body_size(), framing.params->content_length,
+                     settings_.limits.request.max_body},
+                    buffered, policy_, c.body_start_ns);
+  g.streamed_body();
+  streamed_ = &body;
+  const bool open = serve_request(c);
+  streamed_ = nullptr;
+  return open ? Streamed::Served : Streamed::Closed;
+}
+
+// After the response: the rest of the body the handler left is read and dropped, and what was
+// read past its end goes back into the connection's buffer, after the request's records. False:
+// the body did not end as it should, and the connection is closed.
+bool WorkerLoop::finish_streamed_body(Connection& c) {
+  StreamedBody& body = *streamed_;
+  if (!body.finish()) {
+    close_connection(c, body.aborted() ? std::string() : "request body: " + body.failure());
+    return false;
+  }
+  const std::string_view rest = body.leftover();
+  const std::size_t end = c.guard.request_end();
+  c.in.size() = end;
+  c.in.reserve_more(rest.size()); // rest is in the buffer's own bytes past `end`, or in scratch
+  std::memmove(c.in.data() + end, rest.data(), rest.size());
+  c.in.size() = end + rest.size();
+  return true;
+}
+
+// The memory of a body a pump gathered goes back to upload_memory_ for the next one (the
+// request keeps what the pump held before: the small start of the body).
+void WorkerLoop::keep_upload_memory() {
+  app::HostAccess::swap_body(request_, upload_memory_);
+  upload_memory_.clear(); // a spilled body's file is closed; the memory's capacity stays
+  if (upload_memory_.memory().capacity() > 2 * request_.spill_threshold())
+    upload_memory_.release(0);
+  upload_memory_used_ns_ = process_manager::monotonic_ns();
+}
+
 // Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
 // unlike /proc/self/statm), and is only asked for when --max-rss is set.
 void WorkerLoop::count_request() {
   ++served_;
+  if (upload_memory_used_ns_ != 0 &&
+      process_manager::monotonic_ns() - upload_memory_used_ns_ > kUploadMemoryKeepNs) {
+    upload_memory_.release(0);
+    upload_memory_used_ns_ = 0;
+  }
   if (request_limit_ && served_ >= request_limit_) {
     recycle_reason_ = "--max-requests reached";
   } else if (settings_.max_rss_kib > 0) {

@@ -20,6 +20,7 @@
 #include "fcgi_host/worker/connection_table.hpp"
 #include "fcgi_host/worker/epoll_set.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
+#include "fcgi_host/worker/streamed_body.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "fcgi_host/worker/worker_signals.hpp"
 #include "process_manager/worker_context.hpp"
@@ -67,6 +68,8 @@ private:
   void on_ready(Connection& c) {
     if (c.phase == Connection::Phase::Writing)
       continue_writing(c);
+    else if (c.pump)
+      pump_body(c);
     else if (read_more(c))
       process(c);
   }
@@ -78,6 +81,11 @@ private:
   void watch_for_write(Connection& c, bool on);
   void continue_writing(Connection& c);
   void reject(Connection& c);
+  void reject(Connection& c, int status, const std::string& reason);
+  // A large body gathered as it arrives (body_pump.hpp), for a handler that takes it whole.
+  bool start_pump(Connection& c);
+  void pump_body(Connection& c);
+  void body_arrived(Connection& c, std::string_view leftover);
   void close_connection(Connection& c, const std::string& why = {});
   void forget_connection(Connection& c);
   // The slot shows how many connections the worker holds (status page, metrics).
@@ -101,6 +109,12 @@ private:
 
   // ---- one request (serve_request.cpp)
   bool serve_request(Connection& c);
+  // A request whose handler reads its body as it arrives (Handler::streams_body): served as
+  // soon as its params are in. No: not such a request (it waits for its body as usual).
+  enum class Streamed { No, Served, Closed };
+  Streamed serve_streamed(Connection& c);
+  bool finish_streamed_body(Connection& c);
+  void keep_upload_memory();
   struct Outcome;
   bool decode(Connection& c, Outcome& out);
   void run_handler(Outcome& out);
@@ -145,6 +159,12 @@ private:
   SlowHandlerWatch watch_;    // after table_: its thread ends before the table goes
 
   RequestCodec codec_;
+  StreamedBody* streamed_ = nullptr; // the body of the request served, when streamed
+  // The memory of the last body gathered by a pump, kept for the next (up to --spill-threshold;
+  // freed after kUploadMemoryKeepNs without one): a large upload's fresh pages cost more than
+  // its copy from the kernel.
+  app::SpillBuffer upload_memory_;
+  std::uint64_t upload_memory_used_ns_ = 0; // 0: none kept
   app::Request request_;
   app::Response response_;
   ClientErrorLog client_errors_;

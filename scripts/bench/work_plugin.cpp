@@ -3,7 +3,9 @@
 //   /cpu?n=N       N turns of the benchmark's integer loop (the same loop in every language)
 //   /io?ms=M       sleeps M ms, as a handler waiting on a database would
 //   /upload        reads the request body, answers its size
+//   /upload-stream the same, reading the body as it arrives (Request::body_reader())
 //   /download?mb=M streams M MiB in 64 KiB chunks
+//   /file?path=P   Response::send_file(P) (streamed, or X-Accel-Redirect by --send-file-mode)
 #include "app/handler.hpp"
 #include "app/plugin.hpp"
 
@@ -43,6 +45,14 @@ public:
       response.body = "slept\n";
     } else if (path == "/upload") {
       response.body = std::to_string(request.body().size()) + "\n";
+    } else if (path == "/upload-stream") {
+      static char piece[64 * 1024];
+      std::size_t total = 0;
+      for (std::size_t n; (n = request.body_reader().read(piece, sizeof piece)) > 0;)
+        total += n;
+      response.body = std::to_string(total) + "\n";
+    } else if (path == "/file") {
+      response.send_file(request.query_arg("path"));
     } else if (path == "/download") {
       long mib = number(request.query_arg("mb"), 10, 1024);
       response.set_header("Content-Length", std::to_string(mib << 20));
@@ -52,6 +62,9 @@ public:
     } else {
       response.body = "OK";
     }
+  }
+  bool streams_body(const app::Request& request) const override {
+    return request.path() == "/upload-stream";
   }
 };
 

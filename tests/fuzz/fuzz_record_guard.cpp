@@ -8,6 +8,10 @@
 // lies outside its record. And the guard's outcome does not depend on the cut either: the input
 // whole (where the guard takes the usual request in one step) and byte by byte (record by
 // record) give the same requests, answers and end.
+// The same bytes are also read as a streamed body (StdinStream, as the worker's body reader
+// takes it): whole and in the chunks, the same content, end state and bytes taken, and never
+// more content than --max-body or bytes than were given.
+#include "fcgi_host/protocol/stdin_stream.hpp"
 #include "fuzz_common.hpp"
 
 #include <algorithm>
@@ -92,6 +96,41 @@ std::string outcome(std::string_view input, std::size_t chunk,
   return out;
 }
 
+struct StreamOutcome {
+  std::string body;
+  fcgi_host::StdinStream::State state;
+  std::size_t used = 0;
+};
+
+// piece 0: all at once.
+StreamOutcome read_stream(std::string_view input, std::size_t piece) {
+  fcgi_host::StdinStream s({1, 0, input.size() % 3 == 0 ? -1 : 300, 1000});
+  StreamOutcome o;
+  while (o.used < input.size() && !s.done()) {
+    const std::size_t avail =
+        piece ? std::min(piece, input.size() - o.used) : input.size() - o.used;
+    std::size_t n = s.take_framing(input.data() + o.used, avail);
+    if (n == 0 && s.state() == fcgi_host::StdinStream::State::Content) {
+      n = std::min(avail, s.content_left());
+      o.body.append(input.substr(o.used, n));
+      s.took_content(n);
+    }
+    FUZZ_CHECK(n > 0 || s.done());
+    o.used += n;
+  }
+  FUZZ_CHECK(o.body.size() <= 1000 && o.used <= input.size());
+  o.state = s.state();
+  return o;
+}
+
+void check_stdin_stream(std::string_view input) {
+  const StreamOutcome whole = read_stream(input, 0);
+  for (std::size_t piece : {1, 3, 64}) {
+    const StreamOutcome cut = read_stream(input, piece);
+    FUZZ_CHECK(cut.state == whole.state && cut.body == whole.body && cut.used == whole.used);
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -99,6 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::feed(data, size, limits, [](const fcgi_host::RecordGuard&, std::string_view) {});
   check_codec(data, size);
   std::string_view input(reinterpret_cast<const char*>(data), size);
+  check_stdin_stream(input);
   const std::string at_once = outcome(input, 0, limits), by_bytes = outcome(input, 1, limits);
   if (at_once != by_bytes) {
     auto show = [](const std::string& o) {

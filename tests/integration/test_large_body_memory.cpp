@@ -1,22 +1,16 @@
 // Memory after a large request: a worker that served one 8 MiB echo (8 MiB in, 8 MiB out) gives
 // the memory back: its RSS returns near what it was before (it stayed ~17 MiB higher).
 #include "checks.hpp"
+#include "support/proc.hpp"
 
 #include <cstdlib>
 #include <fstream>
 
 using fcgi_test::Millis;
 using it::HostProcess;
+using test_support::rss_kib;
 
 namespace {
-
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  return -1;
-}
 
 // Under AddressSanitizer freed memory waits in a quarantine first: none for this host, so that
 // what it frees is freed at once, as without the sanitizer.

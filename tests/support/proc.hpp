@@ -70,4 +70,13 @@ template <class Keep> std::vector<pid_t> running_pids(Keep keep) {
   return out;
 }
 
+// The process's resident memory (VmRSS) in KiB; -1 when there is no such process.
+inline long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  return -1;
+}
+
 } // namespace test_support

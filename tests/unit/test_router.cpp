@@ -1,10 +1,12 @@
 // app::Router: parameters, constraints, tails, precedence, HEAD, 404/405 and error handlers,
 // middleware order and short-circuit, the route key for metrics.
+#include "app/host_access.hpp"
 #include "app/router.hpp"
 #include "app/testing.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -326,4 +328,51 @@ TEST_CASE("router: a moved router keeps its routes") {
 TEST_CASE("a handler that is not a Router is one route") {
   app::Request r = make("GET", "/anything");
   CHECK(r.route() == "(handler)");
+}
+
+TEST_CASE("router: a stream route says it reads its body as it arrives; others do not") {
+  app::Router r;
+  r.post_stream("/up/{name}", says("streamed"));
+  r.post("/whole", says("whole"));
+  r.get("/up/{name}", says("get"));
+  CHECK(r.streams_body(make("POST", "/up/a")));
+  CHECK_FALSE(r.streams_body(make("GET", "/up/a")));
+  CHECK_FALSE(r.streams_body(make("POST", "/whole")));
+  CHECK_FALSE(r.streams_body(make("POST", "/nowhere")));
+  Probe probe(r);
+  CHECK(probe("POST", "/up/a") == "streamed"); // dispatched as any route
+}
+
+TEST_CASE("request: body_reader() reads a whole body in pieces, from its start, every time") {
+  app::Request req = make("POST", "/x");
+  req.set_body("0123456789");
+  char piece[4];
+  std::string got;
+  for (std::size_t n; (n = req.body_reader().read(piece, sizeof piece)) > 0;)
+    got.append(piece, n);
+  CHECK(got == "0123456789");
+  CHECK_FALSE(req.body_streamed());
+  req.set_body("abc");
+  std::string again;
+  req.body_reader().read_all(again);
+  CHECK(again == "abc");
+}
+
+TEST_CASE("request: a streamed body is the stored start, then the stream; body() reads it all") {
+  struct Rest : app::BodyReader {
+    std::string left = "DEFGHIJ";
+    std::size_t read(char* out, std::size_t size) override {
+      const std::size_t n = std::min(size, left.size());
+      left.copy(out, n);
+      left.erase(0, n);
+      return n;
+    }
+  } rest;
+  app::Request req = make("POST", "/x");
+  req.set_body("ABC");
+  app::HostAccess::set_body_stream(req, &rest);
+  CHECK(req.body_streamed());
+  CHECK(req.body() == "ABCDEFGHIJ");
+  req.clear();
+  CHECK_FALSE(req.body_streamed());
 }
