@@ -372,12 +372,14 @@ int serve(Host& host) {
     run_as = "; workers run as " + workers_run_as.run_as + " (started as root without --user)";
   else if (!workers_run_as.run_as.empty())
     run_as = "; workers run as " + workers_run_as.run_as;
-  PM_LOG(LogLevel::Notice, "fcgi-host listening on " +
-                               (host.listener ? host.listener->description()
-                                              : "fd " + std::to_string(host.listen_fd) +
-                                                    " from the previous master") +
-                               " with " + std::to_string(host.config.workers) + " workers, " +
-                               what_is_served(host) + run_as);
+  PM_LOG(LogLevel::Notice,
+         "fcgi-host listening on " +
+             (host.listener
+                  ? host.listener->description()
+                  : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
+             " with " + std::to_string(host.config.workers) + " workers" +
+             (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
+             ", " + what_is_served(host) + run_as);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
