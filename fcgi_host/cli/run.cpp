@@ -306,7 +306,10 @@ void prepare_stop(Host& host) {
       host.adopted_file.remove_if_ours();
       ::close(host.listen_fd);
     }
-    if (host.status_server) host.status_server->forget_pool_socket();
+    if (!host.status_server) return;
+    host.status_server->forget_pool_socket();
+    // After an upgrade the new master serves on: its ping stays 200.
+    if (!host.handed_over) host.status_server->set_stopping();
   };
 }
 

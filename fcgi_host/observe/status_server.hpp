@@ -47,6 +47,8 @@ public:
   void set_answer(Answer a) { answer_ = std::move(a); }
   // The pool's socket is closed in the master (a stop began): no listen queue to report.
   void forget_pool_socket() { pool_listen_fd_ = -1; }
+  // The host's graceful stop began: the ping answers 503 from now on (status_page.hpp).
+  void set_stopping() { stopping_ = true; }
 
   // The socket is readable: answer the queued connections.
   void serve();
@@ -58,6 +60,7 @@ private:
   std::unique_ptr<ListenSocket> socket_;
   ObservabilitySettings settings_;
   int pool_listen_fd_;
+  bool stopping_ = false;
   const process_manager::Scoreboard* scoreboard_ = nullptr;
   Control control_;
   Answer answer_;
