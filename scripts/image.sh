@@ -36,8 +36,13 @@ uid=10001
 targets=(fcgi-host)
 ((notes)) && targets+=(notes_app)
 echo "image.sh: building ${targets[*]} (Release) in $build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF >/dev/null
-cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null
+mkdir -p "$build_dir"
+if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF &&
+  cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"; } >"$build_dir/image-build.log" 2>&1; then
+  tail -30 "$build_dir/image-build.log"
+  echo "image.sh: the build failed (whole log: $build_dir/image-build.log)" >&2
+  exit 1
+fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/fcgi-host-image.XXXXXX")
 trap 'rm -rf "$stage"' EXIT

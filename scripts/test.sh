@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
           elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
-          apache2 lighttpd caddy h2o haproxy)
+          apache2 lighttpd caddy h2o haproxy
+          podman runc catatonit uidmap slirp4netns fuse-overlayfs containernetworking-plugins
+          iptables python3-yaml)
 
 install_missing() {
   local missing=()
@@ -41,6 +43,12 @@ cd build-test
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --output-on-failure --timeout 600 "$@"
+
+# Containers: the images, the Kubernetes manifest played by podman, the pod stopped under load
+# (scripts/kube-test.sh; one "SKIPPED" line where podman cannot run containers). Bounded.
+if [[ "${FCGI_HOST_SKIP_KUBE_TEST:-0}" != 1 ]]; then
+  (cd .. && timeout 600 bash scripts/kube-test.sh)
+fi
 
 # The benchmark must keep working for a newcomer: its smoke mode (a few seconds,
 # fcgi-host, the bare libfcgi loop and the limit responder behind nginx) twice in
