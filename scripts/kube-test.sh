@@ -16,7 +16,9 @@
 #   - names get a suffix of this run (pods, ConfigMaps, the volumes podman makes of them);
 #   - the images get this run's tag;
 #   - one replica, and no containerPort: podman 4.3 publishes every containerPort on the host
-#     (8080 may be taken on a shared machine); the test reaches the pod at its own address.
+#     (8080 may be taken on a shared machine); the test reaches the pod at its own address;
+#   - restartPolicy Never: the test stops the containers itself, as the kubelet does, by their
+#     stop signals (podman 4.3 runs no preStop hook), and they must stay stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -106,6 +108,7 @@ for d in docs:
         d["metadata"]["name"] += "-" + run
         d["spec"]["replicas"] = 1
         pod = d["spec"]["template"]["spec"]
+        pod["restartPolicy"] = "Never"
         for c in pod["containers"]:
             c["image"] = c["image"].rsplit(":", 1)[0] + ":" + tag
             c.pop("ports", None)
@@ -192,17 +195,25 @@ say "ok: fcgi-host is PID 1, every process runs as fcgi-host (uid 10001)"
   "true 10001:10001" ]] || fail "the host's container is not read-only and non-root"
 say "ok: read-only root file system, runAsUser 10001"
 
-# The stop under load: the kubelet's order, with the pod already out of the Service (the load
-# stops starting requests), slow requests in flight through nginx and the host.
-say "stopping the pod under load, 2 slow requests (3 s) in flight"
-# During the drain the liveness command is asked from outside, through the container's root (a
-# `podman exec` waits for the stop to finish): the same binary, the master's status socket.
+# The stop under load, in the kubelet's order, the pod already out of the Service (the load
+# stops starting requests), slow requests in flight through nginx and the host: each image's
+# stop signal to its PID 1 (nginx's QUIT; then, once nginx stopped listening, the host's TERM).
+# During the drain the liveness command asks the master from outside, through the container's
+# root: the same binary, its status socket.
+nginx_signal=$(podman inspect "$nginx" --format '{{.Config.StopSignal}}')
+host_signal=$(podman inspect "$host" --format '{{.Config.StopSignal}}')
+[[ $nginx_signal == 3 && $host_signal == 15 ]] ||
+  fail "stop signals: nginx $nginx_signal (want 3, QUIT), fcgi-host $host_signal (want 15, TERM)"
+say "ok: stop signals: nginx QUIT, fcgi-host TERM (from the images)"
+nginx_pid=$(podman inspect "$nginx" --format '{{.State.Pid}}')
 host_pid=$(podman inspect "$host" --format '{{.State.Pid}}')
-python3 - "$ip" "$nginx" "$host" build-image/fcgi_host/fcgi-host ping \
-  --connect "unix:/proc/$host_pid/root/tmp/fcgi-host-status.sock" --timeout 2 <<'EOF'
-import http.client, json, subprocess, sys, threading, time
-ip, nginx, host, ping = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+say "stopping the pod under load, 2 slow requests (6 s) in flight"
+python3 - "$ip" "$nginx_pid" "$host_pid" "$PWD/build-image/fcgi_host/fcgi-host" <<'EOF'
+import http.client, json, os, signal, subprocess, sys, threading, time
+ip, nginx_pid, host_pid, fcgi_host = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+master = "unix:/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
 results, lock = [], threading.Lock()
+in_flight_now = [0]
 serving = threading.Event()
 serving.set()
 
@@ -213,6 +224,8 @@ def one(path, timeout=30, port=8080):
         c.connect()
     except OSError as e:
         return ("refused", str(e), 0.0, b"")
+    with lock:
+        in_flight_now[0] += 1
     try:
         c.request("GET", path)
         r = c.getresponse()
@@ -222,6 +235,13 @@ def one(path, timeout=30, port=8080):
         return ("failed", repr(e), time.monotonic() - t0, b"")
     finally:
         c.close()
+        with lock:
+            in_flight_now[0] -= 1
+
+def master_status():
+    st = subprocess.run([fcgi_host, "status", "--connect", master, "--json"],
+                        capture_output=True, text=True)
+    return json.loads(st.stdout) if st.returncode == 0 else {}
 
 def client(n):
     i = 0
@@ -231,59 +251,73 @@ def client(n):
             results.append(r)
         i += 1
 
+def gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[-1][0] in "ZX"
+    except OSError:
+        return True
+
+def wait_gone(pid, limit):
+    end = time.monotonic() + limit
+    while not gone(pid) and time.monotonic() < end:
+        time.sleep(0.01)
+    return time.monotonic()
+
 load = [threading.Thread(target=client, args=(n,)) for n in range(4)]
 t_load = time.monotonic()
 for t in load:
     t.start()
-while len(results) < 200 and time.monotonic() - t_load < 20:  # load running: 200 answers
+while len(results) < 500 and time.monotonic() - t_load < 30:  # under load: 500 answers
     time.sleep(0.05)
 rate = len(results) / (time.monotonic() - t_load)
 slow = []
 def slow_one():
-    slow.append(one("/echo?delay_ms=3000"))
+    slow.append(one("/echo?delay_ms=6000"))
 slow_threads = [threading.Thread(target=slow_one) for _ in range(2)]
 for t in slow_threads:
     t.start()
-# Both slow requests inside the host's workers (its status page, over nginx's metrics port).
+# Both slow requests inside the host's workers (the master's status page: the workers are busy),
+# load requests queued behind them.
 deadline = time.monotonic() + 10
-while time.monotonic() < deadline:
-    page = one("/status?json", port=9145)
-    if page[0] == 200 and json.loads(page[3])["active processes"] >= 2:
-        break
+while time.monotonic() < deadline and master_status().get("active processes", 0) < 2:
     time.sleep(0.02)
 serving.clear()  # the endpoint is gone: no new request comes
-for t in load:
-    t.join()
-t_stop = time.monotonic()
-quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}  # systemd timer notes
-stop_nginx = subprocess.Popen(["podman", "stop", "-t", "30", nginx], **quiet)
-while one("/ping", timeout=2)[0] != "refused" and time.monotonic() - t_stop < 10:
-    time.sleep(0.02)
+t_quit = time.monotonic()
+with lock:
+    at_quit = in_flight_now[0]
+os.kill(nginx_pid, signal.SIGQUIT)
+while one("/ping", timeout=2)[0] != "refused" and time.monotonic() - t_quit < 10:
+    time.sleep(0.01)
 t_nginx_closed = time.monotonic()
-stop_host = subprocess.Popen(["podman", "stop", "-t", "30", host], **quiet)
+os.kill(host_pid, signal.SIGTERM)
 t_term = time.monotonic()
-ping_503 = None
-while time.monotonic() - t_term < 10 and stop_host.poll() is None:
-    p = subprocess.run(ping, capture_output=True, text=True)
+ping_503, in_flight = None, None
+while time.monotonic() - t_term < 10 and not gone(host_pid):
+    p = subprocess.run([fcgi_host, "ping", "--connect", master, "--timeout", "2"],
+                       capture_output=True, text=True)
     if p.returncode != 0 and "503" in p.stdout + p.stderr:
         ping_503 = time.monotonic() - t_term
+        in_flight = master_status().get("active processes")
         break
-stop_host.wait(60)
-t_host_gone = time.monotonic()
-stop_nginx.wait(60)
-t_nginx_gone = time.monotonic()
-for t in slow_threads:
+    time.sleep(0.01)
+t_host_gone = wait_gone(host_pid, 60)
+t_nginx_gone = wait_gone(nginx_pid, 60)
+for t in slow_threads + load:
     t.join()
 failed = [r for r in results + slow if r[0] != 200]
 print("kube-test: load: 4 clients, %d requests (%.0f req/s through nginx), %d failed"
       % (len(results), rate, len([r for r in results if r[0] != 200])))
 for r in slow:
     print("kube-test: slow request in flight at the stop: %s after %.2f s" % (r[0], r[2]))
-print("kube-test: nginx stopped listening %.2f s after QUIT; exited %.2f s after QUIT"
-      % (t_nginx_closed - t_stop, t_nginx_gone - t_stop))
-print("kube-test: fcgi-host exited %.2f s after TERM (the drain)" % (t_host_gone - t_term))
-print("kube-test: during the drain the liveness command (the master's ping) answered %s"
-      % ("503 (%.2f s after TERM)" % ping_503 if ping_503 is not None else "never 503"))
+print("kube-test: %d requests in flight through nginx at QUIT (the 2 slow ones and load queued "
+      "behind them)" % at_quit)
+print("kube-test: nginx stopped listening %.2f s after QUIT, exited %.2f s after QUIT"
+      % (t_nginx_closed - t_quit, t_nginx_gone - t_quit))
+print("kube-test: TERM to fcgi-host %.2f s after QUIT: its ping answered 503 after %s with %s "
+      "worker(s) busy; it exited %.2f s after TERM (the drain)"
+      % (t_term - t_quit, "%.2f s" % ping_503 if ping_503 is not None else "never",
+         in_flight, t_host_gone - t_term))
 if failed:
     sys.exit("kube-test: FAILED: %d accepted requests failed: %s"
              % (len(failed), [r[:3] for r in failed[:5]]))
@@ -291,12 +325,14 @@ if len(slow) != 2:
     sys.exit("kube-test: FAILED: a slow request did not end")
 if ping_503 is None:
     sys.exit("kube-test: FAILED: the ping never answered 503 while the host drained")
+if not in_flight:
+    sys.exit("kube-test: FAILED: no request was in flight when the host's drain began")
 EOF
 for c in "$host" "$nginx"; do
   code=$(podman inspect "$c" --format '{{.State.ExitCode}}')
   [[ $code == 0 ]] || fail "$c exited with code $code"
 done
-podman logs "$host" 2>&1 | grep -q 'master exits with code 0' || fail "no clean drain in the log"
-say "ok: both containers exited 0 (fcgi-host: \"$(podman logs "$host" 2>&1 |
-  grep -m1 -o 'all workers gone; master exits with code 0')\")"
+host_log=$(podman logs "$host" 2>&1)
+[[ $host_log == *"all workers gone; master exits with code 0"* ]] || fail "no clean drain in the log"
+say "ok: both containers exited 0 (fcgi-host: \"all workers gone; master exits with code 0\")"
 say "passed in $((SECONDS - started)) s"
