@@ -56,7 +56,7 @@ constexpr const char* kV2Mountinfo =
 
 TEST_SUITE("cpu quota") {
 
-  TEST_CASE("cpu.max: quota over period; max is no limit; garbage is none") {
+  TEST_CASE("cpu.max: quota over period, max is no limit, garbage is none") {
     CHECK(*pm::parse_cpu_max("150000 100000\n") == doctest::Approx(1.5));
     CHECK(*pm::parse_cpu_max("200000 100000") == doctest::Approx(2.0));
     CHECK(*pm::parse_cpu_max("25000 100000\n") == doctest::Approx(0.25));
@@ -124,7 +124,7 @@ TEST_SUITE("cpu quota") {
     CHECK(q->file.ends_with("/kubepods/pod1/cpu.cfs_quota_us"));
   }
 
-  TEST_CASE("a v2 pod: cpu.max; max is no limit") {
+  TEST_CASE("a v2 pod: cpu.max, max is no limit") {
     FakeRoot root;
     root.write("/proc/self/cgroup", kV2Cgroup);
     root.write("/proc/self/mountinfo", kV2Mountinfo);
