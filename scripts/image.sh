@@ -12,7 +12,7 @@
 # Prints each image's size. The Containerfiles are in conf/containers/.
 #
 # Usage: scripts/image.sh [--notes] [--build-dir DIR] [--tag VERSION]
-# Environment: PODMAN (default: podman; docker works too), CONTAINERS_CONF as podman reads it.
+# Environment: PODMAN (default: podman), CONTAINERS_CONF as podman reads it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root_dir=$PWD
@@ -25,7 +25,7 @@ while (($#)); do
   --notes) notes=1 ;;
   --build-dir) build_dir=$2; shift ;;
   --tag) tag=$2; shift ;;
-  -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
