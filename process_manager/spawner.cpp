@@ -31,6 +31,7 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
   s.crash_ns = 0;
   s.crash_route[0] = '\0';
   s.crash_note[0] = '\0';
+  s.crash_captured = false;
   s.crash_state = CrashState::None;
   s.state = WorkerState::Starting;
 

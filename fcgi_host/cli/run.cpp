@@ -145,6 +145,8 @@ bool read_config(Host& host) {
     throw StartFailure{exit_code::kUsage, e.what()};
   }
   if (!host.config.test_config) return true;
+  for (const std::string& note : addresses_in_use(host.config))
+    std::cout << "fcgi-host: note: " << note << "\n";
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n";
