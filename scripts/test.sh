@@ -47,7 +47,7 @@ ctest --output-on-failure --timeout 600 "$@"
 # Containers: the images, the Kubernetes manifest played by podman, the pod stopped under load
 # (scripts/kube-test.sh; one "SKIPPED" line where podman cannot run containers). Bounded.
 if [[ "${FCGI_HOST_SKIP_KUBE_TEST:-0}" != 1 ]]; then
-  (cd .. && timeout 600 bash scripts/kube-test.sh)
+  (cd .. && timeout 900 bash scripts/kube-test.sh)
 fi
 
 # The benchmark must keep working for a newcomer: its smoke mode (a few seconds,
