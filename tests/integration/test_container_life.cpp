@@ -4,6 +4,7 @@
 // --status-listen, `fcgi-host ping`) while the request in flight finishes.
 #include "checks.hpp"
 #include "commands.hpp"
+#include "support/skip.hpp"
 
 #include <csignal>
 #include <unistd.h>
@@ -61,10 +62,8 @@ TEST_SUITE("container life") {
 
   TEST_CASE("as PID 1 of a PID namespace: reaps the orphan, serves, and exits 0 after TERM") {
     std::string why;
-    if (!can_make_pid_namespace(why)) {
-      MESSAGE("skipped: no PID namespace here (" << why << ")");
-      return;
-    }
+    if (!can_make_pid_namespace(why))
+      return test_support::skip("no PID namespace here (" + why + ")");
     HostOptions o;
     o.wrapper = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"};
     o.args = {"--workers", "1", "--log-level", "debug", "--graceful-timeout", "10"};
