@@ -5,6 +5,7 @@
 #include "fcgi_host/config/version.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/runners/plugin.hpp" // plugin_abi_text
 #include "process_manager/cpu_quota.hpp"
 #include "process_manager/log.hpp"
 
@@ -230,6 +231,12 @@ std::vector<const ConfigLine*> lines_for(const ConfigFile& file, const Config& c
   return lines;
 }
 
+// "pools.d/a.conf" of "pools.d/a.conf:3 [a]".
+std::string file_of(const std::string& where) {
+  std::string w = where.substr(0, where.rfind(" ["));
+  return w.substr(0, w.rfind(':'));
+}
+
 // Stores the file's lines. Each line is parsed on its own, so that an error names its line.
 // A list option (env) may repeat; any other option given twice in one scope is an error.
 void parse_config_file(const po::options_description& options, po::variables_map& vm,
@@ -244,7 +251,12 @@ void parse_config_file(const po::options_description& options, po::variables_map
   std::set<std::string> from_command_line;
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) from_command_line.insert(name);
+  config.config_files = {config.config_file};
   for (const ConfigLine* l : lines_for(file, config)) {
+    if (std::string f = file_of(l->where);
+        std::find(config.config_files.begin(), config.config_files.end(), f) ==
+        config.config_files.end())
+      config.config_files.push_back(f);
     const OptionSpec* spec = find_option(l->name);
     if (spec && spec->kind == OptionKind::Command)
       throw ConfigError(l->where + ": " + l->name + " cannot be set in a config file");
@@ -324,6 +336,9 @@ void read_lifecycle(const Values& v, Config& c) {
   if (v.has("ready-path") && !c.ready_path.starts_with("/"))
     throw v.error("ready-path", "must start with /");
   c.reload_grace = v.seconds("reload-grace", true);
+  const std::string watch = v.text("watch");
+  if (watch != "on" && watch != "off") throw v.error("watch", "must be on or off");
+  c.watch = watch == "on";
   constexpr long long kMax = 1ll << 62;
   c.max_requests = static_cast<unsigned long>(v.integer("max-requests", 0, kMax));
   c.max_requests_jitter = static_cast<unsigned long>(v.integer("max-requests-jitter", 0, kMax));
@@ -535,7 +550,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
     return ParseOutcome::Exit;
   }
   if (vm["version"].as<bool>()) {
-    out << "fcgi-host " << kVersion << "\n";
+    out << "fcgi-host " << kVersion << "\nplugin ABI " << plugin_abi_text() << "\n";
     return ParseOutcome::Exit;
   }
   if (vm.count("pool")) config.pool = vm["pool"].as<std::string>();

@@ -131,6 +131,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"reload-grace", 0, "SECONDS", "0",
      "after a reload, a new generation whose workers crash 3 times within this long is "
      "replaced by the previous configuration again (0: off)"},
+    {"watch", 0, "on|off", "off",
+     "reload as HUP does when the plugin file or a configuration file changes (rebuilt, "
+     "renamed over, rewritten), once the changes have settled; a build that does not load "
+     "keeps the running generation (per pool)"},
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
     {"request-timeout", 0, "SECONDS", "0",
