@@ -6,10 +6,8 @@
 #include <sstream>
 
 namespace process_manager {
-namespace {
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(std::string_view field) {
+std::string unescape_mountinfo(std::string_view field) {
   std::string out;
   for (std::size_t i = 0; i < field.size(); ++i) {
     if (field[i] == '\\' && i + 3 < field.size()) {
@@ -24,6 +22,8 @@ std::string unescape(std::string_view field) {
   }
   return out;
 }
+
+namespace {
 
 // The words of `line`, split at any white space.
 std::vector<std::string_view> fields(std::string_view line) {
@@ -69,7 +69,7 @@ std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo) {
     while (dash < f.size() && f[dash] != "-")
       ++dash;
     if (f.size() < 5 || dash + 1 >= f.size() || f[dash + 1] != "cgroup2") return false;
-    mount = Cgroup2Mount{unescape(f[3]), unescape(f[4])};
+    mount = Cgroup2Mount{unescape_mountinfo(f[3]), unescape_mountinfo(f[4])};
     return true;
   });
   return mount;

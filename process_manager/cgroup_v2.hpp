@@ -20,6 +20,10 @@ struct Cgroup2Mount {
                            // hybrid system
 };
 
+// A field of /proc/PID/mountinfo as it is: the kernel escapes space, tab, newline and backslash
+// as \ooo.
+std::string unescape_mountinfo(std::string_view field);
+
 // The first cgroup2 mount in a /proc/PID/mountinfo text (octal escapes as \040 decoded).
 std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo);
 

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +54,12 @@ void Master::Impl::start() {
   master_pid = getpid();
   // A log on a closed pipe must not kill the master; workers get SIG_DFL back at fork.
   ::signal(SIGPIPE, SIG_IGN);
+  // Orphans of the workers' children (an --exec program that forks and leaves) come to the
+  // master, which reaps every child (reap()), rather than to an init that may not: as PID 1 of a
+  // container the kernel sends them here anyway, and the master does the same elsewhere.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    PM_LOG(LogLevel::Warn, std::string("prctl(PR_SET_CHILD_SUBREAPER) failed: ") +
+                               std::strerror(errno) + "; orphans of workers go to init");
   signals.install(signals::kMasterSignals);
   PM_LOG(LogLevel::Notice, "master " + std::to_string(master_pid) + " started: generation 1, " +
                                std::to_string(current().pool.workers) + " worker(s)");
@@ -128,7 +135,10 @@ void Master::Impl::reap() {
   for (const ExitedChild& c : reaper.reap()) {
     std::optional<Worker> w = table.remove(c.pid);
     if (!w) {
-      PM_LOG(LogLevel::Debug, "reaped unknown child " + std::to_string(c.pid) + ": " + describe(c));
+      // An orphan of a worker's own children (an --exec program's background job), adopted as
+      // the master is their subreaper (or PID 1 of a container): reaped, so no zombie stays.
+      PM_LOG(LogLevel::Debug, "reaped child " + std::to_string(c.pid) +
+                                  ", not a worker (an adopted orphan): " + describe(c));
       continue;
     }
     WorkerSlot& s = scoreboard.slot(w->slot);

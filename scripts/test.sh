@@ -19,7 +19,9 @@ fi
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
           elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
-          apache2 lighttpd caddy h2o haproxy libseccomp-dev)
+          apache2 lighttpd caddy h2o haproxy libseccomp-dev
+          podman runc catatonit uidmap slirp4netns fuse-overlayfs containernetworking-plugins
+          iptables python3-yaml)
 
 install_missing() {
   local missing=()
@@ -65,6 +67,12 @@ if [[ -n $skipped ]]; then
   sed -E 's/^[[:space:]]*[0-9]+ - /  /; s/ \(Skipped\)$//' <<<"$skipped"
 fi
 (( status == 0 )) || exit "$status"
+
+# Containers: the images, the Kubernetes manifest played by podman, the pod stopped under load
+# (scripts/kube-test.sh; one "SKIPPED" line where podman cannot run containers). Bounded.
+if [[ "${FCGI_HOST_SKIP_KUBE_TEST:-0}" != 1 ]]; then
+  (cd .. && timeout 900 bash scripts/kube-test.sh)
+fi
 
 # The benchmark must keep working for a newcomer: its smoke mode (a few seconds,
 # fcgi-host, the bare libfcgi loop and the limit responder behind nginx) twice in

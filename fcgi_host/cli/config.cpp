@@ -6,6 +6,7 @@
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/runners/plugin.hpp" // plugin_abi_text
+#include "process_manager/cpu_quota.hpp"
 #include "process_manager/log.hpp"
 
 #include <boost/program_options.hpp>
@@ -19,7 +20,6 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
-#include <thread>
 
 namespace po = boost::program_options;
 
@@ -306,8 +306,13 @@ void read_socket(const Values& v, Config& c) {
 }
 
 void read_pool(const Values& v, Config& c) {
-  c.workers =
-      v.has("workers") ? static_cast<int>(v.integer("workers", 1, 512)) : default_worker_count();
+  if (v.has("workers")) {
+    c.workers = static_cast<int>(v.integer("workers", 1, 512));
+  } else {
+    const process_manager::CpuCount cpus = process_manager::usable_cpu_count();
+    c.workers = std::min(cpus.count, 512);
+    c.workers_from = cpus.why;
+  }
   c.app = v.text("app");
   c.app_given = v.given("app");
   if (c.app.empty()) throw v.error("app", "must not be empty");
@@ -504,8 +509,7 @@ void refuse_worker_features_in_exec_mode(const Values& v, const Config& c) {
 } // namespace
 
 int default_worker_count() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  return std::min(process_manager::usable_cpu_count().count, 512);
 }
 
 void print_help(std::ostream& out) {

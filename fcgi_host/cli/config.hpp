@@ -40,6 +40,7 @@ struct Config {
   std::string socket_group;
 
   int workers = 1;
+  std::string workers_from; // without --workers: why this many ("CPU quota 1.5"), for the log
   std::string app{find_option("app")->default_text};
   bool app_given = false; // --app was set (a program serving its own handler refuses it)
   Limits limits;
@@ -137,7 +138,8 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
 // Prints --help: the usage lines, every option of kOptions, the signal table and exit codes.
 void print_help(std::ostream& out);
 
-// The number of CPUs, the default for --workers.
+// The default for --workers: the CPUs this process may use (the CPU quota of its cgroup, else its
+// affinity mask, else the cores; process_manager/cpu_quota.hpp).
 int default_worker_count();
 
 } // namespace fcgi_host

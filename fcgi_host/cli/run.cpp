@@ -406,7 +406,10 @@ void prepare_stop(Host& host) {
       host.adopted_file.remove_if_ours();
       ::close(host.listen_fd);
     }
-    if (host.status_server) host.status_server->forget_pool_socket();
+    if (!host.status_server) return;
+    host.status_server->forget_pool_socket();
+    // After an upgrade the new master serves on: its ping stays 200.
+    if (!host.handed_over) host.status_server->set_stopping();
   };
 }
 
@@ -477,12 +480,14 @@ int serve(Host& host) {
     run_as = "; workers run as " + workers_run_as.run_as + " (started as root without --user)";
   else if (!workers_run_as.run_as.empty())
     run_as = "; workers run as " + workers_run_as.run_as;
-  PM_LOG(LogLevel::Notice, "fcgi-host listening on " +
-                               (host.listener ? host.listener->description()
-                                              : "fd " + std::to_string(host.listen_fd) +
-                                                    " from the previous master") +
-                               " with " + std::to_string(host.config.workers) + " workers, " +
-                               what_is_served(host) + run_as);
+  PM_LOG(LogLevel::Notice,
+         "fcgi-host listening on " +
+             (host.listener
+                  ? host.listener->description()
+                  : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
+             " with " + std::to_string(host.config.workers) + " workers" +
+             (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
+             ", " + what_is_served(host) + run_as);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();

@@ -54,7 +54,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "only these addresses or CIDRs may connect over TCP, comma-separated, IPv4 and IPv6 "
      "(default: everyone who can reach the socket; an empty list is an error, not everyone)"},
 
-    {"workers", 'w', "N", "", "worker processes (default: the number of CPUs)"},
+    {"workers", 'w', "N", "",
+     "worker processes (default: the CPUs the process may use: its cgroup's CPU quota rounded "
+     "up, else its affinity mask, else the cores)"},
     {"app", 'a', "NAME|PATH.so", "hello",
      "built-in app (hello, echo) or the path of a plugin library"},
     {"exec", 0, "PROGRAM", "",

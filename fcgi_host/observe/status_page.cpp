@@ -548,7 +548,8 @@ std::string render_status(const Snapshot& snap, StatusQuery query, std::string& 
 
 EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
                               const process_manager::Scoreboard& scoreboard, int listen_fd,
-                              std::string_view query, bool allowed, std::string_view accept) {
+                              std::string_view query, bool allowed, std::string_view accept,
+                              bool stopping) {
   EndpointReply reply;
   reply.headers.emplace_back("Cache-Control", "no-store");
   reply.headers.emplace_back(std::string(kHostHeader), kVersion);
@@ -558,7 +559,8 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     return reply;
   }
   if (endpoint == Endpoint::Ping) {
-    reply.body = settings.ping_response + "\n";
+    reply.status = stopping ? 503 : 200;
+    reply.body = stopping ? "stopping\n" : settings.ping_response + "\n";
     return reply;
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);

@@ -56,10 +56,13 @@ inline Endpoint worker_endpoint(const ObservabilitySettings& s, std::string_view
 
 // The reply for a status or ping request; 403 when `allowed` is false. Status replies carry
 // X-Idle-Workers and X-Listen-Queue headers, whatever the format, for `fcgi-host status`; every
-// reply carries kHostHeader. `accept`: the request's HTTP_ACCEPT param.
+// reply carries kHostHeader. `accept`: the request's HTTP_ACCEPT param. `stopping`: the host's
+// graceful stop has begun, and the ping answers 503 while the requests in flight finish, so that
+// a readiness probe takes the host out of its load balancer before its socket goes.
 EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
                               const process_manager::Scoreboard& scoreboard, int listen_fd,
-                              std::string_view query, bool allowed, std::string_view accept = {});
+                              std::string_view query, bool allowed, std::string_view accept = {},
+                              bool stopping = false);
 
 // A plain-text reply carrying kHostHeader (a control answer, an error of the status socket).
 EndpointReply plain_reply(int status, std::string body);

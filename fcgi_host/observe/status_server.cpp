@@ -54,7 +54,7 @@ EndpointReply StatusServer::answer(const StatusRequest& q) const {
   if (ping.empty()) ping = "/ping";
   if (!scoreboard_) return {};
   return answer_endpoint(q.path == ping ? Endpoint::Ping : Endpoint::Status, settings_,
-                         *scoreboard_, pool_listen_fd_, q.query, q.allowed, q.accept);
+                         *scoreboard_, pool_listen_fd_, q.query, q.allowed, q.accept, stopping_);
 }
 
 StatusServer::StatusServer(const ListenOptions& socket, ObservabilitySettings settings,

@@ -50,6 +50,8 @@ public:
   void set_answer(Answer a) { answer_ = std::move(a); }
   // The pool's socket is closed in the master (a stop began): no listen queue to report.
   void forget_pool_socket() { pool_listen_fd_ = -1; }
+  // The host's graceful stop began: the ping answers 503 from now on (status_page.hpp).
+  void set_stopping() { stopping_ = true; }
   // Its socket file, and the socket given up to a new master at a binary upgrade: the new
   // master serves on it and removes its path.
   const SocketFile& file() const { return socket_->file(); }
@@ -65,6 +67,7 @@ private:
   std::unique_ptr<ListenSocket> socket_;
   ObservabilitySettings settings_;
   int pool_listen_fd_;
+  bool stopping_ = false;
   const process_manager::Scoreboard* scoreboard_ = nullptr;
   Control control_;
   Answer answer_;

@@ -490,7 +490,9 @@ EndpointReply PoolMaster::reload_pool(const std::string& name) {
 }
 
 EndpointReply PoolMaster::answer_status(const StatusRequest& q) {
-  if (q.path == "/ping") return plain_reply(200, spec_.ping_response + "\n");
+  if (q.path == "/ping") // 503 once the stop began, as a host's (status_page.hpp)
+    return stopping_ ? plain_reply(503, "stopping\n")
+                     : plain_reply(200, spec_.ping_response + "\n");
   app::Args args;
   args.parse(q.query);
   const std::string only(args.get("pool"));

@@ -139,9 +139,11 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
 // slot stays idle, so the status page never counts itself as active.
 void WorkerLoop::answer_endpoint(Outcome& out) {
   bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
+  // TERM from the master (Stop::Drain) is the host's stop; a worker retired at a reload or an
+  // upgrade, or recycled, stops with QUIT while the host serves on: its ping stays 200.
   fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
-                                           request_.query(), allowed,
-                                           request_.param("HTTP_ACCEPT")),
+                                           request_.query(), allowed, request_.param("HTTP_ACCEPT"),
+                                           stop_ == Stop::Drain),
                 response_);
 }
 

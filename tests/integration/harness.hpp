@@ -99,6 +99,9 @@ struct HostOptions {
   // run_host, where the test never holds the HostProcess.
   std::vector<std::string> expect_log{};
   std::vector<std::string> allow_log{};
+  // A program that runs the host (its words before the binary's path): `unshare --pid --fork`
+  // makes the host PID 1 of a namespace. pid() is then the wrapper's.
+  std::vector<std::string> wrapper{};
 };
 
 class HostProcess {

@@ -74,6 +74,7 @@ HostProcess::HostProcess(HostOptions o) : expected_(o.expect_log), allowed_(o.al
     argv.insert(argv.begin() + 1, {"--status-listen", status_address_});
   }
   error_log_ = option_value(argv, "--error-log");
+  argv.insert(argv.begin(), o.wrapper.begin(), o.wrapper.end());
   pid_ = spawn(argv, log_path(), dir_.path());
   if (o.wait_ready && !wait_ready(Millis{10000})) {
     std::string why = exit_status_ ? "exited with status " + std::to_string(*exit_status_)

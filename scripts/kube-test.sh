@@ -1,0 +1,338 @@
+#!/usr/bin/env bash
+# Plays conf/kubernetes/fcgi-host.yaml with `podman kube play` and checks what a cluster would:
+# builds the images (scripts/image.sh), starts the pod, sends requests through its nginx, runs the
+# probes (the readiness GET through nginx, the liveness exec in the host's container), reads the
+# metrics port, then stops the pod as the kubelet does, under load with slow requests in flight
+# (QUIT to nginx, TERM to the host once nginx stopped listening): every request that had been
+# accepted must be answered, the ping must answer 503 during the drain, both containers exit 0.
+# Removes every pod, container, volume, network and image it made.
+#
+# podman is configured here, not by the system: a CONTAINERS_CONF of its own (runc, cgroupfs,
+# ulimits within this shell's hard limits). Where podman cannot run containers (not installed, not
+# root, no runtime, a sandbox that forbids it) it prints one line, "kube-test: SKIPPED: why", and
+# exits 0. Run by scripts/test.sh.
+#
+# What the play copy changes, and why (the manifest itself stays as shipped):
+#   - names get a suffix of this run (pods, ConfigMaps, the volumes podman makes of them);
+#   - the images get this run's tag;
+#   - one replica, and no containerPort: podman 4.3 publishes every containerPort on the host
+#     (8080 may be taken on a shared machine); the test reaches the pod at its own address;
+#   - restartPolicy Never: the test stops the containers itself, as the kubelet does, by their
+#     stop signals (podman 4.3 runs no preStop hook), and they must stay stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "kube-test: $*"; }
+skip() {
+  say "SKIPPED: $*"
+  exit 0
+}
+
+command -v podman >/dev/null || skip "podman is not installed"
+((EUID == 0)) || skip "needs root (rootful podman: the pod's address is reachable from here)"
+command -v python3 >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
+  skip "python3-yaml is not installed"
+command -v catatonit >/dev/null || [[ -x /usr/libexec/podman/catatonit ]] ||
+  skip "catatonit is not installed (podman builds the pods' pause image with it)"
+
+run=kt$$
+tag=kube-test-$$
+work=$(mktemp -d "${TMPDIR:-/tmp}/fcgi-host-kube-test.XXXXXX")
+export CONTAINERS_CONF=$work/containers.conf
+hard_limit() { # hard_limit ULIMIT_FLAG CAP: the hard limit, at most CAP
+  local h
+  h=$(ulimit -H "$1")
+  [[ $h == unlimited || $h -gt $2 ]] && h=$2
+  echo "$h"
+}
+nofile=$(hard_limit -n 1024)
+nproc=$(hard_limit -u 4096)
+runtime=
+command -v runc >/dev/null && runtime='runtime = "runc"' # crun refuses a hybrid cgroup hierarchy
+cat >"$CONTAINERS_CONF" <<EOF
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+[engine]
+cgroup_manager = "cgroupfs"
+$runtime
+EOF
+
+# What podman makes for the first pod on a machine (its kube network, the pause image built with
+# catatonit) goes too, unless it was there before.
+network=podman-default-kube-network
+network_was_there=0
+podman network exists "$network" 2>/dev/null && network_was_there=1
+pause_images_before=$(podman images -q --filter reference=localhost/podman-pause 2>/dev/null || true)
+played=0
+cleanup() {
+  set +e
+  ((played)) && podman kube play --down "$work/play.yaml" >/dev/null 2>&1
+  podman pod rm -f "fcgi-host-$run-pod-0" >/dev/null 2>&1
+  podman volume rm -f "fcgi-host-config-$run" "fcgi-host-nginx-$run" >/dev/null 2>&1
+  podman rmi -f "localhost/fcgi-host:$tag" "localhost/fcgi-host-nginx:$tag" >/dev/null 2>&1
+  if ((!network_was_there)) && podman network exists "$network" 2>/dev/null &&
+    [[ -z $(podman ps -aq --filter "network=$network") ]]; then
+    podman network rm "$network" >/dev/null 2>&1
+  fi
+  if [[ -z $pause_images_before ]] && [[ -z $(podman ps -aq) ]]; then
+    podman images -q --filter reference=localhost/podman-pause | xargs -r podman rmi >/dev/null 2>&1
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+podman info >"$work/info.log" 2>&1 || skip "podman info fails: $(grep -m1 -i error "$work/info.log")"
+
+started=$SECONDS
+say "building the images (scripts/image.sh --tag $tag)"
+bash scripts/image.sh --tag "$tag" | sed 's/^image.sh: /kube-test: image /'
+if ! podman run --rm "localhost/fcgi-host:$tag" --version >"$work/run.log" 2>&1; then
+  skip "podman cannot run a container here: $(head -c 300 "$work/run.log" | tr '\n' ' ')"
+fi
+
+# The play copy (see the top) and a check that the nginx ConfigMap is the image's config.
+python3 - "$run" "$tag" conf/kubernetes/fcgi-host.yaml "$work/play.yaml" \
+  conf/containers/nginx-sidecar.conf <<'EOF'
+import sys, yaml
+run, tag, source, target, sidecar = sys.argv[1:]
+docs = [d for d in yaml.safe_load_all(open(source)) if d]
+def meaningful(text):
+    return [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+for d in docs:
+    if d["kind"] == "ConfigMap":
+        if d["metadata"]["name"] == "fcgi-host-nginx" and \
+                meaningful(d["data"]["nginx.conf"]) != meaningful(open(sidecar).read()):
+            sys.exit("the ConfigMap fcgi-host-nginx differs from " + sidecar)
+        d["metadata"]["name"] += "-" + run
+    if d["kind"] == "Deployment":
+        d["metadata"]["name"] += "-" + run
+        d["spec"]["replicas"] = 1
+        pod = d["spec"]["template"]["spec"]
+        pod["restartPolicy"] = "Never"
+        for c in pod["containers"]:
+            c["image"] = c["image"].rsplit(":", 1)[0] + ":" + tag
+            c.pop("ports", None)
+        for v in pod["volumes"]:
+            if "configMap" in v:
+                v["configMap"]["name"] += "-" + run
+yaml.safe_dump_all(docs, open(target, "w"), sort_keys=False)
+EOF
+
+pod=fcgi-host-$run-pod-0
+host=$pod-fcgi-host
+nginx=$pod-nginx
+say "playing conf/kubernetes/fcgi-host.yaml as pod $pod"
+played=1
+# (podman 4.3 logs that it cannot start the health check timers without systemd: the probes are
+# run here instead.)
+podman kube play "$work/play.yaml" >"$work/play.log" 2>&1 || {
+  cat "$work/play.log"
+  exit 1
+}
+infra=$(podman pod inspect "$pod" --format '{{.InfraContainerID}}')
+ip=$(podman inspect "$infra" --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}')
+[[ -n $ip ]] || { say "FAILED: the pod has no address"; exit 1; }
+
+fail() {
+  say "FAILED: $*"
+  echo "--- fcgi-host's log"; podman logs "$host" 2>&1 | tail -30
+  echo "--- nginx's log"; podman logs "$nginx" 2>&1 | tail -30
+  exit 1
+}
+
+# Ready: the readiness probe's GET through nginx to the host's ping path answers 200 (bounded).
+ready=0
+for _ in $(seq 100); do
+  if [[ $(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ip:8080/ping") == 200 ]]; then
+    ready=1
+    break
+  fi
+  sleep 0.2 # polling the pod's start, bounded: 100 tries
+done
+((ready)) || fail "the readiness probe (GET http://$ip:8080/ping) never answered 200"
+say "pod $pod ready at $ip after $((SECONDS - started)) s (images included)"
+
+check() { # check WHAT COMMAND...: runs it, fails with WHAT if it fails
+  local what=$1
+  shift
+  "$@" >/dev/null 2>&1 || fail "$what"
+  say "ok: $what"
+}
+body=$(curl -s -m 5 "http://$ip:8080/echo?x=1")
+[[ $body == *"query=x=1"* ]] || fail "GET /echo?x=1 through nginx: $body"
+say "ok: a GET through nginx reaches the host's worker"
+body=$(curl -s -m 5 --data-binary 'hello from kube-test' "http://$ip:8080/echo")
+[[ $body == *"hello from kube-test"* ]] || fail "POST /echo through nginx: $body"
+say "ok: a POST body through nginx and back"
+[[ $(curl -s -m 5 "http://$ip:8080/ping") == pong ]] || fail "readiness: /ping is not pong"
+say "ok: readiness probe: GET /ping through nginx answers 200 pong"
+liveness=$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "Deployment":
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            if "livenessProbe" in c: print("\n".join(c["livenessProbe"]["exec"]["command"]))
+' "$work/play.yaml")
+mapfile -t liveness <<<"$liveness"
+check "liveness probe: ${liveness[*]} in the host's container" podman exec "$host" "${liveness[@]}"
+metrics=$(curl -s -m 5 -H 'Accept: application/openmetrics-text; version=1.0.0' \
+  "http://$ip:9145/status")
+[[ $metrics == *"fcgihost_up 1"* && $metrics == *"# EOF"* ]] ||
+  fail "the metrics port did not answer OpenMetrics: ${metrics:0:200}"
+say "ok: Prometheus scrape of :9145/status answers OpenMetrics"
+[[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$ip:8080/status") == 404 ]] ||
+  fail "the status page is open on the site's port"
+say "ok: /status is not served on the site's port"
+start_line=$(podman logs "$host" 2>&1 | grep -m1 'listening on' || true)
+[[ $start_line == *"2 workers (CPU quota 2)"* ]] ||
+  fail "the CPU limit \"2\" did not make 2 workers: $start_line"
+say "ok: limits.cpu \"2\" -> ${start_line#*listening on }"
+top=$(podman top "$host" pid user args)
+[[ $(awk 'NR == 2 { print $1, $2 }' <<<"$top") == "1 fcgi-host" ]] ||
+  fail "fcgi-host is not PID 1 as the user fcgi-host: $top"
+say "ok: fcgi-host is PID 1, every process runs as fcgi-host (uid 10001)"
+[[ $(podman inspect "$host" --format '{{.HostConfig.ReadonlyRootfs}} {{.Config.User}}') == \
+  "true 10001:10001" ]] || fail "the host's container is not read-only and non-root"
+say "ok: read-only root file system, runAsUser 10001"
+
+# The stop under load, in the kubelet's order, the pod already out of the Service (the load
+# stops starting requests), slow requests in flight through nginx and the host: each image's
+# stop signal to its PID 1 (nginx's QUIT; then, once nginx stopped listening, the host's TERM).
+# During the drain the liveness command asks the master from outside, through the container's
+# root: the same binary, its status socket.
+nginx_signal=$(podman inspect "$nginx" --format '{{.Config.StopSignal}}')
+host_signal=$(podman inspect "$host" --format '{{.Config.StopSignal}}')
+[[ $nginx_signal == 3 && $host_signal == 15 ]] ||
+  fail "stop signals: nginx $nginx_signal (want 3, QUIT), fcgi-host $host_signal (want 15, TERM)"
+say "ok: stop signals: nginx QUIT, fcgi-host TERM (from the images)"
+nginx_pid=$(podman inspect "$nginx" --format '{{.State.Pid}}')
+host_pid=$(podman inspect "$host" --format '{{.State.Pid}}')
+say "stopping the pod under load, 2 slow requests (6 s) in flight"
+python3 - "$ip" "$nginx_pid" "$host_pid" "$PWD/build-image/fcgi_host/fcgi-host" <<'EOF'
+import http.client, json, os, signal, subprocess, sys, threading, time
+ip, nginx_pid, host_pid, fcgi_host = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+master = "unix:/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
+results, lock = [], threading.Lock()
+in_flight_now = [0]
+serving = threading.Event()
+serving.set()
+
+def one(path, timeout=30, port=8080):
+    t0 = time.monotonic()
+    c = http.client.HTTPConnection(ip, port, timeout=timeout)
+    try:
+        c.connect()
+    except OSError as e:
+        return ("refused", str(e), 0.0, b"")
+    with lock:
+        in_flight_now[0] += 1
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        return (r.status, body[:80], time.monotonic() - t0, body)
+    except OSError as e:
+        return ("failed", repr(e), time.monotonic() - t0, b"")
+    finally:
+        c.close()
+        with lock:
+            in_flight_now[0] -= 1
+
+def master_status():
+    st = subprocess.run([fcgi_host, "status", "--connect", master, "--json"],
+                        capture_output=True, text=True)
+    return json.loads(st.stdout) if st.returncode == 0 else {}
+
+def client(n):
+    i = 0
+    while serving.is_set() and i < 100000:
+        r = one("/echo?client=%d&i=%d" % (n, i))
+        with lock:
+            results.append(r)
+        i += 1
+
+def gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[-1][0] in "ZX"
+    except OSError:
+        return True
+
+def wait_gone(pid, limit):
+    end = time.monotonic() + limit
+    while not gone(pid) and time.monotonic() < end:
+        time.sleep(0.01)
+    return time.monotonic()
+
+load = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+t_load = time.monotonic()
+for t in load:
+    t.start()
+while len(results) < 500 and time.monotonic() - t_load < 30:  # under load: 500 answers
+    time.sleep(0.05)
+rate = len(results) / (time.monotonic() - t_load)
+slow = []
+def slow_one():
+    slow.append(one("/echo?delay_ms=6000"))
+slow_threads = [threading.Thread(target=slow_one) for _ in range(2)]
+for t in slow_threads:
+    t.start()
+# Both slow requests inside the host's workers (the master's status page: the workers are busy),
+# load requests queued behind them.
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline and master_status().get("active processes", 0) < 2:
+    time.sleep(0.02)
+serving.clear()  # the endpoint is gone: no new request comes
+t_quit = time.monotonic()
+with lock:
+    at_quit = in_flight_now[0]
+os.kill(nginx_pid, signal.SIGQUIT)
+while one("/ping", timeout=2)[0] != "refused" and time.monotonic() - t_quit < 10:
+    time.sleep(0.01)
+t_nginx_closed = time.monotonic()
+os.kill(host_pid, signal.SIGTERM)
+t_term = time.monotonic()
+ping_503, in_flight = None, None
+while time.monotonic() - t_term < 10 and not gone(host_pid):
+    p = subprocess.run([fcgi_host, "ping", "--connect", master, "--timeout", "2"],
+                       capture_output=True, text=True)
+    if p.returncode != 0 and "503" in p.stdout + p.stderr:
+        ping_503 = time.monotonic() - t_term
+        in_flight = master_status().get("active processes")
+        break
+    time.sleep(0.01)
+t_host_gone = wait_gone(host_pid, 60)
+t_nginx_gone = wait_gone(nginx_pid, 60)
+for t in slow_threads + load:
+    t.join()
+failed = [r for r in results + slow if r[0] != 200]
+print("kube-test: load: 4 clients, %d requests (%.0f req/s through nginx), %d failed"
+      % (len(results), rate, len([r for r in results if r[0] != 200])))
+for r in slow:
+    print("kube-test: slow request in flight at the stop: %s after %.2f s" % (r[0], r[2]))
+print("kube-test: %d requests in flight through nginx at QUIT (the 2 slow ones and load queued "
+      "behind them)" % at_quit)
+print("kube-test: nginx stopped listening %.2f s after QUIT, exited %.2f s after QUIT"
+      % (t_nginx_closed - t_quit, t_nginx_gone - t_quit))
+print("kube-test: TERM to fcgi-host %.2f s after QUIT: its ping answered 503 after %s with %s "
+      "worker(s) busy; it exited %.2f s after TERM (the drain)"
+      % (t_term - t_quit, "%.2f s" % ping_503 if ping_503 is not None else "never",
+         in_flight, t_host_gone - t_term))
+if failed:
+    sys.exit("kube-test: FAILED: %d accepted requests failed: %s"
+             % (len(failed), [r[:3] for r in failed[:5]]))
+if len(slow) != 2:
+    sys.exit("kube-test: FAILED: a slow request did not end")
+if ping_503 is None:
+    sys.exit("kube-test: FAILED: the ping never answered 503 while the host drained")
+if not in_flight:
+    sys.exit("kube-test: FAILED: no request was in flight when the host's drain began")
+EOF
+for c in "$host" "$nginx"; do
+  code=$(podman inspect "$c" --format '{{.State.ExitCode}}')
+  [[ $code == 0 ]] || fail "$c exited with code $code"
+done
+host_log=$(podman logs "$host" 2>&1)
+[[ $host_log == *"all workers gone; master exits with code 0"* ]] || fail "no clean drain in the log"
+say "ok: both containers exited 0 (fcgi-host: \"all workers gone; master exits with code 0\")"
+say "passed in $((SECONDS - started)) s"
