@@ -139,13 +139,12 @@ void Master::Impl::reap() {
     facts.boot_error = !boot_error.empty();
     facts.ready_by_time = w->boot_window.count() != 0;
     facts.generation_ready = w->generation <= gens.ready_number();
-    s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
     scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
     if (!w->stopping()) {       // a restart the master did not ask for, by reason
       PoolCounters& p = scoreboard.pool();
-      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < 65)
+      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < NSIG)
         ++p.exits_by_signal[c.signal];
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
@@ -212,6 +211,7 @@ void Master::Impl::take_crash_stacks() {
     }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
+    scoreboard.pool().requests_lost_crash += requests_lost_beside(s);
     release_crashed(s);
   }
 }

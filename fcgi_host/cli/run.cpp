@@ -15,6 +15,7 @@
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
@@ -182,6 +183,7 @@ void open_listener(Host& host) {
     throw StartFailure{exit_code::kStartupFailure, sys_error("fcntl(O_NONBLOCK)", "listen socket")};
   host.options.listen_fd = host.listen_fd;
   host.options.ready_fd = host.upgrade_fd;
+  host.options.host_area = kHostArea; // the host's counters beside each worker's slot
 }
 
 // Kept connections move between the workers of every generation through one channel, made here

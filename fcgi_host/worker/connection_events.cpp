@@ -60,7 +60,7 @@ bool WorkerLoop::accept_one() {
     }
     return false; // EAGAIN: another worker took it, or the queue is empty
   }
-  process_manager::single_writer_add(slot_.accepted, 1);
+  process_manager::single_writer_add(host_.accepted, 1);
   Connection& c = add_connection(fd, process_manager::monotonic_ns());
   if (read_more(c)) process(c);
   return true;

@@ -64,14 +64,14 @@ bool WorkerLoop::serve_request(Connection& c) {
     return keep_or_close(c, out);
   }
   if (!decode(c, out)) return false;
-  slot_.request_number.store(++request_number_, std::memory_order_relaxed);
+  request_slot_.request_number.store(++request_number_, std::memory_order_relaxed);
   if (out.counted()) {
-    slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
-    slot_.queue_ns.store(-1, std::memory_order_relaxed);
+    request_slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
+    request_slot_.queue_ns.store(-1, std::memory_order_relaxed);
     if (settings_.observe.metrics) {
       std::string_view method = request_.method(), uri = request_.uri();
-      process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
-                                               uri.size(), request_.carried_id());
+      process_manager::Scoreboard::set_request(request_slot_, method.data(), method.size(),
+                                               uri.data(), uri.size(), request_.carried_id());
     }
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
     metrics_.begin(out.start_ns);
@@ -83,7 +83,7 @@ bool WorkerLoop::serve_request(Connection& c) {
   } else if (!out.counted()) {
     answer_endpoint(out);
   } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
-    slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
+    request_slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
     serving_fd_ = c.fd;
     run_handler(out);
     serving_fd_ = -1;
@@ -99,7 +99,7 @@ bool WorkerLoop::serve_request(Connection& c) {
   observe(out);
   release_large_buffers(request_, response_);
   if (out.counted()) {
-    slot_.request_start_ns.store(0, std::memory_order_relaxed);
+    request_slot_.request_start_ns.store(0, std::memory_order_relaxed);
     process_manager::single_writer_add(slot_.requests, 1);
     slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();

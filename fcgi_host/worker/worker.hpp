@@ -36,6 +36,9 @@ struct WorkerSettings {
   unsigned long max_requests = 0;
   unsigned long max_requests_jitter = 0;
   long max_rss_kib = 0;
+  // Handler threads (--threads): the loop hands complete requests to them (handler_threads.hpp).
+  // 1: the loop runs the handler itself, as without threads.
+  unsigned threads = 1;
   // The health gate (--ready-path): empty, or a path the handler must answer 2xx before the
   // worker serves (worker/ready_check.hpp).
   std::string ready_path;

@@ -39,22 +39,26 @@
 #include <unistd.h>
 
 namespace fcgi_host {
-namespace {
 
 // Called from the crash handler (process_manager/crash_report.hpp): only reads the request and
 // copies into the slot. The route is known to the worker alone (a Router sets it in handle()).
-void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
-  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
-  const app::Request& r = *static_cast<const app::Request*>(request);
+void describe_request_for_crash(process_manager::RequestSlot& slot, const app::Request& r) {
   // Again: with --metrics off the worker does not publish them per request.
   std::string_view method = r.method(), uri = r.uri();
   process_manager::Scoreboard::set_request(slot, method.data(), method.size(), uri.data(),
                                            uri.size(), r.carried_id());
   std::string_view route = r.route();
-  std::size_t n = std::min(route.size(), sizeof slot.crash_route - 1);
+  std::size_t n = std::min(route.size(), sizeof slot.route - 1);
   for (std::size_t i = 0; i < n; ++i)
-    slot.crash_route[i] = route[i];
-  slot.crash_route[n] = '\0';
+    slot.route[i] = route[i];
+  slot.route[n] = '\0';
+}
+
+namespace {
+
+void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  describe_request_for_crash(slot.request(0), *static_cast<const app::Request*>(request));
 }
 
 using process_manager::LogLevel;
@@ -77,8 +81,9 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     : context_(context), slot_(context.slot), settings_(settings), handler_(handler),
       listen_fd_(settings.listen_fd), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
-      metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
-      queue_gate_(context.slot, settings.admission), policy_(settings.limits),
+      host_(host_slot(context.scoreboard, context.slot_index)),
+      request_slot_(context.slot.request(0)), metrics_(host_, settings.observe),
+      queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
       table_(settings.limits.request, settings.server_values) {
   request_.set_spill_threshold(settings.limits.spill_threshold);

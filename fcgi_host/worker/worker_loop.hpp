@@ -28,6 +28,9 @@
 
 namespace fcgi_host {
 
+// From a crash handler: the request's method, URI, id and route into its slot (async-signal-safe).
+void describe_request_for_crash(process_manager::RequestSlot& slot, const app::Request& request);
+
 class WorkerLoop {
 public:
   WorkerLoop(const process_manager::WorkerContext& context, const WorkerSettings& settings,
@@ -118,6 +121,8 @@ private:
   const process_manager::Scoreboard& scoreboard_;
   std::size_t slot_index_;
   std::uint32_t generation_;
+  HostSlot& host_;                             // the host's counters of this worker
+  process_manager::RequestSlot& request_slot_; // the request in flight (one thread)
   RequestMetrics metrics_;
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
   const ConnectionPolicy policy_;
