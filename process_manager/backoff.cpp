@@ -25,7 +25,10 @@ CrashPolicy::Decision CrashPolicy::on_crash(std::size_t slot, std::uint64_t live
                                             std::uint64_t now) {
   if (slot >= slots_.size()) slots_.resize(slot + 1);
   bool young = lived_ns < ns(s_.young);
-  return decide(delay_after(slots_[slot], young, now), young, now);
+  Decision d = decide(delay_after(slots_[slot], young, now), young, now);
+  d.young_deaths = slots_[slot].young_deaths;
+  d.give_up = s_.give_up_after > 0 && d.young_deaths >= s_.give_up_after;
+  return d;
 }
 
 CrashPolicy::Decision CrashPolicy::on_spawn_failure(std::uint64_t now) {

@@ -11,6 +11,9 @@
 //   down on its own without delaying the others.
 // - Breaker: more than 10 young deaths within 10 s pause all respawning for 10 s, one line.
 // - A failed spawn (fork, no slot) delays the whole pool like a young death of its own.
+// - Giving up (give_up_after, 0: never): that many young deaths in a row of one slot, and the
+//   slot is given up (the master of several pools gives up a pool whose master keeps dying
+//   young: 6).
 // - Log rate: one crash line per second (a RateLimitedLog of one line a `log_interval`); the next
 //   line says how many were suppressed, so that a crash storm never fills a disk.
 #include "process_manager/clock.hpp"
@@ -34,6 +37,7 @@ public:
     std::chrono::milliseconds breaker_window{10'000}; // ...young deaths within this window
     std::chrono::milliseconds breaker_pause{10'000};
     std::chrono::milliseconds log_interval{1000};
+    std::size_t give_up_after = 0; // young deaths in a row of one slot; 0: never
   };
 
   struct Decision {
@@ -41,6 +45,8 @@ public:
     bool log = false;                // write this crash's line
     std::uint64_t suppressed = 0;    // crash lines suppressed since the last one written
     bool breaker_tripped = false;    // write the one breaker line
+    bool give_up = false;            // give_up_after young deaths in a row: no respawn
+    std::uint64_t young_deaths = 0;  // of this slot, in a row (this one included)
   };
 
   CrashPolicy() : CrashPolicy(Settings{}) {}

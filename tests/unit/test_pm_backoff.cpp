@@ -100,3 +100,31 @@ TEST_CASE("backoff: failed spawns hold the whole pool back, doubling") {
   CHECK(p.on_spawn_failure(kT0 + 200 * kMs).respawn_at_ns == kT0 + 300 * kMs);
   CHECK(p.on_spawn_failure(kT0 + 400 * kMs).respawn_at_ns == kT0 + 600 * kMs);
 }
+
+TEST_CASE("backoff: give_up_after gives a slot up at its Nth young death in a row, never before") {
+  CrashPolicy::Settings s;
+  s.give_up_after = 6;
+  CrashPolicy p(s);
+  std::uint64_t t = kT0;
+  for (int death = 1; death <= 5; ++death) {
+    CrashPolicy::Decision d = p.on_crash(0, kYoung, t);
+    CHECK_FALSE(d.give_up);
+    CHECK(d.young_deaths == static_cast<std::uint64_t>(death));
+    t = d.respawn_at_ns + kYoung;
+  }
+  CHECK(p.on_crash(1, kYoung, t).young_deaths == 1); // another slot counts on its own
+  CrashPolicy::Decision sixth = p.on_crash(0, kYoung, t);
+  CHECK(sixth.give_up);
+  CHECK(sixth.young_deaths == 6);
+}
+
+TEST_CASE("backoff: a death after a long life ends the streak that give_up_after counts") {
+  CrashPolicy::Settings s;
+  s.give_up_after = 3;
+  CrashPolicy p(s);
+  p.on_crash(0, kYoung, kT0);
+  p.on_crash(0, kYoung, kT0 + 100 * kMs);
+  CHECK(p.on_crash(0, kOld, kT0 + 31 * kS).young_deaths == 0);
+  CHECK_FALSE(p.on_crash(0, kYoung, kT0 + 32 * kS).give_up);
+  CHECK_FALSE(CrashPolicy{}.on_crash(0, kYoung, kT0).give_up); // 0: never
+}
