@@ -82,12 +82,13 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
       SlotSnapshot s = SlotSnapshot::of(slot, t);
       if (!request_timed_out(w, s, now)) continue;
       Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
-      // Taken before the stop: where it hangs is what the person reading this line needs. With
-      // threads, every thread's stack (the stuck one named in the line).
-      std::string stack = w.stack_trace_on_timeout
-                              ? worker_frames(capture_stack(w.pid, kStackTraceBudget,
-                                                            threads > 1 ? 0 : w.pid))
-                              : ""; // one thread: the handler runs on the main thread (the pid)
+      // Taken before the stop: where it hangs is what the person reading this line needs. One
+      // thread: the handler runs on the main thread (the pid). Threads: every thread's stack,
+      // each under its "TID n:" line, the stuck one named in the line.
+      std::string stack;
+      if (w.stack_trace_on_timeout)
+        stack = threads <= 1 ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                             : capture_stack(w.pid, kStackTraceBudget);
       if (!stack.empty() && stack.back() == '\n') stack.pop_back();
       std::string what = threads <= 1
                              ? " killed: request \""

@@ -24,12 +24,24 @@ bool looks_like_path(const std::string& app) {
   return app.find('/') != std::string::npos || app.ends_with(".so");
 }
 
-AppSource resolve_app(const Config& config, app::Handler* own) {
+bool AppSource::thread_safe() const {
+  if (own) return own_thread_safe;
+  if (plugin) return plugin->thread_safe();
+  return true; // the built-in apps keep no state between requests
+}
+
+AppSource resolve_app(const Config& config, app::Handler* own, bool own_thread_safe) {
   AppSource source;
   if (own) {
     if (config.app_given)
       throw ConfigError(config.where("app") + ": this program serves its own handler");
+    if (config.threads > 1 && !own_thread_safe)
+      throw ConfigError(config.where("threads") + ": " + std::to_string(config.threads) +
+                        " threads would share this program's one handler object; serve it with "
+                        "fcgi_host::run_thread_safe() if it is thread-safe, or with a plugin "
+                        "(FCGI_HOST_PLUGIN: one instance per thread)");
     source.own = own;
+    source.own_thread_safe = own_thread_safe;
   } else if (!config.exec.empty()) {
     // --exec: the program is the handler.
   } else if (looks_like_path(config.app)) {

@@ -295,6 +295,7 @@ void read_socket(const Values& v, Config& c) {
 void read_pool(const Values& v, Config& c) {
   c.workers =
       v.has("workers") ? static_cast<int>(v.integer("workers", 1, 512)) : default_worker_count();
+  c.threads = static_cast<int>(v.integer("threads", 1, 256));
   c.app = v.text("app");
   c.app_given = v.given("app");
   if (c.app.empty()) throw v.error("app", "must not be empty");

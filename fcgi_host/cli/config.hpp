@@ -37,6 +37,7 @@ struct Config {
   std::string socket_group;
 
   int workers = 1;
+  int threads = 1; // handler threads per worker (--threads)
   std::string app{find_option("app")->default_text};
   bool app_given = false; // --app was set (a program serving its own handler refuses it)
   Limits limits;

@@ -61,6 +61,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     return g;
   }
   HandlerFactory factory = app.factory();
+  settings.handler_thread_safe = app.thread_safe();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
   };
@@ -106,6 +107,7 @@ struct StartFailure {
 struct Host {
   std::vector<std::string> args; // for reload and USR2
   app::Handler* own = nullptr;
+  bool own_thread_safe = false; // run_thread_safe()
   Config config;
   AppSource app;
   std::vector<int> strays;                // inherited fds closed at start
@@ -137,7 +139,7 @@ bool read_config(Host& host) {
     if (parse_config(argv.argc(), argv.cdata(), host.config, std::cout) == ParseOutcome::Exit)
       return false;
     if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
-    host.app = resolve_app(host.config, host.own);
+    host.app = resolve_app(host.config, host.own, host.own_thread_safe);
     check_before_start(host.config);
     credentials(host.config);
   } catch (const ConfigError& e) {
@@ -183,6 +185,7 @@ void open_listener(Host& host) {
   host.options.listen_fd = host.listen_fd;
   host.options.ready_fd = host.upgrade_fd;
   host.options.host_area = kHostArea; // the host's counters beside each worker's slot
+  host.options.scoreboard_threads = static_cast<std::size_t>(host.config.threads);
 }
 
 // Kept connections move between the workers of every generation through one channel, made here
@@ -201,9 +204,10 @@ void open_handoff_channel(Host& host) {
 
 // HUP: parse the same command line again; a bad config keeps the running one.
 void prepare_reload(Host& host) {
-  host.options.reload =
-      [&host, args = host.args, own = host.own, first_address = host.config.listen,
-       exec_mode = host.exec_mode()]() -> std::optional<process_manager::Generation> {
+  host.options.reload = [&host, args = host.args, own = host.own, own_safe = host.own_thread_safe,
+                         first_threads = host.config.threads, first_address = host.config.listen,
+                         exec_mode =
+                             host.exec_mode()]() -> std::optional<process_manager::Generation> {
     process_manager::Argv argv(args);
     Config next;
     try {
@@ -215,7 +219,11 @@ void prepare_reload(Host& host) {
       if (next.exec.empty() == exec_mode)
         throw StartupError("--exec cannot be added or removed without a restart (the socket "
                            "is blocking for exec'd programs, non-blocking for built-in workers)");
-      AppSource app = resolve_app(next, own);
+      if (next.threads > first_threads)
+        throw StartupError("--threads " + std::to_string(next.threads) +
+                           " needs a restart (the scoreboard was made for " +
+                           std::to_string(first_threads) + ")");
+      AppSource app = resolve_app(next, own, own_safe);
       check_before_start(next);
       configure_log(next);
       return make_generation(next, app, host.plumbing());
@@ -407,9 +415,10 @@ void limit_process(const Config& config) {
 int run_pool_master(Host& host) {
   // A plugin is loaded by its pool's master, never here (its constructors would run in the
   // master of every pool): only --test-config, a process of its own, loads it to check it.
-  const ApplicationCheck check = [own = host.own, load = host.config.test_config](const Config& c) {
+  const ApplicationCheck check = [own = host.own, own_safe = host.own_thread_safe,
+                                  load = host.config.test_config](const Config& c) {
     if (load || own || !c.exec.empty() || !looks_like_path(c.app))
-      resolve_app(c, own);
+      resolve_app(c, own, own_safe);
     else if (::access(c.app.c_str(), R_OK) != 0)
       throw ConfigError(c.where("app") + ": " + sys_error("access", c.app));
     check_before_start(c);
@@ -453,13 +462,14 @@ void join_pool(Host& host) {
                         host.config.status_listen, host.options);
 }
 
-int run_host(int argc, char** argv, app::Handler* own) {
+int run_host(int argc, char** argv, app::Handler* own, bool own_thread_safe = false) {
   if (is_client_command(argc, argv)) return run_client_command(argc, argv); // status, ping
   if (is_replay_command(argc, argv)) return run_replay_command(argc, argv, own);
   hold_control_signals();
   Host host;
   host.args.assign(argv, argv + argc);
   host.own = own;
+  host.own_thread_safe = own_thread_safe;
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);
@@ -488,6 +498,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
 
 int run(int argc, char** argv, app::Handler& handler) {
   return run_host(argc, argv, &handler);
+}
+int run_thread_safe(int argc, char** argv, app::Handler& handler) {
+  return run_host(argc, argv, &handler, true);
 }
 int run(int argc, char** argv) {
   return run_host(argc, argv, nullptr);

@@ -53,7 +53,7 @@ public:
   void begin(std::uint64_t start_ns) {
     start_ns_ = start_ns;
     cpu_start_ = -1;
-    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
+    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0 && sample_cpu_)
       cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
   }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
@@ -62,6 +62,9 @@ public:
   // (metrics, slow log, or `need_duration`).
   void end(std::string_view route, int status, const app::Request& request, bool need_duration,
            bool aborted = false);
+
+  // No CPU samples (a handler thread's requests, measured on the worker's loop thread).
+  void sample_no_cpu() { sample_cpu_ = false; }
 
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
@@ -78,6 +81,7 @@ private:
   std::int64_t cpu_start_ = -1;
   std::int64_t cpu_ns_ = -1;
   unsigned sample_counter_ = 0;
+  bool sample_cpu_ = true;
   // Private index from a route name's hash to its entry in the slot's table: the common case is
   // one hash and one compare. 0: empty, else index + 1.
   static constexpr std::size_t kIndexSize = 256;

@@ -48,6 +48,10 @@ int writer_key() {
 
 bool write_to_client(Source& s, const char* buf, std::size_t len) {
   if (s.write_failed) return false;
+  if (s.deliver) {
+    if (!s.deliver(s.deliver_context, buf, len)) s.write_failed = true;
+    return !s.write_failed;
+  }
   if (s.backlog) {
     // Order on the wire: once something waits in the backlog, everything after it queues too.
     long sent = s.backlog->empty() ? fcgi_host::write_some(s.fd, buf, len) : 0;

@@ -134,6 +134,11 @@ RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t si
   return fill_request(s.decoded, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
 
+void RequestCodec::deliver_to(Deliver deliver, void* context) {
+  state_->source.deliver = deliver;
+  state_->source.deliver_context = context;
+}
+
 app::BodySink& RequestCodec::sink() {
   return state_->sink;
 }

@@ -33,6 +33,10 @@ Plugin::~Plugin() {
   // Not dlclose()d: handler objects and their vtables may outlive an orderly shutdown.
 }
 
+bool Plugin::thread_safe() const {
+  return (entry_->flags & FCGI_HOST_PLUGIN_THREAD_SAFE) != 0;
+}
+
 HandlerPtr Plugin::create() const {
   app::Handler* handler = entry_->create();
   if (!handler) throw std::runtime_error("plugin \"" + path_ + "\" created no handler");

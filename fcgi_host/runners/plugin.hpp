@@ -19,6 +19,8 @@ public:
   Plugin& operator=(const Plugin&) = delete;
 
   HandlerPtr create() const;
+  // FCGI_HOST_PLUGIN_THREAD_SAFE: one instance may serve every handler thread.
+  bool thread_safe() const;
   const std::string& path() const { return path_; }
 
 private:

@@ -254,7 +254,9 @@ void WorkerLoop::make_room(std::uint64_t now) {
   for (;;) {
     EvictionScan scan(now);
     table_.for_each([&](const Connection& c) {
-      bool may_evict = c.phase != Connection::Phase::Writing && c.fd != serving_fd_;
+      bool may_evict = c.phase != Connection::Phase::Writing && c.fd != serving_fd_ &&
+                       c.phase != Connection::Phase::Serving &&
+                       c.phase != Connection::Phase::Queued;
       scan.consider(c.fd, c.bytes_in, c.started_ns, c.in.capacity() + c.backlog.capacity(),
                     may_evict);
     });
@@ -266,7 +268,9 @@ void WorkerLoop::make_room(std::uint64_t now) {
 
 void WorkerLoop::expire_deadlines(std::uint64_t now) {
   table_.for_each([&](Connection& c) {
-    if (c.in_epoll && c.deadline_ns <= now) on_deadline(c, now);
+    // (A handler thread's connection has the request's deadline instead: cut_overrun_requests.)
+    if (c.in_epoll && c.deadline_ns <= now && c.phase != Connection::Phase::Serving)
+      on_deadline(c, now);
   });
 }
 

@@ -21,7 +21,8 @@ using process_manager::WorkerState;
 using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
-constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000; // see serve_request()
+
+} // namespace
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
 // The buffer never grows here: the request being served holds views into it. With no room
@@ -42,18 +43,6 @@ bool probe_aborted(void* context) {
   return c.guard.aborted();
 }
 
-} // namespace
-
-struct WorkerLoop::Outcome {
-  Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
-  bool whole = true;                  // the body arrived whole
-  std::uint64_t start_ns = 0;
-  bool failed_after_head = false; // the handler threw after its head went out
-  bool aborted = false;           // the web server aborted the request or closed: logged as 499
-  RequestCodec::Ending ending = RequestCodec::Ending::Kept;
-  bool counted() const { return endpoint == Endpoint::None; }
-};
-
 // Runs one complete request. False when the connection was closed (or moved).
 bool WorkerLoop::serve_request(Connection& c) {
   Outcome out;
@@ -63,6 +52,7 @@ bool WorkerLoop::serve_request(Connection& c) {
                                 records::ProtocolStatus::RequestComplete);
     return keep_or_close(c, out);
   }
+  if (threads_) return serve_on_thread(c);
   if (!decode(c, out)) return false;
   request_slot_.request_number.store(++request_number_, std::memory_order_relaxed);
   if (out.counted()) {
@@ -81,7 +71,7 @@ bool WorkerLoop::serve_request(Connection& c) {
     response_.status = 400;
     response_.set_content("Bad Request\n", "text/plain");
   } else if (!out.counted()) {
-    answer_endpoint(out);
+    answer_endpoint(out, request_, response_);
   } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
     request_slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
     serving_fd_ = c.fd;
@@ -96,7 +86,8 @@ bool WorkerLoop::serve_request(Connection& c) {
   send(c, out);
   request_.set_abort_probe(nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted();
-  observe(out);
+  observe(out, request_, response_, metrics_, out.whole && queue_gate_.last_shed(),
+          out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1);
   release_large_buffers(request_, response_);
   if (out.counted()) {
     request_slot_.request_start_ns.store(0, std::memory_order_relaxed);
@@ -127,12 +118,12 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
 
 // Status and ping are answered here, before the handler, and are no request of the pool: the
 // slot stays idle, so the status page never counts itself as active.
-void WorkerLoop::answer_endpoint(Outcome& out) {
-  bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
+void WorkerLoop::answer_endpoint(Outcome& out, const app::Request& request,
+                                 app::Response& response) {
+  bool allowed = remote_addr_allowed(settings_.observe.status_allow, request.param("REMOTE_ADDR"));
   fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
-                                           request_.query(), allowed,
-                                           request_.param("HTTP_ACCEPT")),
-                response_);
+                                           request.query(), allowed, request.param("HTTP_ACCEPT")),
+                response);
 }
 
 // The handler, without the table lock (so that kept connections can move while it runs long).
@@ -194,26 +185,28 @@ void WorkerLoop::send(Connection& c, Outcome& out) {
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
-void WorkerLoop::observe(const Outcome& out) {
+void WorkerLoop::observe(const Outcome& out, const app::Request& request,
+                         const app::Response& response, RequestMetrics& metrics, bool shed,
+                         std::int64_t queue_ns) {
   AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
-  bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
-  if (ran) metrics_.end(request_.route(), response_.status, request_, log.enabled(), out.aborted);
+  bool ran = out.counted() && !shed;
+  if (ran) metrics.end(request.route(), response.status, request, log.enabled(), out.aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
-  e.remote_addr = request_.param("REMOTE_ADDR");
-  e.method = request_.method();
-  e.uri = request_.uri();
-  e.status = out.aborted ? kAbortedStatus : response_.status;
-  e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
-  e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
-  e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;
-  e.body_bytes = response_.head_sent() ? -1 : static_cast<std::int64_t>(response_.body.size());
+  e.remote_addr = request.param("REMOTE_ADDR");
+  e.method = request.method();
+  e.uri = request.uri();
+  e.status = out.aborted ? kAbortedStatus : response.status;
+  e.duration_ns = ran ? metrics.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
+  e.cpu_ns = ran ? metrics.cpu_ns() : -1;
+  e.queue_ns = queue_ns;
+  e.body_bytes = response.head_sent() ? -1 : static_cast<std::int64_t>(response.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;
-  e.request = &request_;
-  e.response = &response_;
+  e.request = &request;
+  e.response = &response;
   log.write(e);
 }
 

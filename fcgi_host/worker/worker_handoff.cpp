@@ -69,7 +69,8 @@ bool WorkerLoop::can_hand_off(bool need_free) const {
 // gone from this worker.
 bool WorkerLoop::hand_off(Connection& c) {
   if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
-      !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
+      c.phase == Connection::Phase::Serving || !c.replies.empty() ||
+      c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_)
     return false;
   const bool was_watched = c.in_epoll;
   if (was_watched) epoll_.remove(c.fd);
