@@ -5,10 +5,14 @@
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
 
+#include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <netinet/in.h>
+#include <poll.h>
 #include <regex>
 #include <string>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -199,6 +203,50 @@ TEST_SUITE("threads") {
     for (int i = 0; i < 8; ++i)
       CHECK(has(all, "\"title\":\"note " + std::to_string(i) + "\""));
     it::check_no_alerts(host);
+  }
+
+  TEST_CASE("server-sent events through nginx arrive one by one, as the handler sends them") {
+    HostProcess host(one_worker(2));
+    it::NginxProcess nginx({host.address()});
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(nginx.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string get = "GET /events?n=3&gap_ms=400 HTTP/1.1\r\nHost: localhost\r\n"
+                      "Connection: close\r\n\r\n";
+    REQUIRE(::write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size()));
+    // Each event's arrival, read as the bytes come (bounded: 10 s, until the close).
+    std::string seen;
+    std::vector<std::chrono::steady_clock::time_point> arrivals;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 500) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      seen.append(buf, static_cast<std::size_t>(n));
+      std::size_t events = 0;
+      for (std::size_t at = seen.find("data: event "); at != std::string::npos;
+           at = seen.find("data: event ", at + 1))
+        ++events;
+      while (arrivals.size() < events)
+        arrivals.push_back(std::chrono::steady_clock::now());
+    }
+    ::close(fd);
+    INFO("response:\n" << seen);
+    CHECK(has(seen, "Content-Type: text/event-stream"));
+    CHECK(has(seen, "event: tick\nid: 1\ndata: event 1\n\n"));
+    REQUIRE(arrivals.size() == 3);
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    MESSAGE("events arrived at +0, +" << ms(arrivals[1] - arrivals[0]) << ", +"
+                                      << ms(arrivals[2] - arrivals[0]) << " ms");
+    // Sent 400 ms apart: all at the end would arrive together.
+    CHECK(ms(arrivals[2] - arrivals[0]) > 500);
+    CHECK(ms(arrivals[1] - arrivals[0]) > 250);
   }
 
   TEST_CASE("--threads with --exec is refused at start, naming the option") {
