@@ -41,6 +41,14 @@ cd build-test
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ctest --output-on-failure --timeout 600 "$@"
+cd ..
+
+# The threaded worker under ThreadSanitizer (it cannot share a build with AddressSanitizer): one
+# small target, the in-process --threads tests; a race fails the run.
+cmake -S . -B build-tsan -DFCGI_HOST_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+cmake --build build-tsan -j"$(nproc)" --target threads_tests
+TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" build-tsan/tests/threads_tests
+cd build-test
 
 # The benchmark must keep working for a newcomer: its smoke mode (a few seconds,
 # fcgi-host, the bare libfcgi loop and the limit responder behind nginx) twice in
