@@ -126,6 +126,14 @@ void Scoreboard::retire(std::size_t i) {
   p.retire_seq.store(seq + 2, std::memory_order_release);
 }
 
+void Scoreboard::count_crashed_request(std::size_t i) {
+  if (!host_.count_crashed) return;
+  const WorkerSlot& s = slot(i);
+  std::int32_t t = s.crash_thread.load(std::memory_order_relaxed);
+  const RequestSlot& r = s.request(t >= 0 && static_cast<std::size_t>(t) < threads_ ? t : 0);
+  host_.count_crashed(retired_, std::string_view(r.route, strnlen(r.route, sizeof r.route)));
+}
+
 void Scoreboard::sample(std::uint32_t listen_queue) {
   std::uint32_t active = 0, total = 0;
   for (std::size_t i = 0; i < used(); ++i) {

@@ -103,6 +103,7 @@ struct alignas(64) WorkerSlot {
   std::atomic<std::int32_t> crash_thread{-1}; // the request slot of the faulting thread, or -1
   std::atomic<std::uint64_t> crash_ns{0};     // CLOCK_MONOTONIC
   char crash_note[kCrashNoteSize]{};          // one more line for the crash block, if any
+  std::atomic<bool> crash_captured{false};    // the note names a file that keeps the request
 
   // The request slots follow the worker's slot in its region (Scoreboard lays them out).
   RequestSlot& request(std::size_t thread) {
@@ -149,6 +150,8 @@ struct PoolCounters {
 struct HostArea {
   std::size_t size = 0;
   void (*retire)(void* retired, void* area) = nullptr;
+  // A worker died inside a request of `route` (empty: unknown): counted in the retired area.
+  void (*count_crashed)(void* retired, std::string_view route) = nullptr;
 };
 
 class Scoreboard {
@@ -200,6 +203,9 @@ public:
 
   // Master side. A slot's worker has exited: move its counters into the pool's retired totals.
   void retire(std::size_t i);
+  // A slot's worker died inside a request: the faulting thread's route (the crash handler's
+  // note, else unknown) counts one `crashed` in the host's retired area.
+  void count_crashed_request(std::size_t i);
   // One sample of the pool: max active (busy threads), all-busy transitions, max listen queue.
   void sample(std::uint32_t listen_queue);
 

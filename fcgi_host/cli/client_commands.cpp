@@ -1,6 +1,7 @@
 #include "fcgi_host/cli/client_commands.hpp"
 
 #include "fcgi_host/cli/help_text.hpp"
+#include "fcgi_host/observe/status_page.hpp" // kHostHeader
 
 #include <charconv>
 #include <chrono>
@@ -68,12 +69,20 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-// ask_host(), its errors as the commands' exit codes.
-HostReply ask(const std::string& address, const HostQuery& query,
-              std::chrono::milliseconds timeout) {
+// ask_host(), its errors as the commands' exit codes. `page`: "status" or "ping" for those
+// commands: an answer not from the host (the application's: status and ping pages are off until
+// their path is set) then says which option sets the path.
+HostReply ask(const std::string& address, const HostQuery& query, std::chrono::milliseconds timeout,
+              std::string_view page = {}) {
   try {
     return ask_host(address, query, timeout);
   } catch (const HostQueryError& e) {
+    if (e.foreign_status && !page.empty())
+      throw Failure{kClientNoAnswer, address + ": no " + std::string(page) + " page at " +
+                                         query.path + " (set --" + std::string(page) +
+                                         "-path on the host, or --path here): the answer (" +
+                                         std::to_string(e.foreign_status) + ") has no " +
+                                         std::string(kHostHeader) + " header"};
     throw Failure{e.bad_address ? kClientUsage : kClientNoAnswer, e.what()};
   }
 }
@@ -86,6 +95,13 @@ int run_control_command(int argc, char** argv) {
   std::vector<std::string> words;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << (verb == "scale" ? "Usage: fcgi-host scale [POOL] N --connect ADDR"
+                                    : "Usage: fcgi-host reload [POOL] --connect ADDR")
+                << " [--timeout SECONDS]\n\n"
+                << kClientCommandsHelp;
+      return kClientHealthy;
+    }
     if ((a == "--connect" || a == "--timeout") && i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--connect") {
@@ -144,7 +160,8 @@ int run_client_command(int argc, char** argv) {
       return kClientHealthy;
     }
     HostReply r = ask(o.connect, {"GET", o.path, o.query, ""},
-                      std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000)));
+                      std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000)),
+                      o.ping ? "ping" : "status");
     std::cout << r.body << std::flush;
     if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
     if (o.max_queue >= 0 && r.idle == "0") {

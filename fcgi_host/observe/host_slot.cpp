@@ -17,4 +17,8 @@ void retire_host_slot(void* retired, void* area) {
   fold_routes(into.routes, from.routes);
 }
 
+void count_crashed_in_retired(void* retired, std::string_view route) {
+  count_crashed(static_cast<HostSlot*>(retired)->routes, route);
+}
+
 } // namespace fcgi_host

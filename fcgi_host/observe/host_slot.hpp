@@ -37,8 +37,12 @@ struct HostSlot {
 // Master side: the exited worker's area is added to the retired one and emptied.
 void retire_host_slot(void* retired, void* area);
 
+// Master side: one crashed request of `route` in the retired area's table.
+void count_crashed_in_retired(void* retired, std::string_view route);
+
 // What the scoreboard is told of the host's area.
-inline constexpr process_manager::HostArea kHostArea{sizeof(HostSlot), retire_host_slot};
+inline constexpr process_manager::HostArea kHostArea{sizeof(HostSlot), retire_host_slot,
+                                                     count_crashed_in_retired};
 
 inline HostSlot& host_slot(process_manager::Scoreboard& sb, std::size_t i) {
   return *static_cast<HostSlot*>(sb.host_area(i));

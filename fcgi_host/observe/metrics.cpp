@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -159,6 +160,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       out.cpu_ns += r.cpu_ns;
       out.cpu_samples += r.cpu_samples;
       out.errors += r.errors;
+      out.crashed += r.crashed;
       for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         out.buckets[b] += r.buckets[b];
         // Of all workers', the newest.

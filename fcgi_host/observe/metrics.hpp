@@ -128,6 +128,7 @@ struct RouteSnapshot {
   std::uint64_t cpu_ns = 0;
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
+  std::uint64_t crashed = 0; // requests their worker died in (not in calls)
   std::array<std::uint64_t, kLatencyBuckets> buckets{};
   std::array<ExemplarSnapshot, kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.

@@ -83,7 +83,7 @@ HostReply ask_host(const std::string& address, const HostQuery& query,
     throw HostQueryError(address + " answered, but not as fcgi-host (no " +
                              std::string(kHostHeader) +
                              " header): is it the host's --status-listen or --listen address?",
-                         false);
+                         false, r.status);
   return r;
 }
 

@@ -26,9 +26,10 @@ struct HostReply {
 // host did not answer, or answered as something other than fcgi-host.
 class HostQueryError : public std::runtime_error {
 public:
-  HostQueryError(const std::string& why, bool bad_address)
-      : std::runtime_error(why), bad_address(bad_address) {}
+  HostQueryError(const std::string& why, bool bad_address, int foreign_status = 0)
+      : std::runtime_error(why), bad_address(bad_address), foreign_status(foreign_status) {}
   bool bad_address;
+  int foreign_status; // the status of an answer that was not the host's (0: none came)
 };
 
 // Connects to `address` (unix:PATH, HOST:PORT, :PORT), asks and reads the answer within

@@ -21,7 +21,8 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // The whole head, the one writer of it (a handler's response, the master's status page): the
 // status line, each header (a CR or LF in a name or value becomes a space: a handler's value
 // cannot forge a header), "Content-Length: N" when `content_length` is given and `headers` has
-// none, and the empty line.
+// none, and the empty line. For 1xx and 204 no Content-Length at all (the handler's is dropped),
+// for 304 only the handler's (app::status_without_content).
 void append_head(std::string& out, int status, const HeaderList& headers,
                  std::optional<std::size_t> content_length);
 

@@ -1,6 +1,7 @@
 // One complete request, in named steps:
 //   decode → (status or ping page | the handler, inside its exception boundary) → send →
 //   observe (metrics, slow and access log) → keep or close the connection.
+#include "app/host_access.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -84,7 +85,7 @@ bool WorkerLoop::serve_request(Connection& c) {
       out.aborted = true;
   }
   send(c, out);
-  request_.set_abort_probe(nullptr, nullptr);
+  app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted();
   observe(out, request_, response_, metrics_, out.whole && queue_gate_.last_shed(),
           out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1);
@@ -111,7 +112,7 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;
-  request_.set_abort_probe(probe_aborted, &c);
+  app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
   if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
   return true;
 }
@@ -201,7 +202,10 @@ void WorkerLoop::observe(const Outcome& out, const app::Request& request,
   e.duration_ns = ran ? metrics.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
   e.cpu_ns = ran ? metrics.cpu_ns() : -1;
   e.queue_ns = queue_ns;
-  e.body_bytes = response.head_sent() ? -1 : static_cast<std::int64_t>(response.body.size());
+  e.body_bytes = response.head_sent() ? -1
+                 : app::status_without_content(response.status)
+                     ? 0 // its body is not sent
+                     : static_cast<std::int64_t>(response.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;

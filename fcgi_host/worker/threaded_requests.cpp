@@ -11,6 +11,7 @@
 // 504, or a cut response when its head went out), the worker takes no more work, and the
 // master, which sees the thread's slot overrun too, takes one stack of all threads and stops
 // the worker gracefully: its other requests finish. The stuck thread ends with the process.
+#include "app/host_access.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -52,7 +53,8 @@ std::string WorkerLoop::start_threads() {
     lane.response.set_file_offload(&settings_.file_offload);
     lane.codec.set_head_limit(settings_.max_response_head);
     lane.id_prefix = id_prefix_;
-    lane.request.set_id_source(
+    app::HostAccess::set_id_source(
+        lane.request,
         [](const void* l, char* out) {
           auto& lane = *static_cast<const Lane*>(l);
           process_manager::format_generated_id(lane.id_prefix, lane.request_number, out);
@@ -126,7 +128,7 @@ bool WorkerLoop::decode_into(Connection& c, Lane& lane) {
   lane.codec.deliver_to(&HandlerThreads::deliver, &lane);
   lane.whole = decoded == RequestCodec::Decoded::Whole;
   lane.connection = &c;
-  lane.request.set_abort_probe(probe_aborted, &c);
+  app::HostAccess::set_abort_probe(lane.request, probe_aborted, &c);
   Endpoint endpoint =
       lane.whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
   lane.counted = endpoint == Endpoint::None;
@@ -318,7 +320,7 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
                                             " is larger than --max-response-head (" +
                                             std::to_string(settings_.max_response_head) +
                                             "): answered 500");
-  lane.request.set_abort_probe(nullptr, nullptr);
+  app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
   observe(out, lane.request, lane.response, lane.metrics, lane.shed, lane.queue_ns);
   release_large_buffers(lane.request, lane.response);
   if (lane.counted) {

@@ -3,6 +3,7 @@
 // mode (--exec) with a plain libfcgi program and php-cgi, and the ondemand pool.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "support/skip.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -342,10 +343,8 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("--exec php-cgi (skipped when php-cgi is not installed)") {
-    if (::access("/usr/bin/php-cgi", X_OK) != 0) {
-      MESSAGE("php-cgi not installed (apt-get install php8.2-cgi): skipped");
-      return;
-    }
+    if (::access("/usr/bin/php-cgi", X_OK) != 0)
+      return test_support::skip("php-cgi is not installed (apt-get install php8.2-cgi)");
     HostProcess host({"--workers", "2", "--exec", "/usr/bin/php-cgi"});
     // php-cgi reads the script: started as root, it runs as nobody, which must be able to.
     REQUIRE(::chmod(host.dir().path().c_str(), 0755) == 0);

@@ -4,8 +4,8 @@
 // handler thread (the lane's request, its output, the connection) is reported there.
 #include "app/router.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 #include "fcgi_host/worker/worker.hpp"
-#include "fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 
