@@ -183,7 +183,7 @@ if(FCGI_HOST_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 else()
   string(CONCAT CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libc6, libstdc++6, libgcc-s1, "
-                "libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
+                "libfcgi0ldbl, libseccomp2, libboost-program-options${Boost_VERSION}")
 endif()
 # invoke-rc.d --skip-systemd-native in the maintainer scripts (debhelper's pattern).
 set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
@@ -191,7 +191,8 @@ set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
 set(CPACK_STRIP_FILES ON)
 # For building handlers: a compiler and CMake. No -dev package is needed to link an own main
 # (the config falls back to the runtime libraries), but the -dev packages are preferred.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nginx, cmake, g++, libfcgi-dev, libboost-program-options-dev")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS
+    "nginx, cmake, g++, libfcgi-dev, libseccomp-dev, libboost-program-options-dev")
 # app/json.hpp, for handlers that speak JSON.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "nlohmann-json3-dev")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

@@ -201,24 +201,24 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
 // A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
 // taken now, if its block will be written (the crash lines' rate limit), and it is let go.
 void Master::Impl::take_crash_stacks() {
-  unsigned taken = 0; // as many as crash lines are due: each goes with its line
+  bool taken = false; // one a turn
   for (Worker& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
     std::string stack;
     // A crash while booting is a boot failure: the master (or the reload) stops with its one
-    // line, so each booting worker gets its stack, whichever line is written; so does a crash
-    // whose request was captured (its line is always written); other crashes in requests get
-    // one only for a line that will be written.
+    // line, so each booting worker gets its stack, whichever line is written; a crash in a
+    // request gets one for a line that will be written (a captured one's always is), one a
+    // second at the most: the debugger's time must not slow a crash loop down (CrashPolicy).
     const bool booting = s.state == WorkerState::Starting;
     const bool captured = s.crash_captured.load(std::memory_order_acquire);
-    if (booting || captured || taken < crashes.lines_due(monotonic_ns())) {
+    const std::uint64_t now = monotonic_ns();
+    if (booting ||
+        (!taken && (captured || crashes.lines_due(now) > 0) && crashes.take_stack_turn(now))) {
       stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
-      taken += !booting && !captured;
+      taken = taken || !booting;
     } else {
-      stack = "no stack trace: crash lines are rate-limited (" +
-              std::to_string(crashes.settings().log_burst) + " at once, then one a " +
-              seconds_text(ns(crashes.settings().log_interval)) + ")\n";
+      stack = "no stack trace: the master takes one a second at the most\n";
     }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);

@@ -445,6 +445,34 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   read_process_limits(v, c);
 }
 
+bool on_off(const Values& v, const char* name) {
+  const std::string value = v.text(name);
+  if (value != "on" && value != "off") throw v.error(name, "must be on or off");
+  return value == "on";
+}
+
+void read_sandbox(const Values& v, Config& c) {
+  c.sandbox = v.text("sandbox");
+  if (c.sandbox != "off" && c.sandbox != "on" && c.sandbox != "best-effort" && c.sandbox != "log")
+    throw v.error("sandbox", "'" + c.sandbox + "' is not one of on, off, best-effort, log");
+  c.sandbox_read = v.list("sandbox-read");
+  c.sandbox_write = v.list("sandbox-write");
+  c.sandbox_exec = on_off(v, "sandbox-exec");
+  c.private_tmp = on_off(v, "private-tmp");
+  v.text("script-root", c.script_root);
+  for (const char* name : {"sandbox-read", "sandbox-write"})
+    for (const std::string& p : v.list(name))
+      if (!p.starts_with("/")) throw v.error(name, "\"" + p + "\" is not an absolute path");
+  if (v.has("script-root") && !c.script_root.starts_with("/"))
+    throw v.error("script-root", "must be an absolute path");
+  if (c.sandbox == "off")
+    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec", "script-root"})
+      if (v.given(name)) throw v.error(name, "has no effect without --sandbox");
+  if (v.has("script-root") && c.exec.empty())
+    throw v.error("script-root", "is for --exec programs (a built-in handler reads what its "
+                                 "own code opens: list it with --sandbox-read)");
+}
+
 // In --exec mode the workers are another program: what only the host's own workers do is refused
 // rather than silently ignored. --status-listen is served by the master and stays.
 void refuse_worker_features_in_exec_mode(const Values& v, const Config& c) {
@@ -532,6 +560,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_status(values, config);
   read_access_control(values, config);
   read_process_setup(values, config, line);
+  read_sandbox(values, config);
   refuse_worker_features_in_exec_mode(values, config);
   return ParseOutcome::Run;
 }

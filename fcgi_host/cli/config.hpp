@@ -77,6 +77,13 @@ struct Config {
   std::optional<unsigned long long> rlimit_files;
   std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
   std::optional<int> nice;
+  // The sandbox of the workers (fcgi_host/worker/sandbox.hpp).
+  std::string sandbox{find_option("sandbox")->default_text}; // off, on, best-effort, log
+  std::vector<std::string> sandbox_read;
+  std::vector<std::string> sandbox_write;
+  bool sandbox_exec = false;
+  bool private_tmp = false;
+  std::string script_root; // --exec: the only tree the program may read scripts from
   // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pools/cgroups.hpp).
   std::optional<unsigned long long> memory_max; // bytes, or kUnlimited ("max")
   std::optional<int> cpu_weight;

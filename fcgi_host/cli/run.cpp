@@ -21,7 +21,9 @@
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
+#include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -47,14 +49,28 @@ namespace {
 using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
+// --private-tmp: the pool's /tmp, made once by the master (root) and joined by every worker.
+// Without the privilege, --sandbox best-effort goes on without it (start_checks refused it
+// otherwise); any other failure refuses the start or the reload.
+void open_private_tmp(SandboxSettings& sandbox) {
+  if (!sandbox.private_tmp) return;
+  std::string error;
+  sandbox.private_tmp_fd = private_tmp_namespace(error);
+  if (sandbox.private_tmp_fd >= 0) return;
+  if (sandbox.mode != SandboxMode::BestEffort) throw StartupError("private-tmp: " + error);
+  PM_LOG(LogLevel::Warn, "sandbox best-effort, not applied: private /tmp: " + error);
+  sandbox.private_tmp = false;
+}
+
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             const WorkerPlumbing& plumbing) {
   WorkerSettings settings = worker_settings(config, plumbing);
+  open_private_tmp(settings.sandbox);
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials, config.clear_env,
-                      config.env};
+    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials,
+                      config.clear_env,   config.env,  settings.sandbox};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
@@ -155,7 +171,8 @@ bool read_config(Host& host) {
     std::cout << "fcgi-host: note: " << note << "\n";
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
-            << " is valid\n";
+            << " is valid\n"
+            << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
   return false;
 }
 
@@ -460,6 +477,7 @@ int run_pool_master(Host& host) {
     if (!host.config.test_config) close_strays(host);
     configure_log(host.config);
     log_strays(host);
+    check_pools_master(host.config);
     if (host.config.test_config) {
       std::vector<PoolSpec> plans = plan_pools(host.args, host.config, check);
       PoolCgroups().check(plans);
@@ -468,6 +486,8 @@ int run_pool_master(Host& host) {
       for (const PoolSpec& p : plans)
         std::cout << " " << p.name;
       std::cout << ")\n";
+      for (const PoolSpec& p : plans)
+        std::cout << "fcgi-host: pool " << p.name << ": sandbox " << p.sandbox << "\n";
       return exit_code::kOk;
     }
     return run_pools(supervisor_spec(host.args, host.config, check, own_executable()),
