@@ -73,6 +73,37 @@ bool Response::write(std::string_view chunk) {
   return chunk.empty() || head_only_ || sink_->send_body(chunk);
 }
 
+bool Response::flush() {
+  if (!head_sent_) write({});
+  return !sink_ || sink_->flush();
+}
+
+EventStream Response::event_stream() {
+  set_header("Content-Type", "text/event-stream");
+  set_header("Cache-Control", "no-cache");
+  set_header("X-Accel-Buffering", "no");
+  flush();
+  return EventStream(*this);
+}
+
+bool EventStream::send(std::string_view data, std::string_view event, std::string_view id) {
+  std::string text;
+  if (!event.empty()) text.append("event: ").append(event).append("\n");
+  if (!id.empty()) text.append("id: ").append(id).append("\n");
+  for (std::size_t at = 0;;) {
+    std::size_t end = data.find('\n', at);
+    text.append("data: ").append(data.substr(at, end - at)).append("\n");
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  text.append("\n");
+  return response_.write(text) && response_.flush();
+}
+
+bool EventStream::heartbeat(std::string_view text) {
+  return response_.write(": " + std::string(text) + "\n\n") && response_.flush();
+}
+
 void Response::clear() {
   status = 200;
   headers.clear();

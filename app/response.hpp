@@ -32,7 +32,11 @@ public:
   virtual void send_head(const Response& response) = 0;
   // Returns false when the client is gone (the handler may stop producing).
   virtual bool send_body(std::string_view chunk) = 0;
+  // Sends what send_body() buffered now; false when the client is gone.
+  virtual bool flush() { return true; }
 };
+
+class EventStream;
 
 class Response {
 public:
@@ -71,6 +75,14 @@ public:
   // chunks are appended to `body`, so a test can read what was streamed (app/testing.hpp has a
   // sink that also records the head).
   bool write(std::string_view chunk);
+  // Sends what write() buffered at once (a chunk that must reach the client now, not with the
+  // next 8 KiB); false when the client is gone.
+  bool flush();
+  // Server-sent events: sets Content-Type: text/event-stream, Cache-Control: no-cache and
+  // X-Accel-Buffering: no (nginx then passes each event on as it comes), sends the head, and
+  // returns the stream to send events on. With --threads a stream holds one handler thread,
+  // not a process. docs/threads.md says what nginx needs.
+  EventStream event_stream();
   // True once the head went out: from then on a failure can only cut the body short, and the
   // host must abort the response rather than end it cleanly.
   bool head_sent() const { return head_sent_; }
@@ -93,6 +105,23 @@ private:
   const FileOffload* offload_ = nullptr;
   bool head_sent_ = false;
   bool head_only_ = false;
+};
+
+// Events of a text/event-stream response (Response::event_stream()), each sent at once. A
+// client gone makes send() and heartbeat() return false: the handler ends the stream then.
+class EventStream {
+public:
+  explicit EventStream(Response& response) : response_(response) {}
+  // "event: <event>", "id: <id>" when given, a "data:" line per line of `data`, a blank line.
+  bool send(std::string_view data, std::string_view event = {}, std::string_view id = {});
+  // A comment line (": <text>"): keeps an idle stream open past the proxies' read timeouts
+  // (nginx's fastcgi_read_timeout: 60 s). A handler that waits for its next event calls it
+  // every kHeartbeatEverySeconds or so.
+  bool heartbeat(std::string_view text = "heartbeat");
+  static constexpr int kHeartbeatEverySeconds = 15;
+
+private:
+  Response& response_;
 };
 
 // 1xx, 204 and 304 carry no body (RFC 9110 6.4.1), so the host writes neither the body nor a

@@ -53,7 +53,13 @@ extern "C" void fcgi_host_fatal_signal_handler(int sig, siginfo_t*, void*) {
   int none = 0;
   // The first fatal signal of the process is reported; a second thread's just dies.
   if (s.crash_signal.compare_exchange_strong(none, sig)) {
-    s.crash_tid.store(static_cast<pid_t>(gettid()), std::memory_order_relaxed);
+    const pid_t tid = static_cast<pid_t>(gettid());
+    s.crash_tid.store(tid, std::memory_order_relaxed);
+    // The faulting thread's request slot (with one thread: the only one).
+    std::size_t threads = s.thread_count();
+    for (std::size_t t = 0; t < threads; ++t)
+      if (threads <= 1 || s.request(t).tid.load(std::memory_order_relaxed) == tid)
+        s.crash_thread.store(static_cast<std::int32_t>(t), std::memory_order_relaxed);
     s.crash_ns.store(monotonic_ns(), std::memory_order_relaxed);
     if (CrashDescriber describe = g_describe.load(std::memory_order_acquire))
       describe(s, g_describe_context.load(std::memory_order_relaxed));
@@ -95,6 +101,17 @@ void install_crash_handler(WorkerSlot& slot, pid_t master) {
     sigaction(sig, &sa, nullptr);
 }
 
+void give_thread_alt_stack() {
+  // Never freed: handler threads live as long as their worker.
+  void* alt = mmap(nullptr, kAltStackSize, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (alt == MAP_FAILED) return;
+  stack_t ss{};
+  ss.ss_sp = alt;
+  ss.ss_size = kAltStackSize;
+  sigaltstack(&ss, nullptr);
+}
+
 void set_crash_describer(CrashDescriber describe, const void* context) {
   g_describe_context.store(context, std::memory_order_relaxed);
   g_describe.store(describe, std::memory_order_release);
@@ -127,21 +144,19 @@ std::string ms_text(std::uint64_t ns) {
   return buf;
 }
 
-std::string request_line(const WorkerSlot& s, std::uint64_t now_ns) {
-  WorkerState state = s.state.load(std::memory_order_relaxed);
+// The request of `thread` in flight, or "" when it serves none.
+std::string request_in_flight(const WorkerSlot& w, std::size_t thread, std::uint64_t now_ns) {
+  const RequestSlot& s = w.request(thread);
+  WorkerState state = w.thread_count() <= 1 ? w.state.load(std::memory_order_relaxed)
+                                            : s.state.load(std::memory_order_relaxed);
   std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
-  if (!is_busy(state) || start == 0) {
-    if (state == WorkerState::Starting)
-      return "no request in flight: the worker was starting (on_worker_start or earlier)";
-    return std::string("no request in flight: the worker was ") + to_string(state);
-  }
-  Scoreboard::RequestInfo r = Scoreboard::read_request(s);
-  std::uint64_t at = s.crash_ns.load(std::memory_order_relaxed);
+  if (!is_busy(state) || start == 0) return {};
+  Scoreboard::RequestInfo r = Scoreboard::read_request(w, thread);
+  std::uint64_t at = w.crash_ns.load(std::memory_order_relaxed);
   if (at == 0) at = now_ns;
-  std::string line = "request in flight: \"" + std::string(r.method) + " " + r.uri + "\"";
-  if (s.crash_route[0] != '\0')
-    line +=
-        ", route \"" + std::string(s.crash_route, strnlen(s.crash_route, kRouteNameSize)) + "\"";
+  std::string line = "\"" + std::string(r.method) + " " + r.uri + "\"";
+  if (s.route[0] != '\0')
+    line += ", route \"" + std::string(s.route, strnlen(s.route, kSlotRouteSize)) + "\"";
   if (r.request_id[0] != '\0') line += ", request id " + std::string(r.request_id);
   line += ", running for " + ms_text(at > start ? at - start : 0);
   std::int64_t queue = s.queue_ns.load(std::memory_order_relaxed);
@@ -150,10 +165,50 @@ std::string request_line(const WorkerSlot& s, std::uint64_t now_ns) {
   return line;
 }
 
+// With one thread: its request, or why there is none. With threads: every request in flight,
+// one line each, the faulting thread's marked (nginx does not retry the others for their
+// clients when they were not idempotent: they are lost with the worker).
+std::string requests_lines(const WorkerSlot& w, std::uint64_t now_ns) {
+  const std::size_t threads = w.thread_count();
+  if (threads <= 1) {
+    std::string line = request_in_flight(w, 0, now_ns);
+    if (!line.empty()) return "  request in flight: " + line + "\n";
+    WorkerState state = w.state.load(std::memory_order_relaxed);
+    if (state == WorkerState::Starting)
+      return "  no request in flight: the worker was starting (on_worker_start or earlier)\n";
+    return std::string("  no request in flight: the worker was ") + to_string(state) + "\n";
+  }
+  const std::int32_t faulting = w.crash_thread.load(std::memory_order_relaxed);
+  std::string mine, others; // the faulting thread's line first
+  for (std::size_t t = 0; t < threads; ++t) {
+    std::string line = request_in_flight(w, t, now_ns);
+    if (line.empty()) continue;
+    bool faulted = static_cast<std::int32_t>(t) == faulting;
+    (faulted ? mine : others) += "  thread " + std::to_string(t) + " (tid " +
+                                 std::to_string(w.request(t).tid.load(std::memory_order_relaxed)) +
+                                 ")" + (faulted ? " faulted in request: " : " lost request: ") +
+                                 line + "\n";
+  }
+  std::string lines = mine + others;
+  if (lines.empty())
+    lines = "  no request in flight in any of its " + std::to_string(threads) + " threads\n";
+  return lines;
+}
+
 } // namespace
 
+std::uint32_t requests_lost_beside(const WorkerSlot& w) {
+  const std::size_t threads = w.thread_count();
+  const std::int32_t faulting = w.crash_thread.load(std::memory_order_relaxed);
+  std::uint32_t lost = 0;
+  for (std::size_t t = 0; threads > 1 && t < threads; ++t)
+    lost += static_cast<std::int32_t>(t) != faulting &&
+            is_busy(w.request(t).state.load(std::memory_order_relaxed));
+  return lost;
+}
+
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack) {
-  std::string block = "  " + request_line(slot, now_ns) + "\n";
+  std::string block = requests_lines(slot, now_ns);
   if (slot.crash_note[0] != '\0')
     block += "  " + std::string(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize)) + "\n";
   std::istringstream in(stack);

@@ -27,6 +27,10 @@ namespace process_manager {
 // and (under Yama's ptrace_scope 1) permission for the master's debugger to attach.
 void install_crash_handler(WorkerSlot& slot, pid_t master);
 
+// In a thread the worker starts (--threads): a stack of its own for the crash handler, so that
+// a stack overflow in that thread is reported too.
+void give_thread_alt_stack();
+
 // What the handler copies from the request in flight into the slot (the route, known only to
 // the worker): a plain function over memory the worker owns, called from the signal handler, so
 // it must not allocate, lock or call anything that does. Null: nothing.
@@ -43,6 +47,10 @@ void set_crash_recorder(CrashRecorder record, void* context);
 bool crash_waiting(const WorkerSlot& slot);
 // Lets it die.
 void release_crashed(WorkerSlot& slot);
+
+// With threads: the requests in flight in the crashed worker beside the faulting one (lost with
+// it; counted as fcgihost_requests_lost_total{reason="crash"}).
+std::uint32_t requests_lost_beside(const WorkerSlot& slot);
 
 // The block's lines after the worker's exit line: the request in flight (method, URI, route,
 // request id, how long it had run, queue time) or that there was none, the recorder's note if

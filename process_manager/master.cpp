@@ -147,7 +147,7 @@ void Master::Impl::reap() {
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
     // A request its worker died in is one of its route's, as a `crashed` outcome.
-    if (!w->stopping() && in_request(s.state) &&
+    if (!w->stopping() && (in_request(s.state) || busy_threads(s) > 0) &&
         !(c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone))
       scoreboard.count_crashed_request(w->slot);
     ExitFacts facts;
@@ -155,7 +155,6 @@ void Master::Impl::reap() {
     facts.boot_error = !boot_error.empty();
     facts.ready_by_time = w->boot_window.count() != 0;
     facts.generation_ready = w->generation <= gens.ready_number();
-    s.request_start_ns = 0;
     s.pid = 0;
     s.state = WorkerState::Free;
     scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
@@ -233,6 +232,7 @@ void Master::Impl::take_crash_stacks() {
     }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
+    scoreboard.pool().requests_lost_crash += requests_lost_beside(s);
     release_crashed(s);
   }
 }

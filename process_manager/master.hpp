@@ -14,6 +14,10 @@ namespace process_manager {
 struct MasterOptions {
   // Number of scoreboard slots: the most workers of all generations alive at once.
   std::size_t scoreboard_capacity = 1024;
+  // Request slots per worker (the most handler threads a worker of any generation runs), and
+  // the host's area beside each worker's slot (scoreboard.hpp).
+  std::size_t scoreboard_threads = 1;
+  HostArea host_area;
   // HUP: parse the configuration again. Returns nullopt when it is bad (the callee logs why);
   // the master then keeps running the current generation.
   std::function<std::optional<Generation>()> reload;

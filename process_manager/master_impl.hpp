@@ -47,7 +47,8 @@ inline std::string name(const Worker& w) {
 
 struct Master::Impl {
   Impl(Generation first, MasterOptions opts)
-      : options(std::move(opts)), scoreboard(options.scoreboard_capacity),
+      : options(std::move(opts)),
+        scoreboard(options.scoreboard_capacity, options.scoreboard_threads, options.host_area),
         spawner(scoreboard, signals), table(options.scoreboard_capacity), gens(std::move(first)) {}
   ~Impl();
 

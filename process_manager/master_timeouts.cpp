@@ -13,7 +13,7 @@
 namespace process_manager {
 
 void Master::Impl::stop(Worker& w, StopReason reason) {
-  Escalation e = stop_escalation(w, reason);
+  Escalation e = stop_escalation(w, reason, scoreboard.slot(w.slot).thread_count());
   w.stop_reason = reason;
   send(w, e.signal);
   if (e.signal == SIGKILL) return;
@@ -77,20 +77,31 @@ void Master::Impl::resend_stop_signals(std::uint64_t now) {
 void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
   for (Worker& w : table.all()) {
     const WorkerSlot& slot = scoreboard.slot(w.slot);
-    SlotSnapshot s = SlotSnapshot::of(slot);
-    if (!request_timed_out(w, s, now)) continue;
-    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
-    // Taken before the kill: where it hangs is what the person reading this line needs.
-    std::string stack = w.stack_trace_on_timeout
-                            ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
-                            : ""; // the handler runs on the main thread, whose id is the pid
-    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
-    PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
-                                "\" ran for " + seconds_text(running_ns(s, now)) +
-                                " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
-                                (stack.empty() ? "" : "; stack:\n" + stack));
-    ++scoreboard.pool().kills_by_timeout;
-    stop(w, StopReason::Timeout);
+    const std::size_t threads = slot.thread_count();
+    for (std::size_t t = 0; t < threads; ++t) {
+      SlotSnapshot s = SlotSnapshot::of(slot, t);
+      if (!request_timed_out(w, s, now)) continue;
+      Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
+      // Taken before the stop: where it hangs is what the person reading this line needs. One
+      // thread: the handler runs on the main thread (the pid). Threads: every thread's stack,
+      // each under its "TID n:" line, the stuck one named in the line.
+      std::string stack;
+      if (w.stack_trace_on_timeout)
+        stack = threads <= 1 ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
+                             : capture_stack(w.pid, kStackTraceBudget);
+      if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+      std::string what = threads <= 1
+                             ? " killed: request \""
+                             : " stops (its other requests finish): thread " + std::to_string(t) +
+                                   " (tid " + std::to_string(s.tid) + ") stuck in request \"";
+      PM_LOG(LogLevel::Error, name(w) + what + r.method + " " + r.uri + "\", request id " +
+                                  r.request_id + ", ran for " + seconds_text(running_ns(s, now)) +
+                                  " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
+                                  (stack.empty() ? "" : "; stack:\n" + stack));
+      ++scoreboard.pool().kills_by_timeout;
+      stop(w, StopReason::Timeout);
+      break;
+    }
   }
 }
 
@@ -114,23 +125,30 @@ void Master::Impl::take_slow_request_stacks() {
   std::uint64_t now = monotonic_ns();
   for (Worker& w : table.all()) {
     const WorkerSlot& slot = scoreboard.slot(w.slot);
-    SlotSnapshot s = SlotSnapshot::of(slot);
-    if (!slow_stack_due(w, s, now)) continue;
-    w.slow_stack_request_ns = s.request_start_ns;
-    if (!slow_stacks.take(now)) continue;
-    Scoreboard::RequestInfo r = Scoreboard::read_request(slot);
-    // The handler runs on the worker's main thread, whose id is the pid.
-    std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, w.pid));
-    if (!stack.empty() && stack.back() == '\n') stack.pop_back();
-    unsigned not_taken = slow_stacks.take_refused();
-    std::string skipped =
-        not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
-    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
-                               "\", request id " + r.request_id + ", running for " +
-                               seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
-                               seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
-                               stack);
-    return; // one a turn: a crash report does not wait for several debuggers
+    const std::size_t threads = slot.thread_count();
+    for (std::size_t t = 0; t < threads; ++t) {
+      SlotSnapshot s = SlotSnapshot::of(slot, t);
+      if (!slow_stack_due(w, s, now)) continue;
+      w.slow_stack_request_ns = s.request_start_ns;
+      if (!slow_stacks.take(now)) continue;
+      Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
+      // The request's thread (one thread: the worker's main thread, whose id is the pid).
+      pid_t tid = s.tid != 0 ? s.tid : w.pid;
+      std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, tid));
+      if (!stack.empty() && stack.back() == '\n') stack.pop_back();
+      unsigned not_taken = slow_stacks.take_refused();
+      std::string skipped =
+          not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
+      std::string thread =
+          threads <= 1 ? ""
+                       : ", thread " + std::to_string(t) + " (tid " + std::to_string(tid) + ")";
+      PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + thread + ", \"" + r.method +
+                                 " " + r.uri + "\", request id " + r.request_id + ", running for " +
+                                 seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
+                                 seconds_text(ns(w.slow_stack_after)) + ")" + skipped +
+                                 "; stack:\n" + stack);
+      return; // one a turn: a crash report does not wait for several debuggers
+    }
   }
 }
 

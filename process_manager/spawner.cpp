@@ -18,21 +18,9 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
                      std::span<const int> master_fds) {
   // The slot is marked Starting before the fork: were the parent to write it after, it could
   // overwrite the child's first Idle and the worker would never look ready.
+  scoreboard_.prepare(slot, 1); // the worker says how many threads it runs
   WorkerSlot& s = scoreboard_.slot(slot);
-  s.pid = 0;
   s.generation = generation;
-  s.request_start_ns = 0;
-  s.requests = 0;
-  s.id_prefix = 0;
-  s.request_number = 0;
-  s.queue_ns = -1;
-  s.crash_signal = 0;
-  s.crash_tid = 0;
-  s.crash_ns = 0;
-  s.crash_route[0] = '\0';
-  s.crash_note[0] = '\0';
-  s.crash_captured = false;
-  s.crash_state = CrashState::None;
   s.state = WorkerState::Starting;
 
   pid_t master = getpid();
@@ -63,6 +51,8 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != master) _exit(exit_code::kWorkerError);
   WorkerSlot& s = scoreboard_.slot(slot);
   s.pid = getpid();
+  // The master acts on what the slots say (stacks, kills): a worker writes its own region only.
+  if (!scoreboard_.protect_others(slot)) _exit(exit_code::kWorkerError);
   // Before the entry point: a crash in a handler's start hook is reported too.
   install_crash_handler(s, master);
   restore_signal_mask(mask);
@@ -80,8 +70,8 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
 }
 
 int boot_failure(const WorkerContext& context, const std::string& why) {
-  Scoreboard::set_request(context.slot, kBootFailureMethod, std::strlen(kBootFailureMethod),
-                          why.data(), why.size());
+  Scoreboard::set_request(context.slot.request(0), kBootFailureMethod,
+                          std::strlen(kBootFailureMethod), why.data(), why.size());
   return exit_code::kWorkerBootFailure;
 }
 

@@ -51,10 +51,18 @@ std::string frames(const std::string& out) {
   return result;
 }
 
+// A thread id read from a worker's slot names a thread of that worker, or nothing: a worker must
+// not be able to have the master's debugger attach to another process.
+pid_t thread_of(pid_t pid, pid_t tid) {
+  if (tid == 0 || tid == pid) return tid;
+  std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  return access(task.c_str(), F_OK) == 0 ? tid : pid;
+}
+
 } // namespace
 
 std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid) {
-  std::vector<std::string> args = debugger_argv(pid, tid);
+  std::vector<std::string> args = debugger_argv(pid, thread_of(pid, tid));
   if (args.empty()) return "no stack trace: no debugger installed (eu-stack or gdb)\n";
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) == -1)

@@ -8,16 +8,22 @@
 
 namespace process_manager {
 
-SlotSnapshot SlotSnapshot::of(const WorkerSlot& s) {
+SlotSnapshot SlotSnapshot::of(const WorkerSlot& s, std::size_t thread) {
   SlotSnapshot v;
-  v.state = s.state.load(std::memory_order_relaxed);
-  v.request_start_ns = s.request_start_ns.load(std::memory_order_relaxed);
+  const RequestSlot& r = s.request(thread);
+  v.state = s.thread_count() <= 1 ? s.state.load(std::memory_order_relaxed)
+                                  : r.state.load(std::memory_order_relaxed);
+  v.request_start_ns = r.request_start_ns.load(std::memory_order_relaxed);
+  v.tid = r.tid.load(std::memory_order_relaxed);
   v.connections = s.connections.load(std::memory_order_relaxed);
   v.crashed = s.crash_state.load(std::memory_order_acquire) != CrashState::None;
   return v;
 }
 
-Escalation stop_escalation(const Worker& w, StopReason reason) {
+Escalation stop_escalation(const Worker& w, StopReason reason, std::size_t threads) {
+  // A request timeout in one of several threads ends that request only (the worker cuts it):
+  // the others finish within the graceful timeout, as in any graceful stop.
+  if (reason == StopReason::Timeout && threads > 1) reason = StopReason::Graceful;
   Escalation e = escalation(reason, w.graceful_timeout);
   if (reason == StopReason::Retire) e.signal = w.retire_signal;
   return e;
@@ -59,7 +65,8 @@ bool ran_past(const Worker& w, std::chrono::milliseconds limit, const SlotSnapsh
 } // namespace
 
 bool request_timed_out(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
-  return is_busy(s.state) && ran_past(w, w.request_timeout, s, now_ns);
+  return is_busy(s.state) && w.stop_reason != StopReason::Timeout &&
+         ran_past(w, w.request_timeout, s, now_ns);
 }
 
 bool nudge_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
@@ -68,7 +75,9 @@ bool nudge_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
 }
 
 bool slow_stack_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
-  return is_busy(s.state) && s.request_start_ns != w.slow_stack_request_ns && !s.crashed &&
+  // Later than the last request stacked: starts only grow, and each thread's request is stacked
+  // once though several run at a time.
+  return is_busy(s.state) && s.request_start_ns > w.slow_stack_request_ns && !s.crashed &&
          ran_past(w, w.slow_stack_after, s, now_ns);
 }
 

@@ -29,12 +29,15 @@ struct SlotSnapshot {
   std::uint64_t request_start_ns = 0; // 0: no request
   std::uint32_t connections = 0;
   bool crashed = false; // its crash handler runs (crash_report.hpp)
+  pid_t tid = 0;        // the handler thread (0: the worker's only one)
 
-  static SlotSnapshot of(const WorkerSlot& s);
+  // The worker's slot and one of its handler threads' request slot.
+  static SlotSnapshot of(const WorkerSlot& s, std::size_t thread = 0);
 };
 
-// The first step of a stop: which signal, and when SIGKILL follows.
-Escalation stop_escalation(const Worker& w, StopReason reason);
+// The first step of a stop: which signal, and when SIGKILL follows. A request timeout in a
+// worker of several threads is a graceful stop: its other requests finish.
+Escalation stop_escalation(const Worker& w, StopReason reason, std::size_t threads = 1);
 
 // What follows the stop signal (none of it when it was SIGKILL).
 struct StopFollowUp {
@@ -52,7 +55,8 @@ bool resend_due(const Worker& w, std::uint64_t now_ns);
 
 // How long the slot's request has been running (0: none, or a start stamped after now).
 std::uint64_t running_ns(const SlotSnapshot& s, std::uint64_t now_ns);
-// request_timeout: the request in the handler has run past it.
+// request_timeout: the request in the handler has run past it (once: not for a worker already
+// stopped for a timeout).
 bool request_timed_out(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns);
 // nudge_after: the request has run past it while the worker holds other connections, and this
 // request was not nudged yet.

@@ -67,6 +67,14 @@ if [[ -n $skipped ]]; then
   sed -E 's/^[[:space:]]*[0-9]+ - /  /; s/ \(Skipped\)$//' <<<"$skipped"
 fi
 (( status == 0 )) || exit "$status"
+cd ..
+
+# The threaded worker under ThreadSanitizer (it cannot share a build with AddressSanitizer): one
+# small target, the in-process --threads tests; a race fails the run.
+cmake -S . -B build-tsan -DFCGI_HOST_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+cmake --build build-tsan -j"$(nproc)" --target threads_tests
+TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" build-tsan/tests/threads_tests
+cd build-test
 
 # Containers: the images, the Kubernetes manifest played by podman, the pod stopped under load
 # (scripts/kube-test.sh; one "SKIPPED" line where podman cannot run containers). Bounded.

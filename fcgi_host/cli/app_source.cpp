@@ -1,6 +1,7 @@
 #include "fcgi_host/cli/app_source.hpp"
 
 #include "app/builtin_apps.hpp"
+#include "app/plugin.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/runners/plugin.hpp"
@@ -33,12 +34,25 @@ std::string plugin_file(const std::string& app, const std::string& start_dir) {
   return start_dir + (start_dir.back() == '/' ? "" : "/") + app;
 }
 
-AppSource resolve_app(const Config& config, app::Handler* own, const std::string& start_dir) {
+bool AppSource::thread_safe() const {
+  if (own) return own_thread_safe;
+  if (!plugin.empty()) return (plugin_flags & FCGI_HOST_PLUGIN_THREAD_SAFE) != 0;
+  return true; // the built-in apps keep no state between requests
+}
+
+AppSource resolve_app(const Config& config, app::Handler* own, const std::string& start_dir,
+                      bool own_thread_safe) {
   AppSource source;
   if (own) {
     if (config.app_given)
       throw ConfigError(config.where("app") + ": this program serves its own handler");
+    if (config.threads > 1 && !own_thread_safe)
+      throw ConfigError(config.where("threads") + ": " + std::to_string(config.threads) +
+                        " threads would share this program's one handler object; serve it with "
+                        "fcgi_host::run_thread_safe() if it is thread-safe, or with a plugin "
+                        "(FCGI_HOST_PLUGIN: one instance per thread)");
     source.own = own;
+    source.own_thread_safe = own_thread_safe;
   } else if (!config.exec.empty()) {
     // --exec: the program is the handler.
   } else if (looks_like_path(config.app)) {
@@ -83,7 +97,7 @@ void copy_and_check_plugin(AppSource& app, const Config& config,
   }
   PluginCheck check{app.copy->path(), app.plugin, credentials(config), config.clear_env,
                     config.env};
-  if (std::string why = check_plugin(check); !why.empty())
+  if (std::string why = check_plugin(check, &app.plugin_flags); !why.empty())
     throw ConfigError(config.where("app") + ": " + why);
 }
 

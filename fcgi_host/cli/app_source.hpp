@@ -8,6 +8,7 @@
 #include "fcgi_host/runners/plugin_copy.hpp"
 #include "fcgi_host/worker/worker.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,12 +16,17 @@ namespace fcgi_host {
 
 struct AppSource {
   app::Handler* own = nullptr;
+  bool own_thread_safe = false; // fcgi_host::run_thread_safe()
   std::string builtin;
   std::string plugin;                     // the operator's file, as an absolute path
   std::shared_ptr<const PluginCopy> copy; // what this generation's workers load
+  std::uint32_t plugin_flags = 0;         // its table's flags, as the check found them
 
   // With a copy, the workers load it; without one (replay), the operator's file itself.
   HandlerFactory factory() const;
+  // One instance may serve every handler thread (--threads): built-in apps, a plugin made with
+  // FCGI_HOST_THREAD_SAFE_PLUGIN, a program's handler given to run_thread_safe().
+  bool thread_safe() const;
 };
 
 // A plugin's path rather than a built-in app's name.
@@ -32,7 +38,9 @@ std::string plugin_file(const std::string& app, const std::string& start_dir);
 
 // Throws ConfigError (naming --app, and FILE:LINE) for an app that cannot be served: an unknown
 // built-in, a plugin file that cannot be read. Loads nothing.
-AppSource resolve_app(const Config& config, app::Handler* own, const std::string& start_dir);
+// A program's one handler object with --threads above 1 must be declared thread-safe.
+AppSource resolve_app(const Config& config, app::Handler* own, const std::string& start_dir,
+                      bool own_thread_safe = false);
 
 // A plugin: its private copy in `dir`, checked by a child with the workers' credentials (the
 // copy is what the generation's workers will load). Throws ConfigError naming --app, the file

@@ -313,6 +313,7 @@ void read_pool(const Values& v, Config& c) {
     c.workers = std::min(cpus.count, 512);
     c.workers_from = cpus.why;
   }
+  c.threads = static_cast<int>(v.integer("threads", 1, 256));
   c.app = v.text("app");
   c.app_given = v.given("app");
   if (c.app.empty()) throw v.error("app", "must not be empty");

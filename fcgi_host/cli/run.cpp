@@ -13,6 +13,7 @@
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/pools/cgroups.hpp"
 #include "fcgi_host/pools/member.hpp"
@@ -80,6 +81,7 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     return g;
   }
   HandlerFactory factory = app.factory();
+  settings.handler_thread_safe = app.thread_safe();
   g.worker_main = [settings, factory](const process_manager::WorkerContext& context) {
     return run_worker(context, settings, factory);
   };
@@ -125,7 +127,8 @@ struct StartFailure {
 struct Host {
   std::vector<std::string> args; // for reload and USR2
   app::Handler* own = nullptr;
-  std::string start_dir; // where a relative --app is found, at start and at every reload
+  std::string start_dir;        // where a relative --app is found, at start and at every reload
+  bool own_thread_safe = false; // run_thread_safe()
   Config config;
   AppSource app;
   std::shared_ptr<PluginDirectory> plugins; // the generations' private copies of the plugin
@@ -163,7 +166,7 @@ bool read_config(Host& host) {
     if (parse_config(argv.argc(), argv.cdata(), host.config, std::cout) == ParseOutcome::Exit)
       return false;
     if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
-    host.app = resolve_app(host.config, host.own, host.start_dir);
+    host.app = resolve_app(host.config, host.own, host.start_dir, host.own_thread_safe);
     check_before_start(host.config);
     credentials(host.config);
     // The plugin is loaded by a child that dropped privileges, also for --test-config.
@@ -216,6 +219,8 @@ void open_listener(Host& host) {
     throw StartFailure{exit_code::kStartupFailure, sys_error("fcntl(O_NONBLOCK)", "listen socket")};
   host.options.listen_fd = host.listen_fd;
   host.options.ready_fd = host.upgrade_fd;
+  host.options.host_area = kHostArea; // the host's counters beside each worker's slot
+  host.options.scoreboard_threads = static_cast<std::size_t>(host.config.threads);
 }
 
 // Kept connections move between the workers of every generation through one channel, made here
@@ -276,9 +281,10 @@ void on_watch_readable(Host& host, int fd) {
 
 // HUP: parse the same command line again; a bad config keeps the running one.
 void prepare_reload(Host& host) {
-  host.options.reload =
-      [&host, args = host.args, own = host.own, first_address = host.config.listen,
-       exec_mode = host.exec_mode()]() -> std::optional<process_manager::Generation> {
+  host.options.reload = [&host, args = host.args, own = host.own, own_safe = host.own_thread_safe,
+                         first_threads = host.config.threads, first_address = host.config.listen,
+                         exec_mode =
+                             host.exec_mode()]() -> std::optional<process_manager::Generation> {
     process_manager::Argv argv(args);
     Config next;
     try {
@@ -290,7 +296,11 @@ void prepare_reload(Host& host) {
       if (next.exec.empty() == exec_mode)
         throw StartupError("--exec cannot be added or removed without a restart (the socket "
                            "is blocking for exec'd programs, non-blocking for built-in workers)");
-      AppSource app = resolve_app(next, own, host.start_dir);
+      if (next.threads > first_threads)
+        throw StartupError("--threads " + std::to_string(next.threads) +
+                           " needs a restart (the scoreboard was made for " +
+                           std::to_string(first_threads) + ")");
+      AppSource app = resolve_app(next, own, host.start_dir, own_safe);
       check_before_start(next);
       if (!app.plugin.empty()) {
         host.plugins = plugin_directory(next, host.plugins);
@@ -523,9 +533,10 @@ void limit_process(const Config& config) {
 int run_pool_master(Host& host) {
   // A plugin is checked by its pool's master when it starts (by a child with the pool's
   // credentials), never here; --test-config has each one checked that way.
-  const ApplicationCheck check = [own = host.own, load = host.config.test_config,
+  const ApplicationCheck check = [own = host.own, own_safe = host.own_thread_safe,
+                                  load = host.config.test_config,
                                   start_dir = host.start_dir](const Config& c) {
-    AppSource app = resolve_app(c, own, start_dir);
+    AppSource app = resolve_app(c, own, start_dir, own_safe);
     check_before_start(c);
     credentials(c);
     if (load && !app.plugin.empty()) copy_and_check_plugin(app, c, plugin_directory(c, nullptr));
@@ -573,7 +584,7 @@ void join_pool(Host& host) {
   host.status_of_own_pid = !had_status && !host.config.status_listen.empty();
 }
 
-int run_host(int argc, char** argv, app::Handler* own) {
+int run_host(int argc, char** argv, app::Handler* own, bool own_thread_safe = false) {
   if (is_client_command(argc, argv)) return run_client_command(argc, argv); // status, ping
   if (is_replay_command(argc, argv)) return run_replay_command(argc, argv, own);
   hold_control_signals();
@@ -587,6 +598,7 @@ int run_host(int argc, char** argv, app::Handler* own) {
   } else {
     host.start_dir = current_directory();
   }
+  host.own_thread_safe = own_thread_safe;
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);
@@ -616,6 +628,9 @@ int run_host(int argc, char** argv, app::Handler* own) {
 
 int run(int argc, char** argv, app::Handler& handler) {
   return run_host(argc, argv, &handler);
+}
+int run_thread_safe(int argc, char** argv, app::Handler& handler) {
+  return run_host(argc, argv, &handler, true);
 }
 int run(int argc, char** argv) {
   return run_host(argc, argv, nullptr);

@@ -123,6 +123,9 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
   settings.env = config.env;
   settings.limits = config.limits;
   settings.max_requests = config.max_requests;
+  settings.threads = static_cast<unsigned>(config.threads);
+  settings.request_timeout_ns =
+      static_cast<std::uint64_t>(std::chrono::nanoseconds(config.request_timeout).count());
   settings.max_requests_jitter = config.max_requests_jitter;
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.ready_path = config.ready_path;
@@ -138,7 +141,8 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
   settings.sandbox = sandbox_settings(config);
   settings.output_fd = plumbing.output_fd;
   settings.handoff = plumbing.handoff;
-  settings.server_values.max_reqs = static_cast<unsigned>(config.workers);
+  // FCGI_MAX_REQS: the requests the pool serves at once.
+  settings.server_values.max_reqs = static_cast<unsigned>(config.workers * config.threads);
   settings.server_values.max_conns =
       static_cast<unsigned>(config.workers * config.limits.max_connections);
   return settings;

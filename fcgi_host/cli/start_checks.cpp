@@ -72,6 +72,9 @@ bool executable(const std::string& program) {
 
 void check_program(const Config& c) {
   if (c.exec.empty()) return;
+  if (c.threads > 1)
+    throw ConfigError(c.where("threads") + ": an --exec program runs its own loop; threads are "
+                                           "for --app handlers");
   // A relative path is looked up from --chdir, where the master runs the workers.
   std::string program = c.exec.front();
   if (!c.chdir.empty() && program.find('/') != std::string::npos && program.front() != '/')

@@ -57,6 +57,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"workers", 'w', "N", "",
      "worker processes (default: the CPUs the process may use: its cgroup's CPU quota rounded "
      "up, else its affinity mask, else the cores)"},
+    {"threads", 0, "N", "1",
+     "handler threads per worker: the worker's loop hands complete requests to N threads, each "
+     "with its own handler instance unless the app is thread-safe (1: the loop runs the handler)"},
     {"app", 'a', "NAME|PATH.so", "hello",
      "built-in app (hello, echo) or the path of a plugin library"},
     {"exec", 0, "PROGRAM", "",

@@ -22,10 +22,8 @@ std::uint64_t thread_cpu_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-RequestMetrics::RequestMetrics(process_manager::WorkerSlot& slot,
-                               process_manager::RouteTable& routes,
-                               const ObservabilitySettings& settings)
-    : slot_(slot), routes_(routes), settings_(settings) {}
+RequestMetrics::RequestMetrics(HostSlot& slot, const ObservabilitySettings& settings)
+    : slot_(slot), routes_(slot.routes), settings_(settings) {}
 
 namespace {
 
@@ -39,10 +37,10 @@ std::uint32_t fnv1a(std::string_view s) {
 } // namespace
 
 std::size_t RequestMetrics::route_index(std::string_view route) {
-  route = route.substr(0, process_manager::kRouteNameSize);
+  route = route.substr(0, kRouteNameSize);
   if (route.data() == last_route_ && route.size() == last_route_size_) {
     // The text is compared too: an address is only a hint (a Router rebuilt at the same place).
-    const process_manager::RouteStats& e = routes_.routes[last_index_];
+    const RouteStats& e = routes_.routes[last_index_];
     if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route)
       return last_index_;
   }
@@ -52,15 +50,15 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
   for (std::size_t i = 0; i < kIndexSize; ++i) {
     std::size_t b = (h + i) % kIndexSize;
     if (index_[b] == 0) {
-      std::size_t r = process_manager::claim_route(routes_, route);
-      if (r != process_manager::kMaxRoutes - 1) { // the overflow entry is not cached by name
+      std::size_t r = claim_route(routes_, route);
+      if (r != kMaxRoutes - 1) { // the overflow entry is not cached by name
         index_[b] = static_cast<std::uint8_t>(r + 1);
         index_hash_[b] = h;
       }
       return r;
     }
     if (index_hash_[b] == h) {
-      const process_manager::RouteStats& e = routes_.routes[index_[b] - 1];
+      const RouteStats& e = routes_.routes[index_[b] - 1];
       if (std::string_view(e.name, std::min<std::size_t>(e.name_len, sizeof e.name)) == route) {
         last_route_ = route.data();
         last_route_size_ = route.size();
@@ -69,12 +67,12 @@ std::size_t RequestMetrics::route_index(std::string_view route) {
       }
     }
   }
-  return process_manager::claim_route(routes_, route);
+  return claim_route(routes_, route);
 }
 
 // The request's trace id when it carried a traceparent, else its request id; the wall clock is
 // read here only (vDSO), at most once a second per bucket.
-void RequestMetrics::record_exemplar(process_manager::Exemplar& e, const app::Request& request,
+void RequestMetrics::record_exemplar(Exemplar& e, const app::Request& request,
                                      std::uint64_t now_ns) {
   std::string_view trace = request.trace_id();
   std::string_view id = trace.empty() ? request.request_id() : trace;
@@ -83,7 +81,7 @@ void RequestMetrics::record_exemplar(process_manager::Exemplar& e, const app::Re
   clock_gettime(CLOCK_REALTIME, &wall);
   std::uint64_t unix_ms = static_cast<std::uint64_t>(wall.tv_sec) * 1000u +
                           static_cast<std::uint64_t>(wall.tv_nsec) / 1'000'000u;
-  process_manager::write_exemplar(e, id, !trace.empty(), duration_ns_, now_ns, unix_ms);
+  write_exemplar(e, id, !trace.empty(), duration_ns_, now_ns, unix_ms);
 }
 
 void RequestMetrics::end(std::string_view route, int status, const app::Request& request,
@@ -101,10 +99,9 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
     cpu_ns_ = cpu_end > cpu_start_ ? cpu_end - cpu_start_ : 0;
   }
   if (settings_.metrics) {
-    process_manager::RouteStats& r = routes_.routes[route_index(route)];
-    std::size_t bucket = process_manager::record_call(r, duration_ns_, cpu_ns_, status >= 500);
-    if (process_manager::exemplar_due(r.exemplars[bucket], now))
-      record_exemplar(r.exemplars[bucket], request, now);
+    RouteStats& r = routes_.routes[route_index(route)];
+    std::size_t bucket = record_call(r, duration_ns_, cpu_ns_, status >= 500);
+    if (exemplar_due(r.exemplars[bucket], now)) record_exemplar(r.exemplars[bucket], request, now);
     slot_.last_duration_ns.store(duration_ns_, std::memory_order_relaxed);
     if (cpu_ns_ >= 0)
       slot_.last_cpu_ns.store(static_cast<std::uint64_t>(cpu_ns_), std::memory_order_relaxed);
@@ -131,22 +128,29 @@ bool busy(WorkerState s) {
 void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   const process_manager::PoolCounters& p = sb.pool();
   std::uint64_t now = process_manager::monotonic_ns();
-  snap.accepted = p.retired_accepted.load(std::memory_order_relaxed);
   snap.requests = p.retired_requests.load(std::memory_order_relaxed);
-  snap.slow_requests = p.retired_slow_requests.load(std::memory_order_relaxed);
-  snap.aborted_requests = p.retired_aborted_requests.load(std::memory_order_relaxed);
-  snap.handed_off = p.retired_handed_off.load(std::memory_order_relaxed);
-  for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
-    snap.queue_buckets[b] = p.retired_queue_buckets[b].load(std::memory_order_relaxed);
-  snap.queue_sum_ns = p.retired_queue_sum_ns.load(std::memory_order_relaxed);
-  snap.shed_late = p.retired_shed_late.load(std::memory_order_relaxed);
-  snap.shed_gone = p.retired_shed_gone.load(std::memory_order_relaxed);
+  snap.accepted = snap.slow_requests = snap.aborted_requests = snap.handed_off = 0;
+  snap.queue_buckets = {};
+  snap.queue_sum_ns = snap.shed_late = snap.shed_gone = 0;
+  auto add_host = [&snap](const HostSlot& h) {
+    snap.accepted += h.accepted.load(std::memory_order_relaxed);
+    snap.slow_requests += h.slow_requests.load(std::memory_order_relaxed);
+    snap.aborted_requests += h.aborted_requests.load(std::memory_order_relaxed);
+    snap.handed_off += h.handed_off.load(std::memory_order_relaxed);
+    for (std::size_t b = 0; b < kLatencyBuckets; ++b)
+      snap.queue_buckets[b] += h.queue_buckets[b].load(std::memory_order_relaxed);
+    snap.queue_sum_ns += h.queue_sum_ns.load(std::memory_order_relaxed);
+    snap.shed_late += h.shed_late.load(std::memory_order_relaxed);
+    snap.shed_gone += h.shed_gone.load(std::memory_order_relaxed);
+  };
+  add_host(retired_host_slot(sb));
   snap.active = snap.idle = snap.total = 0;
+  snap.threads_busy = snap.threads_total = 0;
   snap.workers.clear();
   std::map<std::string, RouteSnapshot, std::less<>> routes;
-  auto add_table = [&routes](const process_manager::RouteTable& t) {
+  auto add_table = [&routes](const RouteTable& t) {
     for (const auto& entry : t.routes) {
-      process_manager::RouteStats r = process_manager::load_route(entry);
+      RouteStats r = load_route(entry);
       if (r.name_len == 0) continue;
       std::string name(r.name, std::min<std::size_t>(r.name_len, sizeof r.name));
       RouteSnapshot& out = routes[name];
@@ -157,31 +161,24 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       out.cpu_samples += r.cpu_samples;
       out.errors += r.errors;
       out.crashed += r.crashed;
-      for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b) {
+      for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         out.buckets[b] += r.buckets[b];
         // Of all workers', the newest.
-        const process_manager::Exemplar& e = r.exemplars[b];
+        const Exemplar& e = r.exemplars[b];
         if (e.mono_ns != 0 && e.id_len != 0 && e.unix_ms >= out.exemplars[b].unix_ms)
           out.exemplars[b] = {std::string(e.id, e.id_len), e.is_trace != 0, e.value_ns, e.unix_ms};
       }
     }
   };
-  add_table(sb.retired_routes());
-  for (std::size_t i = 0; i < sb.capacity(); ++i) {
+  add_table(retired_host_slot(sb).routes);
+  for (std::size_t i = 0; i < sb.used(); ++i) {
     const process_manager::WorkerSlot& s = sb.slot(i);
     if (s.generation.load(std::memory_order_relaxed) == 0) continue; // never used
     // An exited worker not yet reaped still holds its numbers: count them, but not the worker.
-    snap.accepted += s.accepted.load(std::memory_order_relaxed);
+    const HostSlot& h = host_slot(sb, i);
+    add_host(h);
     snap.requests += s.requests.load(std::memory_order_relaxed);
-    snap.slow_requests += s.slow_requests.load(std::memory_order_relaxed);
-    snap.aborted_requests += s.aborted_requests.load(std::memory_order_relaxed);
-    snap.handed_off += s.handed_off.load(std::memory_order_relaxed);
-    for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b)
-      snap.queue_buckets[b] += s.queue_buckets[b].load(std::memory_order_relaxed);
-    snap.queue_sum_ns += s.queue_sum_ns.load(std::memory_order_relaxed);
-    snap.shed_late += s.shed_late.load(std::memory_order_relaxed);
-    snap.shed_gone += s.shed_gone.load(std::memory_order_relaxed);
-    add_table(sb.routes(i));
+    add_table(h.routes);
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free) continue;
     WorkerSnapshot w;
@@ -190,21 +187,38 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     w.generation = s.generation.load(std::memory_order_relaxed);
     w.state = st;
     w.requests = s.requests.load(std::memory_order_relaxed);
-    w.accepted = s.accepted.load(std::memory_order_relaxed);
-    w.last_duration_ns = s.last_duration_ns.load(std::memory_order_relaxed);
-    w.last_cpu_ns = s.last_cpu_ns.load(std::memory_order_relaxed);
-    w.active = busy(st);
+    w.accepted = h.accepted.load(std::memory_order_relaxed);
+    w.last_duration_ns = h.last_duration_ns.load(std::memory_order_relaxed);
+    w.last_cpu_ns = h.last_cpu_ns.load(std::memory_order_relaxed);
+    w.threads = static_cast<std::uint32_t>(std::max<std::size_t>(s.thread_count(), 1));
+    w.busy_threads = process_manager::busy_threads(s);
+    w.active = busy(st) || w.busy_threads > 0;
+    // The request shown: the one running longest (with one thread: the worker's).
+    std::uint64_t oldest = 0;
+    std::size_t shown = 0;
+    for (std::size_t t = 0; w.threads > 1 && t < w.threads; ++t) {
+      const process_manager::RequestSlot& r = s.request(t);
+      std::uint64_t start = r.request_start_ns.load(std::memory_order_relaxed);
+      if (busy(r.state.load(std::memory_order_relaxed)) && start != 0 &&
+          (oldest == 0 || start < oldest)) {
+        oldest = start;
+        shown = t;
+      }
+    }
     if (w.active) {
-      std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
+      std::uint64_t start = s.request(shown).request_start_ns.load(std::memory_order_relaxed);
       w.request_duration_ns = start != 0 && now > start ? now - start : 0;
-      process_manager::Scoreboard::RequestInfo info = process_manager::Scoreboard::read_request(s);
+      process_manager::Scoreboard::RequestInfo info =
+          process_manager::Scoreboard::read_request(s, shown);
       w.method = info.method;
       w.uri = info.uri;
       w.request_id = info.request_id;
     }
     if (st != WorkerState::Starting) {
       ++snap.total;
-      ++(w.active ? snap.active : snap.idle);
+      ++(busy(st) ? snap.active : snap.idle);
+      snap.threads_total += w.threads;
+      snap.threads_busy += w.busy_threads;
     }
     snap.workers.push_back(std::move(w));
   }
@@ -237,6 +251,7 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   snap.max_listen_queue =
       std::max(p.max_listen_queue.load(std::memory_order_relaxed), snap.listen_queue.depth);
   snap.kills_by_timeout = p.kills_by_timeout.load(std::memory_order_relaxed);
+  snap.requests_lost_crash = p.requests_lost_crash.load(std::memory_order_relaxed);
   snap.oom_kills = p.oom_kills.load(std::memory_order_relaxed);
   for (int c = 0; c < 256; ++c)
     if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))

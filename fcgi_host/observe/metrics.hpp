@@ -10,6 +10,7 @@
 // request timeout needs it) and the scoreboard state stores.
 #include "app/request.hpp"
 #include "fcgi_host/net/client_filter.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/scoreboard.hpp"
 
@@ -47,14 +48,13 @@ std::uint64_t thread_cpu_ns();
 // Worker side: one per worker, used on every request.
 class RequestMetrics {
 public:
-  RequestMetrics(process_manager::WorkerSlot& slot, process_manager::RouteTable& routes,
-                 const ObservabilitySettings& settings);
+  RequestMetrics(HostSlot& slot, const ObservabilitySettings& settings);
 
   // The request starts (start_ns: CLOCK_MONOTONIC, already read by the caller).
   void begin(std::uint64_t start_ns) {
     start_ns_ = start_ns;
     cpu_start_ = -1;
-    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
+    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0 && sample_cpu_)
       cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
   }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
@@ -64,22 +64,25 @@ public:
   void end(std::string_view route, int status, const app::Request& request, bool need_duration,
            bool aborted = false);
 
+  // No CPU samples (a handler thread's requests, measured on the worker's loop thread).
+  void sample_no_cpu() { sample_cpu_ = false; }
+
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
 
 private:
   std::size_t route_index(std::string_view route);
-  void record_exemplar(process_manager::Exemplar& e, const app::Request& request,
-                       std::uint64_t now_ns);
+  void record_exemplar(Exemplar& e, const app::Request& request, std::uint64_t now_ns);
 
-  process_manager::WorkerSlot& slot_;
-  process_manager::RouteTable& routes_;
+  HostSlot& slot_;
+  RouteTable& routes_;
   const ObservabilitySettings& settings_;
   std::uint64_t start_ns_ = 0;
   std::uint64_t duration_ns_ = 0;
   std::int64_t cpu_start_ = -1;
   std::int64_t cpu_ns_ = -1;
   unsigned sample_counter_ = 0;
+  bool sample_cpu_ = true;
   // Private index from a route name's hash to its entry in the slot's table: the common case is
   // one hash and one compare. 0: empty, else index + 1.
   static constexpr std::size_t kIndexSize = 256;
@@ -106,7 +109,9 @@ struct WorkerSnapshot {
   std::string method, uri, request_id;   // the current request
   std::uint64_t last_duration_ns = 0;
   std::uint64_t last_cpu_ns = 0;
-  bool active = false;
+  std::uint32_t threads = 1;      // handler threads (--threads)
+  std::uint32_t busy_threads = 0; // of them, serving a request now
+  bool active = false;            // serving a request (with threads: at least one)
 };
 
 // A latency bucket's exemplar (route_stats.hpp); id empty when the bucket has none.
@@ -125,8 +130,8 @@ struct RouteSnapshot {
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
   std::uint64_t crashed = 0; // requests their worker died in (not in calls)
-  std::array<std::uint64_t, process_manager::kLatencyBuckets> buckets{};
-  std::array<ExemplarSnapshot, process_manager::kLatencyBuckets> exemplars{};
+  std::array<std::uint64_t, kLatencyBuckets> buckets{};
+  std::array<ExemplarSnapshot, kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.
   std::uint64_t cpu_estimate_ns() const {
     return cpu_samples ? static_cast<std::uint64_t>(static_cast<double>(cpu_ns) /
@@ -148,14 +153,18 @@ struct Snapshot {
   std::uint64_t slow_requests = 0;
   std::uint64_t aborted_requests = 0;
   std::uint32_t active = 0, idle = 0, total = 0;
+  // Handler threads of the workers counted in total (one each without --threads), and of them
+  // those serving a request now.
+  std::uint32_t threads_total = 0, threads_busy = 0;
   std::uint32_t max_active = 0;
   std::uint64_t all_busy = 0;
   process_manager::ListenQueue listen_queue;
   std::uint32_t max_listen_queue = 0;
   std::uint64_t kills_by_timeout = 0;
-  std::uint64_t oom_kills = 0; // workers killed by the OOM killer in the pool's cgroup
+  std::uint64_t oom_kills = 0;           // workers killed by the OOM killer in the pool's cgroup
+  std::uint64_t requests_lost_crash = 0; // beside the faulting one, in threads of a crashed worker
   // Queue time of the requests stamped by the web server, and the requests shed.
-  std::array<std::uint64_t, process_manager::kLatencyBuckets> queue_buckets{};
+  std::array<std::uint64_t, kLatencyBuckets> queue_buckets{};
   std::uint64_t queue_sum_ns = 0;
   std::uint64_t shed_late = 0, shed_gone = 0;
   std::uint64_t queued() const {

@@ -1,8 +1,8 @@
 #include "fcgi_host/observe/queue_time.hpp"
 
+#include "fcgi_host/observe/route_stats.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
-#include "process_manager/route_stats.hpp"
 
 #include <ctime>
 #include <string>
@@ -78,7 +78,7 @@ bool QueueGate::admit(const app::Request& request, app::Response& response) {
       waited = queue_ns(*arrival, realtime_us());
   if (waited) {
     last_ns_ = static_cast<std::int64_t>(*waited);
-    single_writer_add(slot_.queue_buckets[process_manager::latency_bucket(*waited)], 1);
+    single_writer_add(slot_.queue_buckets[latency_bucket(*waited)], 1);
     single_writer_add(slot_.queue_sum_ns, *waited);
   }
   // Asking whether the client left costs a recv(): only when shedding is on.

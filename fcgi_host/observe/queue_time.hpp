@@ -15,8 +15,8 @@
 // clients are still there.
 #include "app/request.hpp"
 #include "app/response.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "process_manager/rate_limited_log.hpp"
-#include "process_manager/scoreboard.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -58,7 +58,7 @@ void answer_shed(app::Response& response);
 // slot, and, with --max-queue-time, sheds what waited too long or whose client is gone.
 class QueueGate {
 public:
-  QueueGate(process_manager::WorkerSlot& slot, const AdmissionSettings& settings)
+  QueueGate(HostSlot& slot, const AdmissionSettings& settings)
       : slot_(slot), max_ns_(settings.max_queue_ns) {}
 
   // Called right before the handler: true to run it; false when `response` already holds the
@@ -73,7 +73,7 @@ public:
 private:
   void log_shed(QueueDecision why, const app::Request& request);
 
-  process_manager::WorkerSlot& slot_;
+  HostSlot& slot_;
   std::uint64_t max_ns_;
   std::int64_t last_ns_ = -1;
   bool last_shed_ = false;

@@ -11,8 +11,8 @@
 
 namespace fcgi_host {
 
-using process_manager::kLatencyBoundsNs;
-using process_manager::kLatencyBuckets;
+using fcgi_host::kLatencyBoundsNs;
+using fcgi_host::kLatencyBuckets;
 
 StatusFormat format_from_accept(std::string_view accept) {
   StatusFormat best = StatusFormat::Text;
@@ -197,6 +197,9 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"aborted requests", num(s.aborted_requests)},
       {"request timeout kills", num(s.kills_by_timeout)},
       {"oom kills", num(s.oom_kills)},
+      {"busy threads", num(s.threads_busy)},
+      {"idle threads", num(s.threads_total - s.threads_busy)},
+      {"requests lost in crashes", num(s.requests_lost_crash)},
       {"worker restarts", num(restarts(s))},
       // Queue time: only requests the web server stamped (X-Request-Start) are measured.
       {"queue time measured", num(s.queued())},
@@ -236,6 +239,8 @@ std::string text_page(const Snapshot& s, bool full) {
       line("state", process_manager::to_string(w.state));
       line("requests", num(w.requests));
       line("accepted conn", num(w.accepted));
+      line("threads", num(w.threads));
+      line("busy threads", num(w.busy_threads));
       line("request duration", num(w.request_duration_ns / 1000)); // µs, as php-fpm
       line("request method", w.method.empty() ? "-" : w.method);
       line("request URI", w.uri.empty() ? "-" : w.uri);
@@ -293,6 +298,9 @@ std::string json_page(const Snapshot& s, bool full) {
   field("aborted requests", num(s.aborted_requests));
   field("request timeout kills", num(s.kills_by_timeout));
   field("oom kills", num(s.oom_kills));
+  field("busy threads", num(s.threads_busy));
+  field("idle threads", num(s.threads_total - s.threads_busy));
+  field("requests lost in crashes", num(s.requests_lost_crash));
   field("worker restarts", num(restarts(s)));
   std::string r = "{";
   for (auto& [code, n] : s.exits_by_code)
@@ -324,6 +332,7 @@ std::string json_page(const Snapshot& s, bool full) {
            ",\"generation\":" + num(w.generation) +
            ",\"state\":" + str(process_manager::to_string(w.state)) +
            ",\"requests\":" + num(w.requests) + ",\"accepted conn\":" + num(w.accepted) +
+           ",\"threads\":" + num(w.threads) + ",\"busy threads\":" + num(w.busy_threads) +
            ",\"request duration\":" + num(w.request_duration_ns / 1000) +
            ",\"request method\":" + str(w.method) + ",\"request uri\":" + str(w.uri) +
            ",\"request id\":" + str(w.request_id) +
@@ -433,6 +442,15 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
             s.kills_by_timeout);
   w.counter(p + "oom_kills", "Workers killed by the OOM killer in the pool's cgroup (memory-max).",
             s.oom_kills);
+  w.gauge(p + "busy_threads",
+          "Handler threads serving a request (one per worker without --threads).",
+          num(s.threads_busy));
+  w.gauge(p + "idle_threads", "Handler threads waiting for a request.",
+          num(s.threads_total - s.threads_busy));
+  w.family(p + "requests_lost", "counter",
+           "Requests in flight lost with their worker, by reason (crash: the other threads' "
+           "requests of a worker that crashed in one).");
+  w.sample(p + "requests_lost_total", "reason=\"crash\"", num(s.requests_lost_crash));
   w.counter(p + "worker_restarts", "Worker exits the master did not ask for.", restarts(s));
   w.family(p + "worker_exits", "counter",
            "Worker exits the master did not ask for, by exit code or signal.");
@@ -483,6 +501,9 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
   w.family(p + "worker_active", "gauge", "1 while the worker serves a request.");
   for (const WorkerSnapshot& x : s.workers)
     w.sample(p + "worker_active", worker(x), x.active ? "1" : "0");
+  w.family(p + "worker_busy_threads", "gauge", "The worker's handler threads serving a request.");
+  for (const WorkerSnapshot& x : s.workers)
+    w.sample(p + "worker_busy_threads", worker(x), num(x.busy_threads));
   w.family(p + "worker_generation", "gauge", "The worker's generation (reloads).");
   for (const WorkerSnapshot& x : s.workers)
     w.sample(p + "worker_generation", worker(x), num(x.generation));

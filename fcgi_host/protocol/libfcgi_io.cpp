@@ -48,6 +48,10 @@ int writer_key() {
 
 bool write_to_client(Source& s, const char* buf, std::size_t len) {
   if (s.write_failed) return false;
+  if (s.deliver) {
+    if (!s.deliver(s.deliver_context, buf, len)) s.write_failed = true;
+    return !s.write_failed;
+  }
   if (s.backlog) {
     // Order on the wire: once something waits in the backlog, everything after it queues too.
     long sent = s.backlog->empty() ? fcgi_host::write_some(s.fd, buf, len) : 0;
@@ -69,6 +73,22 @@ bool write_stdout_records(Source& s, std::string_view before, const char* data, 
   // Records of 32 KiB: a 64 KiB chunk is two, and 32 of them (1 MiB) go in one system call.
   constexpr std::size_t kRecord = 32 * 1024;
   constexpr int kRecordsPerCall = 32;
+  if (s.deliver) {
+    // A handler thread's response: the worker's loop writes it, in this order.
+    if (!before.empty() && !write_to_client(s, before.data(), before.size())) return false;
+    while (len > 0) {
+      const std::size_t part = std::min(kRecord, len);
+      char header[records::kHeaderSize];
+      records::encode_header(header,
+                             {records::kVersion, static_cast<std::uint8_t>(records::Type::Stdout),
+                              s.request_id, static_cast<std::uint16_t>(part), 0});
+      if (!write_to_client(s, header, sizeof header) || !write_to_client(s, data, part))
+        return false;
+      data += part;
+      len -= part;
+    }
+    return true;
+  }
   char headers[kRecordsPerCall][records::kHeaderSize];
   iovec iov[2 * kRecordsPerCall + 1];
   while (!s.write_failed) {

@@ -44,8 +44,12 @@ struct Source {
   std::string* backlog = nullptr;      // where unsent bytes go; nullptr: wait for the socket
   std::string* gather = nullptr;       // set: OS_Write appends here instead of writing (the codec
                                        // sends it with the end of the request: one write)
-  bool closed_by_libfcgi = false;      // libfcgi asked to close (no FCGI_KEEP_CONN, or an error)
-  bool write_failed = false;           // the client went away, or the deadline passed
+  // Set: every byte for the client goes here instead of the socket (a handler thread's response,
+  // which the worker's loop writes); false from it: the client is gone.
+  bool (*deliver)(void* context, const char* data, std::size_t size) = nullptr;
+  void* deliver_context = nullptr;
+  bool closed_by_libfcgi = false; // libfcgi asked to close (no FCGI_KEEP_CONN, or an error)
+  bool write_failed = false;      // the client went away, or the deadline passed
 };
 
 // Makes `source` the one libfcgi reads and writes when it names `key`, until unregistered.

@@ -155,6 +155,12 @@ bool StreamSink::send_body(std::string_view chunk) {
   return FCGX_GetError(out_) == 0 && !(source_ && source_->write_failed);
 }
 
+bool StreamSink::flush() {
+  if (refused_head_) return false;
+  FCGX_FFlush(out_);
+  return FCGX_GetError(out_) == 0 && !(source_ && source_->write_failed);
+}
+
 std::size_t write_response(const app::Response& response, FCGX_Stream* out, std::size_t head_limit,
                            libfcgi_io::Source* source) {
   std::string& head = compose_head(response, true);

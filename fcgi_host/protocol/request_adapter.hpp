@@ -48,6 +48,7 @@ public:
   void set_head_limit(std::size_t limit) { head_limit_ = limit; }
   void send_head(const app::Response& response) override;
   bool send_body(std::string_view chunk) override;
+  bool flush() override;
   // The size of the head refused since attach(), or 0.
   std::size_t refused_head() const { return refused_head_; }
 

@@ -142,6 +142,11 @@ RequestCodec::Decoded RequestCodec::peek(char* records, std::size_t size,
   return fill_request(s.decoded, framing, request) ? Decoded::Whole : Decoded::ShortBody;
 }
 
+void RequestCodec::deliver_to(Deliver deliver, void* context) {
+  state_->source.deliver = deliver;
+  state_->source.deliver_context = context;
+}
+
 app::BodySink& RequestCodec::sink() {
   return state_->sink;
 }

@@ -52,6 +52,11 @@ public:
   Decoded peek(char* records, std::size_t size, const RequestFraming& framing,
                app::Request& request);
 
+  // After decode(): the response goes to `deliver` instead of the socket, all of it, streamed or
+  // not (a handler thread's: the worker's loop writes it). false from it: the client is gone.
+  using Deliver = bool (*)(void* context, const char* data, std::size_t size);
+  void deliver_to(Deliver deliver, void* context);
+
   // A response head larger than `bytes` with its record's 8-byte header is answered with a whole
   // 500 instead (buffered or streamed; the chunks of a streamed body after it are dropped):
   // --max-response-head.

@@ -2,6 +2,7 @@
 
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/scoreboard.hpp"
@@ -39,7 +40,9 @@ void InProcessHost::start(const WorkerSettings& given, HandlerFactory make_handl
   if (!set_nonblocking(socket_->fd(), true))
     throw StartupError(sys_error("fcntl(O_NONBLOCK)", options.address.path));
   address_ = "unix:" + options.address.path;
-  scoreboard_ = std::make_unique<process_manager::Scoreboard>(1);
+  scoreboard_ = std::make_unique<process_manager::Scoreboard>(
+      1, std::max<std::size_t>(settings.threads, 1), kHostArea);
+  scoreboard_->prepare(0, 1);
 
   settings.listen_fd = socket_->fd();
   // The thread starts with the control signals blocked (a thread inherits its creator's mask),

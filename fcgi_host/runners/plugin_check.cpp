@@ -12,6 +12,8 @@
 #include <exception>
 #include <fcntl.h>
 #include <poll.h>
+#include <string>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +21,10 @@
 namespace fcgi_host {
 
 namespace {
+
+// What the checking process writes when the plugin loaded, followed by its table's flags (a
+// reason why it did not load is written otherwise).
+constexpr std::string_view kLoaded = "loaded, flags ";
 
 constexpr int kReportFd = 3;
 
@@ -40,6 +46,7 @@ constexpr int kReportFd = 3;
     apply_environment(check.clear_env, check.env);
     try {
       Plugin plugin(check.file, check.shown_as);
+      verdict = kLoaded + std::to_string(plugin.flags());
     } catch (const std::exception& e) {
       verdict = e.what();
       if (verdict.empty()) verdict = "it failed to load";
@@ -50,7 +57,7 @@ constexpr int kReportFd = 3;
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
-  _exit(verdict.empty() ? 0 : 1);
+  _exit(verdict.starts_with(kLoaded) ? 0 : 1);
 }
 
 std::string how_it_ended(int status) {
@@ -65,7 +72,7 @@ std::string how_it_ended(int status) {
 
 } // namespace
 
-std::string check_plugin(const PluginCheck& check) {
+std::string check_plugin(const PluginCheck& check, std::uint32_t* flags) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return sys_error("pipe2", "plugin check");
   const pid_t parent = ::getpid();
@@ -107,6 +114,10 @@ std::string check_plugin(const PluginCheck& check) {
   if (timed_out)
     return "loading \"" + check.shown_as + "\" took longer than " +
            std::to_string(kPluginCheckTimeoutMs / 1000) + " s (its constructors?)";
+  if (verdict.starts_with(kLoaded) && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    if (flags) *flags = static_cast<std::uint32_t>(std::stoul(verdict.substr(kLoaded.size())));
+    return "";
+  }
   if (!verdict.empty()) return verdict;
   if (std::string ended = how_it_ended(status); !ended.empty())
     return "\"" + check.shown_as + "\": " + ended;

@@ -4,6 +4,7 @@
 // constructors, its table) runs there and never in the master, which is usually root.
 #include "fcgi_host/worker/process_setup.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,10 @@ struct PluginCheck {
 };
 
 // Forks, drops privileges, applies the environment, loads the file and checks its table, and
-// says so over a pipe. Returns "" when it loads, else why (naming shown_as): what dlopen() or the
-// ABI check said, or how the child died. Waits at most kPluginCheckTimeoutMs.
-std::string check_plugin(const PluginCheck& check);
+// says so over a pipe. Returns "" when it loads (and its table's FCGI_HOST_PLUGIN_* flags in
+// `flags`), else why (naming shown_as): what dlopen() or the ABI check said, or how the child
+// died. Waits at most kPluginCheckTimeoutMs.
+std::string check_plugin(const PluginCheck& check, std::uint32_t* flags = nullptr);
 
 // The master waits for it (its loop stands still meanwhile): loading a library takes milliseconds.
 inline constexpr int kPluginCheckTimeoutMs = 10000;

@@ -17,6 +17,10 @@ struct Connection {
     KeptIdle, // between requests on a kept connection
     Writing,  // a response waits in `backlog` for a client that reads slowly
     Draining, // refused: reading and discarding what the client still sends, then closing
+    // --threads: a complete request waits for a free handler thread (out of epoll), or a handler
+    // thread serves it (out of epoll but while its response waits for the socket: the lane's).
+    Queued,
+    Serving,
   };
   int fd = -1;
   Phase phase = Phase::Reading;
@@ -24,6 +28,7 @@ struct Connection {
   bool wants_write = false; // registered for EPOLLOUT (Writing)
   bool keep_after_write = false;
   bool body_mode_asked = false;  // the handler was asked whether it streams this request's body
+  int lane = -1;                 // Serving: the handler thread's lane
   std::uint64_t deadline_ns = 0; // of what the worker waits for now
   std::uint64_t head_deadline_ns = 0; // 0 until the first byte of a request: then the total
                                       // deadline of its head (--header-timeout)
@@ -46,6 +51,7 @@ struct Connection {
     fd = new_fd;
     phase = Phase::Reading;
     in_epoll = wants_write = keep_after_write = body_mode_asked = false;
+    lane = -1;
     deadline_ns = head_deadline_ns = body_start_ns = 0;
     started_ns = now;
     bytes_in = 0;

@@ -60,7 +60,7 @@ bool WorkerLoop::accept_one() {
     }
     return false; // EAGAIN: another worker took it, or the queue is empty
   }
-  process_manager::single_writer_add(slot_.accepted, 1);
+  process_manager::single_writer_add(host_.accepted, 1);
   Connection& c = add_connection(fd, process_manager::monotonic_ns());
   if (read_more(c)) process(c);
   return true;
@@ -356,7 +356,9 @@ void WorkerLoop::make_room(std::uint64_t now) {
   for (;;) {
     EvictionScan scan(now);
     table_.for_each([&](const Connection& c) {
-      bool may_evict = c.phase != Connection::Phase::Writing && c.fd != serving_fd_;
+      bool may_evict = c.phase != Connection::Phase::Writing && c.fd != serving_fd_ &&
+                       c.phase != Connection::Phase::Serving &&
+                       c.phase != Connection::Phase::Queued;
       scan.consider(c.fd, c.bytes_in, c.started_ns,
                     c.in.capacity() + c.backlog.capacity() + (c.pump ? c.pump->memory() : 0),
                     may_evict);
@@ -369,7 +371,9 @@ void WorkerLoop::make_room(std::uint64_t now) {
 
 void WorkerLoop::expire_deadlines(std::uint64_t now) {
   table_.for_each([&](Connection& c) {
-    if (c.in_epoll && c.deadline_ns <= now) on_deadline(c, now);
+    // (A handler thread's connection has the request's deadline instead: cut_overrun_requests.)
+    if (c.in_epoll && c.deadline_ns <= now && c.phase != Connection::Phase::Serving)
+      on_deadline(c, now);
   });
 }
 

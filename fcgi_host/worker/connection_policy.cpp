@@ -30,6 +30,8 @@ Expiry ConnectionPolicy::on_deadline(Connection::Phase phase, bool between_reque
   case Connection::Phase::Reading:
     break;
   case Connection::Phase::Writing:
+  case Connection::Phase::Serving: // (out of epoll: its thread's deadline is the request's)
+  case Connection::Phase::Queued:
     return Expiry::WriteTimeout;
   case Connection::Phase::Draining:
     return Expiry::DrainOver;

@@ -4,6 +4,8 @@
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/crash_report.hpp"
 
+#include <unistd.h>
+
 namespace fcgi_host {
 
 std::string WorkerLoop::arm_crash_capture() {
@@ -18,7 +20,12 @@ std::string WorkerLoop::arm_crash_capture() {
 // and hands the bytes to CrashCapture, which copies them before it looks at them.
 void WorkerLoop::capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self) {
   WorkerLoop& w = *static_cast<WorkerLoop*>(self);
-  Connection* in_flight = w.serving_fd_ >= 0 ? w.table_.find(w.serving_fd_) : nullptr;
+  int fd = w.serving_fd_;
+  if (w.threads_) { // the faulting thread's request
+    Lane* lane = w.threads_->lane_of_thread(static_cast<pid_t>(gettid()));
+    fd = lane && lane->busy ? lane->fd : -1;
+  }
+  Connection* in_flight = fd >= 0 ? w.table_.find(fd) : nullptr;
   if (!in_flight) {
     slot.crash_note[0] = '\0'; // no request of a handler in flight: nothing to keep
     return;

@@ -24,7 +24,8 @@ using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kUploadMemoryKeepNs = 1'000'000'000; // upload_memory_ without a use
-constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;  // see serve_request()
+
+} // namespace
 
 // Request::aborted(): a non-blocking look at the connection for FCGI_ABORT_REQUEST or a close.
 // The buffer never grows here: the request being served holds views into it. With no room
@@ -45,18 +46,6 @@ bool probe_aborted(void* context) {
   return c.guard.aborted();
 }
 
-} // namespace
-
-struct WorkerLoop::Outcome {
-  Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
-  bool whole = true;                  // the body arrived whole
-  std::uint64_t start_ns = 0;
-  bool failed_after_head = false; // the handler threw after its head went out
-  bool aborted = false;           // the web server aborted the request or closed: logged as 499
-  RequestCodec::Ending ending = RequestCodec::Ending::Kept;
-  bool counted() const { return endpoint == Endpoint::None; }
-};
-
 // Runs one complete request. False when the connection was closed (or moved).
 bool WorkerLoop::serve_request(Connection& c) {
   Outcome out;
@@ -66,15 +55,16 @@ bool WorkerLoop::serve_request(Connection& c) {
                                 records::ProtocolStatus::RequestComplete);
     return keep_or_close(c, out);
   }
+  if (threads_) return serve_on_thread(c);
   if (!decode(c, out)) return false;
-  slot_.request_number.store(++request_number_, std::memory_order_relaxed);
+  request_slot_.request_number.store(++request_number_, std::memory_order_relaxed);
   if (out.counted()) {
-    slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
-    slot_.queue_ns.store(-1, std::memory_order_relaxed);
+    request_slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
+    request_slot_.queue_ns.store(-1, std::memory_order_relaxed);
     if (settings_.observe.metrics) {
       std::string_view method = request_.method(), uri = request_.uri();
-      process_manager::Scoreboard::set_request(slot_, method.data(), method.size(), uri.data(),
-                                               uri.size(), request_.carried_id());
+      process_manager::Scoreboard::set_request(request_slot_, method.data(), method.size(),
+                                               uri.data(), uri.size(), request_.carried_id());
     }
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
     metrics_.begin(out.start_ns);
@@ -84,9 +74,9 @@ bool WorkerLoop::serve_request(Connection& c) {
     response_.status = 400;
     response_.set_content("Bad Request\n", "text/plain");
   } else if (!out.counted()) {
-    answer_endpoint(out);
+    answer_endpoint(out, request_, response_);
   } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
-    slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
+    request_slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
     serving_fd_ = c.fd;
     run_handler(out);
     serving_fd_ = -1;
@@ -101,11 +91,12 @@ bool WorkerLoop::serve_request(Connection& c) {
   send(c, out);
   app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
-  observe(out);
+  observe(out, request_, response_, metrics_, out.whole && queue_gate_.last_shed(),
+          out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1);
   if (c.pump) keep_upload_memory();
   release_large_buffers(request_, response_);
   if (out.counted()) {
-    slot_.request_start_ns.store(0, std::memory_order_relaxed);
+    request_slot_.request_start_ns.store(0, std::memory_order_relaxed);
     process_manager::single_writer_add(slot_.requests, 1);
     slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();
@@ -137,14 +128,15 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
 
 // Status and ping are answered here, before the handler, and are no request of the pool: the
 // slot stays idle, so the status page never counts itself as active.
-void WorkerLoop::answer_endpoint(Outcome& out) {
-  bool allowed = remote_addr_allowed(settings_.observe.status_allow, request_.param("REMOTE_ADDR"));
+void WorkerLoop::answer_endpoint(Outcome& out, const app::Request& request,
+                                 app::Response& response) {
+  bool allowed = remote_addr_allowed(settings_.observe.status_allow, request.param("REMOTE_ADDR"));
   // TERM from the master (Stop::Drain) is the host's stop; a worker retired at a reload or an
   // upgrade, or recycled, stops with QUIT while the host serves on: its ping stays 200.
   fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
-                                           request_.query(), allowed, request_.param("HTTP_ACCEPT"),
+                                           request.query(), allowed, request.param("HTTP_ACCEPT"),
                                            stop_ == Stop::Drain),
-                response_);
+                response);
 }
 
 // The handler, without the table lock (so that kept connections can move while it runs long).
@@ -206,29 +198,31 @@ void WorkerLoop::send(Connection& c, Outcome& out) {
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
-void WorkerLoop::observe(const Outcome& out) {
+void WorkerLoop::observe(const Outcome& out, const app::Request& request,
+                         const app::Response& response, RequestMetrics& metrics, bool shed,
+                         std::int64_t queue_ns) {
   AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
-  bool ran = out.counted() && !(out.whole && queue_gate_.last_shed());
-  if (ran) metrics_.end(request_.route(), response_.status, request_, log.enabled(), out.aborted);
+  bool ran = out.counted() && !shed;
+  if (ran) metrics.end(request.route(), response.status, request, log.enabled(), out.aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
-  e.remote_addr = request_.param("REMOTE_ADDR");
-  e.method = request_.method();
-  e.uri = request_.uri();
-  e.status = out.aborted ? kAbortedStatus : response_.status;
-  e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
-  e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
-  e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;
-  e.body_bytes = response_.head_sent() ? -1
-                 : app::status_without_content(response_.status)
+  e.remote_addr = request.param("REMOTE_ADDR");
+  e.method = request.method();
+  e.uri = request.uri();
+  e.status = out.aborted ? kAbortedStatus : response.status;
+  e.duration_ns = ran ? metrics.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
+  e.cpu_ns = ran ? metrics.cpu_ns() : -1;
+  e.queue_ns = queue_ns;
+  e.body_bytes = response.head_sent() ? -1
+                 : app::status_without_content(response.status)
                      ? 0 // its body is not sent
-                     : static_cast<std::int64_t>(response_.body.size());
+                     : static_cast<std::int64_t>(response.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;
-  e.request = &request_;
-  e.response = &response_;
+  e.request = &request;
+  e.response = &response;
   log.write(e);
 }
 
@@ -272,6 +266,8 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
 // ---- a body the handler reads as it arrives --------------------------------------------------
 
 WorkerLoop::Streamed WorkerLoop::serve_streamed(Connection& c) {
+  // With handler threads a body arrives whole (the loop alone reads the connection).
+  if (threads_) return Streamed::No;
   RecordGuard& g = c.guard;
   const RequestFraming framing = g.framing();
   // Params split over several records are joined in place when decoded, which can be done only

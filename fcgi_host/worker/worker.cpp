@@ -10,14 +10,28 @@
 #include "process_manager/log.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <malloc.h>
 #include <string>
 
 namespace fcgi_host {
 
 using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
+
+namespace {
+
+// glibc gives each thread that allocates under contention an arena of its own (up to 8 per
+// core), which stay mapped: threads that wait on a database multiply a worker's memory. Two
+// arenas keep threads from queueing on one lock; MALLOC_ARENA_MAX in the environment wins.
+void cap_malloc_arenas() {
+  if (std::getenv("MALLOC_ARENA_MAX")) return;
+  mallopt(M_ARENA_MAX, 2);
+}
+
+} // namespace
 
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
@@ -29,6 +43,7 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
                                                       std::strerror(errno));
   apply_environment(settings.clear_env, settings.env);
   return_large_allocations_when_freed();
+  if (settings.threads > 1) cap_malloc_arenas();
   HandlerPtr handler(nullptr, [](app::Handler*) {});
   try {
     handler = make_handler();
@@ -46,7 +61,7 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
     return process_manager::boot_failure(context, why);
   int code;
   {
-    WorkerLoop loop(context, settings, *handler);
+    WorkerLoop loop(context, settings, *handler, &make_handler, settings.handler_thread_safe);
     code = loop.run();
   }
   try {

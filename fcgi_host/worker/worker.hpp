@@ -37,6 +37,15 @@ struct WorkerSettings {
   unsigned long max_requests = 0;
   unsigned long max_requests_jitter = 0;
   long max_rss_kib = 0;
+  // Handler threads (--threads): the loop hands complete requests to them (handler_threads.hpp).
+  // 1: the loop runs the handler itself, as without threads.
+  unsigned threads = 1;
+  // One handler instance serves every thread (a thread-safe plugin or built-in app); otherwise
+  // each thread gets its own from the factory.
+  bool handler_thread_safe = false;
+  // --request-timeout, enforced by the worker itself for a request on a handler thread: the
+  // request is cut and the worker takes no more work (the master stops it gracefully). 0: off.
+  std::uint64_t request_timeout_ns = 0;
   // The health gate (--ready-path): empty, or a path the handler must answer 2xx before the
   // worker serves (worker/ready_check.hpp).
   std::string ready_path;

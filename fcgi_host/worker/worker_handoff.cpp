@@ -53,7 +53,7 @@ bool WorkerLoop::can_hand_off(bool need_free) const {
     if (recycle_reason_ || scoreboard_.pool().successor_master.load(std::memory_order_acquire))
       return true;
   }
-  for (std::size_t i = 0; i < scoreboard_.capacity(); ++i) {
+  for (std::size_t i = 0; i < scoreboard_.used(); ++i) {
     if (i == slot_index_) continue;
     const process_manager::WorkerSlot& s = scoreboard_.slot(i);
     if (s.pid.load(std::memory_order_relaxed) == 0) continue;
@@ -69,7 +69,8 @@ bool WorkerLoop::can_hand_off(bool need_free) const {
 // gone from this worker.
 bool WorkerLoop::hand_off(Connection& c) {
   if (c.phase == Connection::Phase::Writing || c.phase == Connection::Phase::Draining ||
-      !c.replies.empty() || c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_ || c.pump)
+      c.phase == Connection::Phase::Serving || !c.replies.empty() ||
+      c.in.size() > kMaxHandoffBytes || c.fd == serving_fd_ || c.pump)
     return false;
   const bool was_watched = c.in_epoll;
   if (was_watched) epoll_.remove(c.fd);
@@ -79,7 +80,7 @@ bool WorkerLoop::hand_off(Connection& c) {
     return was_watched && !watch_readable(c);
   }
   ::close(c.fd);
-  process_manager::single_writer_add(slot_.handed_off, 1);
+  process_manager::single_writer_add(host_.handed_off, 1);
   forget_connection(c);
   return true;
 }

@@ -40,22 +40,26 @@
 #include <unistd.h>
 
 namespace fcgi_host {
-namespace {
 
 // Called from the crash handler (process_manager/crash_report.hpp): only reads the request and
 // copies into the slot. The route is known to the worker alone (a Router sets it in handle()).
-void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
-  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
-  const app::Request& r = *static_cast<const app::Request*>(request);
+void describe_request_for_crash(process_manager::RequestSlot& slot, const app::Request& r) {
   // Again: with --metrics off the worker does not publish them per request.
   std::string_view method = r.method(), uri = r.uri();
   process_manager::Scoreboard::set_request(slot, method.data(), method.size(), uri.data(),
                                            uri.size(), r.carried_id());
   std::string_view route = r.route();
-  std::size_t n = std::min(route.size(), sizeof slot.crash_route - 1);
+  std::size_t n = std::min(route.size(), sizeof slot.route - 1);
   for (std::size_t i = 0; i < n; ++i)
-    slot.crash_route[i] = route[i];
-  slot.crash_route[n] = '\0';
+    slot.route[i] = route[i];
+  slot.route[n] = '\0';
+}
+
+namespace {
+
+void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  describe_request_for_crash(slot.request(0), *static_cast<const app::Request*>(request));
 }
 
 using process_manager::LogLevel;
@@ -74,14 +78,17 @@ unsigned long random_up_to(unsigned long max) {
 } // namespace
 
 WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
-                       const WorkerSettings& settings, app::Handler& handler)
+                       const WorkerSettings& settings, app::Handler& handler,
+                       const HandlerFactory* make_handler, bool thread_safe)
     : context_(context), slot_(context.slot), settings_(settings), handler_(handler),
       listen_fd_(settings.listen_fd), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
-      metrics_(context.slot, context.scoreboard.routes(context.slot_index), settings.observe),
-      queue_gate_(context.slot, settings.admission), policy_(settings.limits),
+      host_(host_slot(context.scoreboard, context.slot_index)),
+      request_slot_(context.slot.request(0)), metrics_(host_, settings.observe),
+      queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
-      table_(settings.limits.request, settings.server_values) {
+      table_(settings.limits.request, settings.server_values), make_handler_(make_handler),
+      thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns) {
   request_.set_spill_threshold(settings.limits.spill_threshold);
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
@@ -118,6 +125,8 @@ std::string WorkerLoop::setup() {
   set_accepting(true);
   watch_channel(true);
   if (settings_.handoff.enabled()) watch_.start([this] { on_nudge(); });
+  if (settings_.threads > 1 && make_handler_)
+    if (error = start_threads(); !error.empty()) return error;
   return {};
 }
 
@@ -168,8 +177,9 @@ bool WorkerLoop::wait_and_dispatch() {
     dispatch(events[i].data.fd);
   const std::uint64_t now = process_manager::monotonic_ns(); // one read for what follows
   expire_deadlines(now);
+  if (threads_) cut_overrun_requests(now);
   client_errors_.flush_due(now);
-  if (!accepting_ && !stopping() && now >= accept_paused_until_) set_accepting(true);
+  if (!accepting_ && !stopping() && now >= accept_paused_until_ && admitting()) set_accepting(true);
   return true;
 }
 
@@ -180,6 +190,8 @@ void WorkerLoop::dispatch(int fd) {
     if (accepting_) accept_one();
   } else if (fd == settings_.handoff.recv_fd) {
     if (watching_channel_) take_over_one();
+  } else if (threads_ && fd == threads_->event_fd()) {
+    on_thread_news();
   } else if (Connection* c = table_.find(fd)) {
     // (An fd handed off earlier in this batch may be empty now, or another connection.)
     on_ready(*c);
@@ -198,7 +210,16 @@ int WorkerLoop::next_timeout_ms() {
     partial |= c.phase == Connection::Phase::Reading && c.head_deadline_ns != 0;
     kept |= c.phase == Connection::Phase::KeptIdle;
   });
-  if (!stopping())
+  if (threads_) {
+    // Every thread busy: the pool counts the worker busy.
+    if (std::uint64_t due = next_lane_deadline(); due && (earliest == 0 || due < earliest))
+      earliest = due;
+    if (!admitting() && !stopping()) {
+      slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
+      partial = kept = false;
+    }
+  }
+  if (!stopping() && admitting())
     slot_.state.store(partial ? WorkerState::Reading
                       : kept  ? WorkerState::KeepAliveIdle
                               : WorkerState::Idle,

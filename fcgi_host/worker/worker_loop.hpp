@@ -13,26 +13,38 @@
 #include "fcgi_host/observe/client_error_log.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
+#include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
 #include "fcgi_host/worker/accept_probe.hpp"
 #include "fcgi_host/worker/connection.hpp"
 #include "fcgi_host/worker/connection_policy.hpp"
 #include "fcgi_host/worker/connection_table.hpp"
 #include "fcgi_host/worker/epoll_set.hpp"
+#include "fcgi_host/worker/handler_threads.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
 #include "fcgi_host/worker/streamed_body.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "fcgi_host/worker/worker_signals.hpp"
 #include "process_manager/worker_context.hpp"
 
+#include <deque>
 #include <string>
 
 namespace fcgi_host {
 
+// Request::aborted() for a connection (its argument): FCGI_ABORT_REQUEST or a close.
+bool probe_aborted(void* connection);
+
+// From a crash handler: the request's method, URI, id and route into its slot (async-signal-safe).
+void describe_request_for_crash(process_manager::RequestSlot& slot, const app::Request& request);
+
 class WorkerLoop {
 public:
+  // `make_handler` and `thread_safe`: with --threads above 1, each handler thread's instance
+  // (its own from the factory, or `handler` shared when it is thread-safe).
   WorkerLoop(const process_manager::WorkerContext& context, const WorkerSettings& settings,
-             app::Handler& handler);
+             app::Handler& handler, const HandlerFactory* make_handler = nullptr,
+             bool thread_safe = false);
   ~WorkerLoop();
   WorkerLoop(const WorkerLoop&) = delete;
   WorkerLoop& operator=(const WorkerLoop&) = delete;
@@ -57,7 +69,9 @@ private:
   void watch_channel(bool on);
   void take_signals();
   void begin_stop(Stop how);
-  bool finished() const { return stop_ != Stop::No && table_.open() == 0; }
+  // Connections of requests cut by --request-timeout whose threads never returned stay open
+  // (their threads may still look at them) and do not hold a stop.
+  bool finished() const { return stop_ != Stop::No && table_.open() == abandoned_; }
   bool stopping() const { return stop_ != Stop::No; }
 
   // ---- one connection's events (connection_events.cpp)
@@ -70,6 +84,8 @@ private:
       continue_writing(c);
     else if (c.pump)
       pump_body(c);
+    else if (c.phase == Connection::Phase::Serving)
+      write_lane_output(c);
     else if (read_more(c))
       process(c);
   }
@@ -103,6 +119,24 @@ private:
   bool release_when_stopping(Connection& c, bool idle_deadline);
   void on_nudge();
 
+  // ---- --threads: requests on handler threads (threaded_requests.cpp)
+  std::string start_threads();
+  bool serve_on_thread(Connection& c);
+  void hold(Connection& c);
+  void resume_held();
+  bool decode_into(Connection& c, Lane& lane);
+  void respond_on_thread(Lane& lane);
+  void encode(Lane& lane);
+  void on_thread_news();
+  void take_lane_output(Connection& c, Lane& lane);
+  void write_lane_output(Connection& c);
+  void finish_lane(Connection& c, Lane& lane);
+  void publish_lanes();
+  std::uint64_t next_lane_deadline() const;
+  void cut_overrun_requests(std::uint64_t now);
+  void cut(Lane& lane);
+  bool admitting() const { return !threads_ || (!threads_->all_busy() && !quarantined_); }
+
   // ---- --capture-crashes (crash_capture_hook.cpp)
   std::string arm_crash_capture();
   static void capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self);
@@ -115,12 +149,24 @@ private:
   Streamed serve_streamed(Connection& c);
   bool finish_streamed_body(Connection& c);
   void keep_upload_memory();
-  struct Outcome;
+  // What became of one request, for what follows its response (metrics, logs, keep or close).
+  struct Outcome {
+    Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
+    bool whole = true;                  // the body arrived whole
+    std::uint64_t start_ns = 0;
+    bool failed_after_head = false; // the handler threw after its head went out
+    bool aborted = false;           // the web server aborted the request or closed: logged as 499
+    RequestCodec::Ending ending = RequestCodec::Ending::Kept;
+    bool counted() const { return endpoint == Endpoint::None; }
+  };
+  // After a handler ran this long, the worker looks whether the client is still there.
+  static constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
   bool decode(Connection& c, Outcome& out);
   void run_handler(Outcome& out);
-  void answer_endpoint(Outcome& out);
+  void answer_endpoint(Outcome& out, const app::Request& request, app::Response& response);
   void send(Connection& c, Outcome& out);
-  void observe(const Outcome& out);
+  void observe(const Outcome& out, const app::Request& request, const app::Response& response,
+               RequestMetrics& metrics, bool shed, std::int64_t queue_ns);
   bool keep_or_close(Connection& c, Outcome& out);
   void count_request();
 
@@ -132,6 +178,8 @@ private:
   const process_manager::Scoreboard& scoreboard_;
   std::size_t slot_index_;
   std::uint32_t generation_;
+  HostSlot& host_;                             // the host's counters of this worker
+  process_manager::RequestSlot& request_slot_; // the request in flight (one thread)
   RequestMetrics metrics_;
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
   const ConnectionPolicy policy_;
@@ -169,6 +217,15 @@ private:
   app::Response response_;
   ClientErrorLog client_errors_;
   std::unique_ptr<CrashCapture> crash_capture_; // null unless --capture-crashes
+
+  // --threads above 1 (null otherwise: the loop runs the handler itself).
+  const HandlerFactory* make_handler_;
+  bool thread_safe_;
+  std::unique_ptr<HandlerThreads> threads_;
+  std::deque<int> held_;      // connections whose complete request waits for a thread
+  std::size_t abandoned_ = 0; // connections of cut requests whose threads never returned
+  bool quarantined_ = false;  // a request was cut: no new work until the master stops us
+  std::uint64_t request_timeout_ns_ = 0;
 };
 
 } // namespace fcgi_host

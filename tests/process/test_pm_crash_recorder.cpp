@@ -30,7 +30,7 @@ int crash_twice_once(const WorkerContext& ctx) {
   if (probe().boots++ != 0) return serve(ctx);
   ctx.slot.state = WorkerState::Idle; // ready: a crash now is a crash, not a boot failure
   set_crash_recorder(faulting_recorder, nullptr);
-  ctx.slot.request_start_ns = monotonic_ns();
+  ctx.slot.request(0).request_start_ns = monotonic_ns();
   ctx.slot.state = WorkerState::Handling;
   fault(1);
   return 0;

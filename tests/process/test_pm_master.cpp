@@ -173,8 +173,8 @@ TEST_CASE("master: TTIN and TTOU change the number of workers, never below 1") {
 TEST_CASE("master: a request past request_timeout gets its worker killed and replaced") {
   Generation g = generation(1, [](const WorkerContext& ctx) {
     if (probe().boots++ == 0) { // the first worker hangs in a request, deaf to signals
-      ctx.slot.request_start_ns = monotonic_ns();
-      Scoreboard::set_request(ctx.slot, "GET", 3, "/stuck", 6);
+      ctx.slot.request(0).request_start_ns = monotonic_ns();
+      Scoreboard::set_request(ctx.slot.request(0), "GET", 3, "/stuck", 6);
       ctx.slot.state = WorkerState::Handling;
       sigset_t all;
       sigfillset(&all);

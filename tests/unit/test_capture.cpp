@@ -2,6 +2,7 @@
 // to fit the capture, values redacted in place keeping their length (params split across
 // records, urlencoded form fields, names too long to compare), and the capture file read back
 // for the replay, with its errors; the line the crash block gets.
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/protocol/capture_file.hpp"
 #include "fcgi_host/protocol/capture_redaction.hpp"
 #include "fcgi_host/protocol/records.hpp"
@@ -177,7 +178,8 @@ TEST_CASE("encode_request: the replay's request carries the params and body read
 }
 
 TEST_CASE("crash block: the recorder's note is its line after the request's") {
-  process_manager::Scoreboard sb(1);
+  process_manager::Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   process_manager::WorkerSlot& s = sb.slot(0);
   s.state = process_manager::WorkerState::Idle;
   std::string note = "request captured to /var/crash/crash-1.fcgi";

@@ -116,33 +116,62 @@ TEST_CASE("access log: %I, %{NAME}e for a parameter, %{Name}o for a response hea
 
 TEST_CASE("scoreboard: the carried request id, cleaned, else the generated one") {
   Scoreboard sb(1);
+  sb.prepare(0, 1);
   WorkerSlot& s = sb.slot(0);
-  Scoreboard::set_request(s, "GET", 3, "/a", 2, "id\nwith\x01junk");
+  Scoreboard::set_request(s.request(0), "GET", 3, "/a", 2, "id\nwith\x01junk");
   CHECK(std::string(Scoreboard::read_request(s).request_id) == "id?with?junk");
   CHECK(std::string(Scoreboard::read_request(s).request_id).size() < kSlotRequestIdSize);
   s.id_prefix = 0xabcdef;
-  s.request_number = 7;
-  Scoreboard::set_request(s, "GET", 3, "/a", 2);
+  s.request(0).request_number = 7;
+  Scoreboard::set_request(s.request(0), "GET", 3, "/a", 2);
   CHECK(std::string(Scoreboard::read_request(s).request_id) == "0000000000abcdef0000000000000007");
 }
 
 TEST_CASE("crash block: the request in flight with route, id, run time and queue time") {
   Scoreboard sb(1);
+  sb.prepare(0, 1);
   WorkerSlot& s = sb.slot(0);
   s.state = WorkerState::Starting;
   CHECK(describe_crash(s, 0, "stack:\n#0 f") ==
         "  no request in flight: the worker was starting (on_worker_start or earlier)\n"
         "  stack:\n  #0 f");
   s.state = WorkerState::Handling;
-  Scoreboard::set_request(s, "POST", 4, "/u?x", 4, "rid");
+  Scoreboard::set_request(s.request(0), "POST", 4, "/u?x", 4, "rid");
   std::string route = "POST /u";
-  route.copy(s.crash_route, route.size());
-  s.request_start_ns = 1'000'000;
+  route.copy(s.request(0).route, route.size());
+  s.request(0).request_start_ns = 1'000'000;
   s.crash_ns = 13'500'000;
-  s.queue_ns = 2'000'000;
+  s.request(0).queue_ns = 2'000'000;
   CHECK(describe_crash(s, 99'000'000'000, "x") ==
         "  request in flight: \"POST /u?x\", route \"POST /u\", request id rid, running for "
         "12.5 ms, queue time 2.0 ms\n  x");
+}
+
+TEST_CASE("crash block with threads: every request in flight, the faulting one marked, the "
+          "others counted as lost") {
+  Scoreboard sb(1, 4);
+  sb.prepare(0, 4);
+  WorkerSlot& s = sb.slot(0);
+  s.state = WorkerState::Idle;
+  for (std::size_t t : {0u, 2u, 3u}) {
+    RequestSlot& r = s.request(t);
+    r.state = WorkerState::Handling;
+    r.tid = static_cast<pid_t>(100 + t);
+    r.request_start_ns = 1'000'000;
+    std::string uri = "/t" + std::to_string(t);
+    Scoreboard::set_request(r, "GET", 3, uri.data(), uri.size(), "id" + std::to_string(t));
+  }
+  s.request(1).state = WorkerState::Idle;
+  s.crash_thread = 2;
+  s.crash_ns = 3'000'000;
+  CHECK(requests_lost_beside(s) == 2);
+  std::string block = describe_crash(s, 0, "x");
+  INFO(block);
+  CHECK(block.find("  thread 2 (tid 102) faulted in request: \"GET /t2\", request id id2, running "
+                   "for 2.0 ms") == 0);
+  CHECK(block.find("  thread 0 (tid 100) lost request: \"GET /t0\"") != std::string::npos);
+  CHECK(block.find("  thread 3 (tid 103) lost request: \"GET /t3\"") != std::string::npos);
+  CHECK(block.find("/t1") == std::string::npos);
 }
 
 TEST_CASE("worker stacks: the crash handler's frames and the master's from before the fork go") {
@@ -173,11 +202,12 @@ TEST_CASE("worker stacks: the crash handler's frames and the master's from befor
 
 TEST_CASE("exemplars: a bucket's trace id (or request id) in OpenMetrics only, refreshed at most "
           "once a second") {
-  Scoreboard sb(1);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   sb.slot(0).generation = 1;
   sb.slot(0).state = WorkerState::Idle;
   fcgi_host::ObservabilitySettings settings;
-  fcgi_host::RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  fcgi_host::RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   app::Request r;
   app::HostAccess::set_id_source(r, number_seven, nullptr);
   fill(r, {{"HTTP_TRACEPARENT", kTraceParent}});

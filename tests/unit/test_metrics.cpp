@@ -1,13 +1,14 @@
 // Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
 // status page formats, the access log line, the status socket's params decoder.
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/metrics.hpp"
+#include "fcgi_host/observe/route_stats.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
-#include "process_manager/route_stats.hpp"
 #include "process_manager/scoreboard.hpp"
 
 #include <cstdio>
@@ -53,8 +54,9 @@ TEST_CASE("metrics: latency buckets take their upper bound inclusively") {
 }
 
 TEST_CASE("metrics: a full route table sends new names to the overflow entry") {
-  Scoreboard sb(1);
-  RouteTable& t = sb.routes(0);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
+  RouteTable& t = fcgi_host::host_slot(sb, 0).routes;
   for (std::size_t i = 0; i < kMaxRoutes - 1; ++i)
     CHECK(claim_route(t, "/r" + std::to_string(i)) == i);
   CHECK(claim_route(t, "/r5") == 5);
@@ -66,12 +68,14 @@ TEST_CASE("metrics: a full route table sends new names to the overflow entry") {
 }
 
 TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
-  Scoreboard sb(3);
+  Scoreboard sb(3, 1, fcgi_host::kHostArea);
+  for (std::size_t i = 0; i < 3; ++i)
+    sb.prepare(i, 1);
   ObservabilitySettings settings;
   for (std::size_t slot : {0u, 1u}) {
     sb.slot(slot).generation = 1;
     sb.slot(slot).state = WorkerState::Idle;
-    RequestMetrics m(sb.slot(slot), sb.routes(slot), settings);
+    RequestMetrics m(fcgi_host::host_slot(sb, slot), settings);
     for (int i = 0; i < 10; ++i) {
       m.begin(1);
       m.end("/a", i == 0 ? 503 : 200, request_for("GET", "/a"), false);
@@ -81,7 +85,7 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
     m.end("/b", 200, request_for("GET", "/b"), false);
     sb.slot(slot).requests += 1;
   }
-  sb.slot(0).accepted = 7;
+  fcgi_host::host_slot(sb, 0).accepted = 7;
   Snapshot before = take_snapshot(sb, -1, "static");
   REQUIRE(find_route(before, "/a"));
   CHECK(find_route(before, "/a")->calls == 20);
@@ -93,8 +97,8 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
   sb.slot(0).state = WorkerState::Free; // what the master's reap does, then:
   sb.retire(0);
   CHECK(sb.slot(0).requests == 0);
-  CHECK(sb.slot(0).accepted == 0);
-  CHECK(load_route(sb.routes(0).routes[0]).name_len == 0);
+  CHECK(fcgi_host::host_slot(sb, 0).accepted == 0);
+  CHECK(load_route(fcgi_host::host_slot(sb, 0).routes.routes[0]).name_len == 0);
   CHECK(sb.pool().retire_seq % 2 == 0);
   Snapshot after = take_snapshot(sb, -1, "static");
   CHECK(find_route(after, "/a")->calls == 20);
@@ -110,17 +114,18 @@ TEST_CASE("metrics: a worker's numbers survive its exit (retire) exactly") {
 
   // The slot's next worker starts from zero; the totals go on.
   sb.slot(0).state = WorkerState::Idle;
-  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   m.begin(1);
   m.end("/a", 200, request_for("GET", "/a"), false);
   CHECK(find_route(take_snapshot(sb, -1, "static"), "/a")->calls == 21);
 }
 
 TEST_CASE("metrics: a route repeated, alternated, and a new text at the last route's address") {
-  Scoreboard sb(1);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   ObservabilitySettings settings;
   sb.slot(0).generation = 1;
-  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   auto call = [&](std::string_view route) {
     m.begin(1);
     m.end(route, 200, request_for("GET", "/"), false);
@@ -144,21 +149,23 @@ TEST_CASE("metrics: a route repeated, alternated, and a new text at the last rou
 }
 
 TEST_CASE("metrics: --metrics off records nothing per route") {
-  Scoreboard sb(1);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   ObservabilitySettings settings;
   settings.metrics = false;
   sb.slot(0).generation = 1;
-  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   m.begin(1);
   m.end("/a", 200, request_for("GET", "/a"), false);
   CHECK(take_snapshot(sb, -1, "static").routes.empty());
 }
 
 TEST_CASE("metrics: CPU time is sampled once every kCpuSampleEvery requests") {
-  Scoreboard sb(1);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   ObservabilitySettings settings;
   sb.slot(0).generation = 1;
-  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   for (unsigned i = 0; i < 3 * kCpuSampleEvery; ++i) {
     m.begin(1);
     m.end("/a", 200, request_for("GET", "/a"), false);
@@ -167,7 +174,9 @@ TEST_CASE("metrics: CPU time is sampled once every kCpuSampleEvery requests") {
 }
 
 TEST_CASE("metrics: pool sampling counts all-busy transitions and the maxima") {
-  Scoreboard sb(2);
+  Scoreboard sb(2, 1, fcgi_host::kHostArea);
+  for (std::size_t i = 0; i < 2; ++i)
+    sb.prepare(i, 1);
   sb.slot(0).state = WorkerState::Handling;
   sb.slot(1).state = WorkerState::Idle;
   sb.sample(4);
@@ -236,11 +245,12 @@ TEST_CASE("status page: the Accept header chooses the format unless the query na
 }
 
 TEST_CASE("metrics: an aborted request is counted apart, in every status format") {
-  Scoreboard sb(1);
+  Scoreboard sb(1, 1, fcgi_host::kHostArea);
+  sb.prepare(0, 1);
   ObservabilitySettings settings;
   sb.slot(0).generation = 1;
   sb.slot(0).state = WorkerState::Idle;
-  RequestMetrics m(sb.slot(0), sb.routes(0), settings);
+  RequestMetrics m(fcgi_host::host_slot(sb, 0), settings);
   m.begin(1);
   m.end("/a", 200, request_for("GET", "/a"), false, true);
   m.begin(1);

@@ -1,5 +1,6 @@
 // Queue time: reading the web server's arrival stamp, the wait, the shedding decision, and the
 // exited worker's queue numbers surviving in the retired totals.
+#include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "process_manager/scoreboard.hpp"
@@ -44,14 +45,16 @@ TEST_SUITE("queue time") {
   }
 
   TEST_CASE("an exited worker's queue time and shed counts stay in the totals") {
-    process_manager::Scoreboard sb(2);
+    process_manager::Scoreboard sb(2, 1, fcgi_host::kHostArea);
+    for (std::size_t i = 0; i < 2; ++i)
+      sb.prepare(i, 1);
     sb.slot(0).generation = 1;
     sb.slot(0).pid = 1;
     sb.slot(0).state = process_manager::WorkerState::Idle;
-    sb.slot(0).queue_buckets[3] = 2;
-    sb.slot(0).queue_sum_ns = 15'000'000;
-    sb.slot(0).shed_late = 4;
-    sb.slot(0).shed_gone = 1;
+    fcgi_host::host_slot(sb, 0).queue_buckets[3] = 2;
+    fcgi_host::host_slot(sb, 0).queue_sum_ns = 15'000'000;
+    fcgi_host::host_slot(sb, 0).shed_late = 4;
+    fcgi_host::host_slot(sb, 0).shed_gone = 1;
     Snapshot before = take_snapshot(sb, -1, "static");
     sb.retire(0);
     sb.slot(0).state = process_manager::WorkerState::Free;

@@ -126,10 +126,14 @@ NotesApp::NotesApp(std::string db_path) : db_path_(std::move(db_path)) {
 
 NotesApp::~NotesApp() = default;
 
-void NotesApp::on_worker_start() {
+void NotesApp::connect() {
   db_ = std::make_unique<Db>(db_path_);
   db_->exec("PRAGMA busy_timeout = 5000");
   db_->exec("PRAGMA journal_mode = WAL");
+}
+
+void NotesApp::on_worker_start() {
+  connect();
   db_->exec("CREATE TABLE IF NOT EXISTS notes ("
             " id INTEGER PRIMARY KEY AUTOINCREMENT,"
             " title TEXT NOT NULL,"
@@ -138,6 +142,16 @@ void NotesApp::on_worker_start() {
 }
 
 void NotesApp::on_worker_stop() {
+  db_.reset();
+}
+
+// --threads: this thread's instance, its own connection (the table exists: on_worker_start ran
+// in the worker before its threads started).
+void NotesApp::on_thread_start() {
+  connect();
+}
+
+void NotesApp::on_thread_stop() {
   db_.reset();
 }
 

@@ -12,7 +12,9 @@
 //
 // Each worker opens its own connection in on_worker_start (SQLite connections are not to be
 // shared across processes), in WAL mode with a busy timeout so that workers writing at once wait
-// for each other instead of failing.
+// for each other instead of failing. With --threads, each handler thread has its own instance
+// (FCGI_HOST_PLUGIN) and opens its own connection in on_thread_start: a connection per thread,
+// never one shared by threads.
 #include "app/router.hpp"
 
 #include <memory>
@@ -29,9 +31,12 @@ public:
 
   void on_worker_start() override;
   void on_worker_stop() override;
+  void on_thread_start() override;
+  void on_thread_stop() override;
 
 private:
   Db& db();
+  void connect();
   std::string db_path_;
   std::unique_ptr<Db> db_;
 };

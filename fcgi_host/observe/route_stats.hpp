@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <string_view>
 
-namespace process_manager {
+namespace fcgi_host {
+using process_manager::single_writer_add;
 
 inline constexpr std::size_t kMaxRoutes = 64; // per table; the last entry is the overflow
 inline constexpr std::size_t kRouteNameSize = 64;
@@ -108,4 +109,4 @@ void count_crashed(RouteTable& table, std::string_view name);
 // same name in `into` (claimed if new, the overflow entry when full), then empties `from`.
 void fold_routes(RouteTable& into, RouteTable& from);
 
-} // namespace process_manager
+} // namespace fcgi_host

@@ -1,9 +1,9 @@
-#include "process_manager/route_stats.hpp"
+#include "fcgi_host/observe/route_stats.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace process_manager {
+namespace fcgi_host {
 
 namespace {
 
@@ -138,4 +138,4 @@ void fold_routes(RouteTable& into, RouteTable& from) {
   }
 }
 
-} // namespace process_manager
+} // namespace fcgi_host

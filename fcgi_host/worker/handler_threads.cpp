@@ -1,0 +1,206 @@
+#include "fcgi_host/worker/handler_threads.hpp"
+
+#include "process_manager/crash_report.hpp"
+#include "process_manager/log.hpp"
+
+#include <csignal>
+#include <exception>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace fcgi_host {
+
+using process_manager::LogLevel;
+using process_manager::WorkerState;
+
+HandlerThreads::HandlerThreads(process_manager::WorkerSlot& slot, HostSlot& host,
+                               const ObservabilitySettings& observe, unsigned threads)
+    : slot_(slot) {
+  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd() failed");
+  for (unsigned i = 0; i < threads; ++i)
+    lanes_.push_back(std::make_unique<Lane>(*this, i, slot.request(i), host, observe));
+}
+
+HandlerThreads::~HandlerThreads() {
+  for (auto& lane : lanes_) {
+    std::lock_guard lock(lane->mutex);
+    lane->quit = true;
+    lane->client_gone = true;
+    lane->changed.notify_all();
+  }
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    Lane& lane = *lanes_[i];
+    if (lane.cut) {
+      // Still inside a handler that overran --request-timeout: it ends with the process, and
+      // its handler instance is not destroyed under it.
+      threads_[i].detach();
+      lane.own.release();
+      continue;
+    }
+    threads_[i].join();
+  }
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+std::string HandlerThreads::start(app::Handler& shared, bool thread_safe,
+                                  const HandlerFactory& make, Respond respond) {
+  respond_ = std::move(respond);
+  // Every signal blocked in the threads (they inherit the mask): the loop's signalfd takes the
+  // worker's signals, and a stop never lands in a handler thread.
+  sigset_t all, saved;
+  sigfillset(&all);
+  // Except the fatal ones: a fault raised while its signal is blocked kills the process without
+  // its handler (Linux resets it), and the crash report would be lost.
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (process_manager::is_fatal_signal(sig)) sigdelset(&all, sig);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
+  for (auto& lane : lanes_) {
+    try {
+      threads_.emplace_back([this, &lane = *lane, &shared, thread_safe, &make] {
+        run(lane, shared, thread_safe, make);
+      });
+    } catch (const std::system_error& e) {
+      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+      return std::string("handler thread: ") + e.what();
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  std::unique_lock lock(start_mutex_);
+  started_.wait(lock, [this] { return started_count_ == lanes_.size(); });
+  return start_error_;
+}
+
+Lane* HandlerThreads::idle_lane() {
+  for (auto& lane : lanes_)
+    if (!lane->busy) return lane.get();
+  return nullptr;
+}
+
+void HandlerThreads::hand_over(Lane& lane) {
+  std::lock_guard lock(lane.mutex);
+  lane.job = true;
+  lane.done = false;
+  lane.client_gone = false;
+  lane.failed_after_head = false;
+  lane.aborted = false;
+  lane.failure.clear();
+  lane.refused_head = 0;
+  lane.delivered = 0;
+  lane.on_thread = true;
+  lane.changed.notify_all();
+}
+
+void HandlerThreads::release(Lane& lane) {
+  if (!lane.busy) return;
+  lane.busy = false;
+  --busy_;
+  lane.fd = -1;
+  std::lock_guard lock(lane.mutex);
+  lane.output.clear();
+  lane.done = false;
+  lane.on_thread = false;
+}
+
+std::vector<Lane*> HandlerThreads::take_news() {
+  std::uint64_t count;
+  while (::read(event_fd_, &count, sizeof count) > 0) {}
+  std::vector<Lane*> news;
+  std::lock_guard lock(news_mutex_);
+  news.swap(news_);
+  for (Lane* lane : news)
+    lane->in_news = false;
+  return news;
+}
+
+void HandlerThreads::output_taken(Lane& lane) {
+  lane.changed.notify_all();
+}
+
+void HandlerThreads::notify_loop(Lane& lane) {
+  bool wake = false;
+  {
+    std::lock_guard lock(news_mutex_);
+    if (!lane.in_news) {
+      lane.in_news = true;
+      wake = news_.empty();
+      news_.push_back(&lane);
+    }
+  }
+  if (wake) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+  }
+}
+
+bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) {
+  Lane& lane = *static_cast<Lane*>(context);
+  std::unique_lock lock(lane.mutex);
+  if (lane.client_gone) return false;
+  lane.output.append(data, size);
+  lane.delivered += size;
+  if (!lane.on_thread) return true; // made on the loop: it takes the bytes itself, after
+  lane.owner->notify_loop(lane);
+  lane.changed.wait(lock,
+                    [&lane] { return lane.output.size() <= kLaneOutputBound || lane.client_gone; });
+  return !lane.client_gone;
+}
+
+Lane* HandlerThreads::lane_of_thread(pid_t tid) {
+  for (auto& lane : lanes_)
+    if (lane->tid.load(std::memory_order_relaxed) == tid) return lane.get();
+  return nullptr;
+}
+
+void HandlerThreads::run(Lane& lane, app::Handler& shared, bool thread_safe,
+                         const HandlerFactory& make) {
+  const pid_t tid = static_cast<pid_t>(gettid());
+  lane.tid.store(tid, std::memory_order_relaxed);
+  lane.slot.tid.store(tid, std::memory_order_relaxed);
+  lane.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
+  process_manager::give_thread_alt_stack();
+  std::string error;
+  try {
+    if (thread_safe) {
+      lane.handler = &shared;
+    } else {
+      lane.own = make();
+      lane.handler = lane.own.get();
+    }
+    lane.handler->on_thread_start();
+  } catch (const std::exception& e) {
+    error = "handler thread " + std::to_string(lane.index) + ": " + e.what();
+  }
+  {
+    std::lock_guard lock(start_mutex_);
+    if (!error.empty() && start_error_.empty()) start_error_ = error;
+    ++started_count_;
+    started_.notify_all();
+  }
+  if (!error.empty()) return;
+  for (;;) {
+    {
+      std::unique_lock lock(lane.mutex);
+      lane.changed.wait(lock, [&lane] { return lane.job || lane.quit; });
+      if (lane.quit) break;
+      lane.job = false;
+    }
+    respond_(lane);
+    {
+      std::lock_guard lock(lane.mutex);
+      lane.done = true;
+      lane.on_thread = false;
+    }
+    notify_loop(lane);
+  }
+  try {
+    lane.handler->on_thread_stop();
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error, "on_thread_stop failed in handler thread " +
+                                std::to_string(lane.index) + ": " + e.what());
+  }
+}
+
+} // namespace fcgi_host

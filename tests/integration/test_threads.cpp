@@ -1,0 +1,258 @@
+// --threads: handler threads in a worker, through the real binary and nginx. Concurrency is shown
+// by the status page (busy threads) and by elapsed time against the serial lower bound; request
+// timeouts cut one request and let the others finish; a crash in one thread names every request
+// in flight and counts the others as lost; reloads, upgrades and recycling lose nothing.
+#include "checks.hpp"
+#include "lifecycle_load.hpp"
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
+#include <netinet/in.h>
+#include <poll.h>
+#include <regex>
+#include <string>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using fcgi_test::Millis;
+using it::HostOptions;
+using it::HostProcess;
+
+namespace {
+
+const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// A number field of the master's JSON status page ("busy threads": 3), or -1.
+long json_number(const std::string& json, const std::string& field) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + field + "\":(\\d+)"))) return -1;
+  return std::stol(m[1]);
+}
+
+// `n` GET requests of `target` at once through nginx; their statuses, in order.
+std::vector<int> concurrent_gets(int port, const std::vector<std::string>& targets) {
+  std::vector<int> statuses(targets.size(), 0);
+  std::vector<std::thread> clients;
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    clients.emplace_back([&, i] {
+      try {
+        statuses[i] = it::http_request(port, "GET", targets[i], {}, Millis{15000}).status;
+      } catch (const std::exception&) {
+        statuses[i] = 0;
+      }
+    });
+  for (auto& c : clients)
+    c.join();
+  return statuses;
+}
+
+// A host of one worker with `threads` handler threads of the crash plugin, its status socket on.
+HostOptions one_worker(int threads, std::vector<std::string> more = {}) {
+  HostOptions o;
+  o.args = {"--app", kCrashPlugin, "--workers", "1", "--threads", std::to_string(threads)};
+  o.args.insert(o.args.end(), more.begin(), more.end());
+  o.status_socket = true;
+  return o;
+}
+
+} // namespace
+
+TEST_SUITE("threads") {
+  TEST_CASE("--threads 8: one worker serves 8 requests at once (8 busy threads), and 8 "
+            "concurrent 50 ms requests take well under the 400 ms one thread needs") {
+    HostProcess host(one_worker(8));
+    it::NginxProcess nginx({host.address()});
+
+    // All eight inside their handlers at once, seen by the master.
+    std::thread slow(
+        [&] { concurrent_gets(nginx.port(), std::vector<std::string>(8, "/slow?ms=1500")); });
+    bool eight_busy = test_wait::wait_until(
+        [&] { return json_number(host.status_json(), "busy threads") == 8; }, Millis{5000});
+    slow.join();
+    CHECK(eight_busy);
+    CHECK(json_number(host.status_json(), "busy threads") == 0);
+    CHECK(json_number(host.status_json(), "idle threads") == 8);
+
+    auto begin = std::chrono::steady_clock::now();
+    std::vector<int> statuses =
+        concurrent_gets(nginx.port(), std::vector<std::string>(8, "/slow?ms=50"));
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    MESSAGE("8 concurrent 50 ms requests, 8 threads in 1 worker: " << ms << " ms");
+    for (int s : statuses)
+      CHECK(s == 200);
+    CHECK(ms < 400); // one thread needs at least 8 x 50 ms
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("a request past --request-timeout is cut (504) while the worker's other requests "
+            "finish with 200; one stack of all threads, the worker replaced") {
+    HostProcess host(one_worker(4, {"--request-timeout", "2", "--graceful-timeout", "10"}));
+    host.allow_log("cut after --request-timeout");
+    host.allow_log("stuck in request");
+    std::vector<pid_t> before = host.wait_workers(1);
+    REQUIRE(before.size() == 1);
+    it::NginxProcess nginx({host.address()});
+
+    int stuck = 0;
+    std::thread hung([&] {
+      stuck = it::http_request(nginx.port(), "GET", "/slow?ms=6000", {}, Millis{15000}).status;
+    });
+    // The others start once the stuck one has run 1.2 s: they are in flight when it is cut at
+    // 2 s, and each finishes within its own 2 s.
+    REQUIRE(test_wait::wait_until(
+        [&] { return json_number(host.status_json(true), "request duration") >= 1'200'000; },
+        Millis{5000}));
+    std::vector<int> others =
+        concurrent_gets(nginx.port(), {"/slow?ms=1500", "/slow?ms=1500", "/slow?ms=1500"});
+    hung.join();
+    INFO("host log:\n" << host.log());
+    CHECK(stuck == 504);
+    for (int s : others)
+      CHECK(s == 200);
+    REQUIRE(host.wait_log("cut after --request-timeout"));
+    REQUIRE(host.wait_log(R"(stops \(its other requests finish\): thread \d \(tid \d+\) stuck in )"
+                          R"(request "GET /slow\?ms=6000")"));
+    CHECK(has(host.log(), "sleep_in_named_function")); // the stuck thread's frames, among all
+    CHECK(!host.wait_worker_replaced(before[0], 1, Millis{15000}).empty());
+    CHECK(it::http_request(nginx.port(), "GET", "/id").status == 200);
+  }
+
+  TEST_CASE("a crash in one of 4 threads: the block names every request in flight (the faulting "
+            "one marked) and counts the others as lost") {
+    HostProcess host(one_worker(4));
+    host.allow_log("worker .* killed by signal");
+    std::vector<pid_t> before = host.wait_workers(1);
+    REQUIRE(before.size() == 1);
+    it::NginxProcess nginx({host.address()});
+    std::thread slow(
+        [&] { concurrent_gets(nginx.port(), std::vector<std::string>(3, "/slow?ms=4000")); });
+    REQUIRE(test_wait::wait_until(
+        [&] { return json_number(host.status_json(), "busy threads") == 3; }, Millis{5000}));
+    CHECK(it::http_request(nginx.port(), "GET", "/crash/segv").status == 502);
+    slow.join();
+    INFO("host log:\n" << host.log());
+    REQUIRE(host.wait_log(R"(faulted in request: "GET /crash/segv")"));
+    REQUIRE(host.wait_log(R"(lost request: "GET /slow\?ms=4000")", Millis{5000}, 3));
+    CHECK(json_number(host.status_json(), "requests lost in crashes") == 3);
+    CHECK(!host.wait_worker_replaced(before[0], 1).empty());
+  }
+
+  TEST_CASE("HUP and USR2 under threaded load lose nothing; --max-requests recycles a threaded "
+            "worker without losing its in-flight requests") {
+    HostOptions o;
+    o.args = {"--app", kCrashPlugin,     "--workers", "2",         "--threads",
+              "4",     "--max-requests", "60",        "--pidfile", "{dir}/host.pid"};
+    HostProcess host(o);
+    std::string pidfile = host.dir().file("host.pid");
+    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
+    it::NginxProcess nginx({host.address()});
+    it::HttpLoad load(nginx.port(), "/slow?ms=5", 6);
+    REQUIRE(load.wait_more(80));
+    host.signal(SIGHUP);
+    REQUIRE(host.wait_log("generation 2 ready", Millis{10000}));
+    REQUIRE(load.wait_more(150)); // past --max-requests: workers recycled meanwhile
+    host.signal(SIGUSR2);
+    CHECK(host.wait_exit(Millis{15000}).value_or(-1) == 0);
+    pid_t new_master = it::read_pid(pidfile);
+    CHECK(load.wait_more(80));
+    load.stop();
+    MESSAGE("threaded HUP + USR2 + recycling: " << load.samples().size() << " requests, "
+                                                << load.failures() << " failures");
+    INFO("first error: " << load.first_error() << "\nhost log:\n" << host.log());
+    CHECK(load.failures() == 0);
+    CHECK(!it::lines_with(host.log(), "worker recycling: --max-requests reached").empty());
+    if (new_master > 0 && new_master != host.pid() && it::process_alive(new_master)) {
+      ::kill(new_master, SIGTERM);
+      CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
+    }
+  }
+
+  TEST_CASE("the notes example with 4 threads: a SQLite connection per thread, concurrent "
+            "writes and reads all answered") {
+    it::TempDir data;
+    // The workers create the database here: started as root, they run as nobody.
+    if (geteuid() == 0) REQUIRE(::chmod(data.path().c_str(), 0777) == 0);
+    HostProcess host({"--app", FCGI_TEST_NOTES_PLUGIN, "--workers", "1", "--threads", "4", "--env",
+                      "NOTES_DB=" + data.file("notes.db")});
+    std::vector<int> created(8, 0), listed(8, 0);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 8; ++i)
+      clients.emplace_back([&, i] {
+        fcgi_test::Client c = host.connect();
+        created[i] = c.request("POST", "/notes", R"({"title":"note )" + std::to_string(i) + "\"}",
+                               {{"CONTENT_TYPE", "application/json"}})
+                         .status;
+        listed[i] = c.request("GET", "/notes").status;
+      });
+    for (auto& c : clients)
+      c.join();
+    for (int i = 0; i < 8; ++i) {
+      CHECK(created[i] == 201);
+      CHECK(listed[i] == 200);
+    }
+    std::string all = host.connect().request("GET", "/notes").body;
+    for (int i = 0; i < 8; ++i)
+      CHECK(has(all, "\"title\":\"note " + std::to_string(i) + "\""));
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("server-sent events through nginx arrive one by one, as the handler sends them") {
+    HostProcess host(one_worker(2));
+    it::NginxProcess nginx({host.address()});
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(nginx.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string get = "GET /events?n=3&gap_ms=400 HTTP/1.1\r\nHost: localhost\r\n"
+                      "Connection: close\r\n\r\n";
+    REQUIRE(::write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size()));
+    // Each event's arrival, read as the bytes come (bounded: 10 s, until the close).
+    std::string seen;
+    std::vector<std::chrono::steady_clock::time_point> arrivals;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 500) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      seen.append(buf, static_cast<std::size_t>(n));
+      std::size_t events = 0;
+      for (std::size_t at = seen.find("data: event "); at != std::string::npos;
+           at = seen.find("data: event ", at + 1))
+        ++events;
+      while (arrivals.size() < events)
+        arrivals.push_back(std::chrono::steady_clock::now());
+    }
+    ::close(fd);
+    INFO("response:\n" << seen);
+    CHECK(has(seen, "Content-Type: text/event-stream"));
+    CHECK(has(seen, "event: tick\nid: 1\ndata: event 1\n\n"));
+    REQUIRE(arrivals.size() == 3);
+    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    MESSAGE("events arrived at +0, +" << ms(arrivals[1] - arrivals[0]) << ", +"
+                                      << ms(arrivals[2] - arrivals[0]) << " ms");
+    // Sent 400 ms apart: all at the end would arrive together.
+    CHECK(ms(arrivals[2] - arrivals[0]) > 500);
+    CHECK(ms(arrivals[1] - arrivals[0]) > 250);
+  }
+
+  TEST_CASE("--threads with --exec is refused at start, naming the option") {
+    it::RunResult r =
+        it::run_host(HostOptions{{"--threads", "2", "--test-config", "--exec", "/bin/true"}, {}});
+    CHECK(r.status == 2);
+    CHECK(has(r.output, "threads: an --exec program runs its own loop"));
+  }
+}
