@@ -46,7 +46,7 @@ constexpr int kReportFd = 3;
     apply_environment(check.clear_env, check.env);
     try {
       Plugin plugin(check.file, check.shown_as);
-      verdict = kLoaded + std::to_string(plugin.flags());
+      verdict = std::string(kLoaded) + std::to_string(plugin.flags());
     } catch (const std::exception& e) {
       verdict = e.what();
       if (verdict.empty()) verdict = "it failed to load";
