@@ -1,6 +1,7 @@
 #include "process_manager/crash_report.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/log.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -153,9 +154,13 @@ std::string request_line(const WorkerSlot& s, std::uint64_t now_ns) {
 } // namespace
 
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack) {
-  std::string block = "  " + request_line(slot, now_ns) + "\n";
+  // The request and the note are the worker's text (a newline in them must not start a line).
+  std::string block = "  " + log_escaped(request_line(slot, now_ns)) + "\n";
   if (slot.crash_note[0] != '\0')
-    block += "  " + std::string(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize)) + "\n";
+    block +=
+        "  " +
+        log_escaped(std::string_view(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize))) +
+        "\n";
   std::istringstream in(stack);
   for (std::string line; std::getline(in, line);)
     block += "  " + line + "\n";

@@ -171,12 +171,13 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     }
   // The crash block goes with the exit line, whatever is decided about the worker's slot: the
   // crash lines' rate limit (CrashPolicy) is the block's.
-  std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
+  const std::string& block = w.crash_block;
+  const std::string colon = block.empty() ? "" : ":";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   WorkerExit kind = classify_exit(c, facts); // worker_exit.hpp: what "ready" means
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
-    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
-           line + " (" + to_string(*w.stop_reason) + ")" + block);
+    PM_LOG_BLOCK(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
+                 line + " (" + to_string(*w.stop_reason) + ")" + colon, block);
   } else if (kind == WorkerExit::Done) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (kind == WorkerExit::BootFailure) {
@@ -278,19 +279,22 @@ void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const 
                                   : " failed to boot: " + why + " (exit code " +
                                         std::to_string(exit_code::kWorkerBootFailure) + ")");
   // A crash while booting (in on_worker_start) has its block, as any crash has.
-  const std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
+  const std::string& block = w.crash_block;
+  const std::string colon = block.empty() ? "" : ":";
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
   } else if (w.generation != current_gen()) { // abandoned or retired: nothing depends on it
-    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
+    PM_LOG_BLOCK(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + colon, block);
   } else if (state == State::Reloading && table.count_active_except(current_gen()) > 0) {
     abandon_reload(what, block);
   } else if (state == State::Running && gens.in_grace(w.generation, monotonic_ns())) {
-    PM_LOG(LogLevel::Error, what + block);
+    PM_LOG_BLOCK(LogLevel::Error, what + colon, block);
     go_back("a replacement could not boot");
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error, what + "; stopping, the master exits with code " +
-                                std::to_string(exit_code::kFailure) + block);
+    PM_LOG_BLOCK(LogLevel::Error,
+                 what + "; stopping, the master exits with code " +
+                     std::to_string(exit_code::kFailure) + colon,
+                 block);
     boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
@@ -305,11 +309,13 @@ void Master::Impl::spawn_failed(const std::string& line) {
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
                              const CrashPolicy::Decision& d, const std::string& block) {
   if (d.log)
-    PM_LOG(level,
-           line +
-               (d.suppressed ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
-                             : std::string()) +
-               block);
+    PM_LOG_BLOCK(level,
+                 line +
+                     (d.suppressed
+                          ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
+                          : std::string()) +
+                     (block.empty() ? "" : ":"),
+                 block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +

@@ -85,10 +85,11 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
                             ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
                             : ""; // the handler runs on the main thread, whose id is the pid
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
-    PM_LOG(LogLevel::Error, name(w) + " killed: request \"" + r.method + " " + r.uri +
-                                "\" ran for " + seconds_text(running_ns(s, now)) +
-                                " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
-                                (stack.empty() ? "" : "; stack:\n" + stack));
+    PM_LOG_BLOCK(LogLevel::Error,
+                 name(w) + " killed: request \"" + r.method + " " + r.uri + "\" ran for " +
+                     seconds_text(running_ns(s, now)) + " (request_timeout " +
+                     seconds_text(ns(w.request_timeout)) + ")" + (stack.empty() ? "" : "; stack:"),
+                 stack);
     ++scoreboard.pool().kills_by_timeout;
     stop(w, StopReason::Timeout);
   }
@@ -125,11 +126,12 @@ void Master::Impl::take_slow_request_stacks() {
     unsigned not_taken = slow_stacks.take_refused();
     std::string skipped =
         not_taken == 0 ? "" : " (" + std::to_string(not_taken) + " more not taken this minute)";
-    PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
-                               "\", request id " + r.request_id + ", running for " +
-                               seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
-                               seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:\n" +
-                               stack);
+    PM_LOG_BLOCK(LogLevel::Warn,
+                 "slow request in flight: " + name(w) + ", \"" + r.method + " " + r.uri +
+                     "\", request id " + r.request_id + ", running for " +
+                     seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
+                     seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:",
+                 stack);
     return; // one a turn: a crash report does not wait for several debuggers
   }
 }
