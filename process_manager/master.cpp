@@ -129,6 +129,7 @@ void Master::Impl::reap() {
       PM_LOG(LogLevel::Debug, "reaped unknown child " + std::to_string(c.pid) + ": " + describe(c));
       continue;
     }
+    if (options.on_worker_reaped) options.on_worker_reaped(c.pid);
     WorkerSlot& s = scoreboard.slot(w->slot);
     note_unreported_crash(*w, c, s);
     std::uint64_t requests = s.requests;
@@ -206,7 +207,13 @@ void Master::Impl::take_crash_stacks() {
     // requests get one a turn, and only for a line that will be written.
     const bool booting = s.state == WorkerState::Starting;
     if (booting || (!taken && crashes.log_due(monotonic_ns()))) {
-      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
+      // The thread is the worker's word (its slot): checked against the pid the master forked.
+      const pid_t tid = s.crash_tid.load();
+      const bool own_thread = tid == 0 || is_thread_of(w.pid, tid);
+      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, own_thread ? tid : 0));
+      if (!own_thread)
+        stack += "(the slot named thread " + std::to_string(tid) + ", not one of worker " +
+                 std::to_string(w.pid) + "'s: every thread's stack instead)\n";
       taken = taken || !booting;
     } else {
       stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -52,7 +53,20 @@ std::string frames(const std::string& out) {
 
 } // namespace
 
+bool is_thread_of(pid_t pid, pid_t tid) {
+  if (pid <= 0 || tid <= 0) return false;
+  if (tid == pid) return true;
+  struct stat st {};
+  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  return ::stat(task.c_str(), &st) == 0;
+}
+
 std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid) {
+  // `pid` is the master's own (its worker table); `tid` may come from the worker's slot, which
+  // the worker can write: a debugger attaches to the whole thread group of any tid, so a tid
+  // that is not one of this process's threads would have the master trace a process of the
+  // worker's choosing. Such a tid is ignored: the whole process's stack instead.
+  if (tid != 0 && !is_thread_of(pid, tid)) tid = 0;
   std::vector<std::string> args = debugger_argv(pid, tid);
   if (args.empty()) return "no stack trace: no debugger installed (eu-stack or gdb)\n";
   int fds[2];
