@@ -67,6 +67,7 @@ bool Response::write(std::string_view chunk) {
   if (!head_sent_) {
     sink_->send_head(*this);
     head_sent_ = true;
+    if (status != 200 && status_without_content(status)) head_only_ = true;
   }
   return chunk.empty() || head_only_ || sink_->send_body(chunk);
 }

@@ -65,7 +65,8 @@ public:
   bool send_file(std::string_view path);
 
   // Streaming: sends the head (status and headers, once) and then `chunk` at once. After the
-  // first write, status and headers can no longer change and `body` is not used.
+  // first write, status and headers can no longer change and `body` is not used. For a status
+  // without content (1xx, 204, 304) the chunks are dropped, as for HEAD.
   // Without a sink (a handler called directly in a unit test) the head is marked sent and the
   // chunks are appended to `body`, so a test can read what was streamed (app/testing.hpp has a
   // sink that also records the head).
@@ -93,6 +94,14 @@ private:
   bool head_sent_ = false;
   bool head_only_ = false;
 };
+
+// 1xx, 204 and 304 carry no body (RFC 9110 6.4.1), so the host writes neither the body nor a
+// Content-Length for them (8.6: none at all for 1xx and 204; for 304 only the handler's own, the
+// length a 200 would have had). Callers test `status != 200` first: the usual answer pays one
+// compare.
+constexpr bool status_without_content(int status) {
+  return status < 200 || status == 204 || status == 304;
+}
 
 // The reason phrase of a status code: the registered one ("Not Found", "I'm a teapot" too), else
 // one by class ("Client Error" for an unregistered 4xx; "Nonstandard Status" outside 100-599).

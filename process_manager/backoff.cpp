@@ -22,22 +22,26 @@ std::uint64_t CrashPolicy::delay_after(Streak& streak, bool young, std::uint64_t
 }
 
 CrashPolicy::Decision CrashPolicy::on_crash(std::size_t slot, std::uint64_t lived_ns,
-                                            std::uint64_t now) {
+                                            std::uint64_t now, bool captured) {
   if (slot >= slots_.size()) slots_.resize(slot + 1);
   bool young = lived_ns < ns(s_.young);
-  return decide(delay_after(slots_[slot], young, now), young, now);
+  Decision d = decide(delay_after(slots_[slot], young, now), young, now, captured);
+  d.young_deaths = slots_[slot].young_deaths;
+  d.give_up = s_.give_up_after > 0 && d.young_deaths >= s_.give_up_after;
+  return d;
 }
 
 CrashPolicy::Decision CrashPolicy::on_spawn_failure(std::uint64_t now) {
   // Every failure counts as young; the first one waits too (a fork that failed just now will
   // likely fail again at once).
   std::uint64_t delay = std::max(delay_after(pool_, true, now), ns(s_.first_delay));
-  Decision d = decide(delay, true, now);
+  Decision d = decide(delay, true, now, false);
   pool_respawn_at_ns_ = std::max(pool_respawn_at_ns_, d.respawn_at_ns);
   return d;
 }
 
-CrashPolicy::Decision CrashPolicy::decide(std::uint64_t delay_ns, bool young, std::uint64_t now) {
+CrashPolicy::Decision CrashPolicy::decide(std::uint64_t delay_ns, bool young, std::uint64_t now,
+                                          bool captured) {
   Decision d;
   if (young) {
     window_.push_back(now);
@@ -52,8 +56,7 @@ CrashPolicy::Decision CrashPolicy::decide(std::uint64_t delay_ns, bool young, st
   }
   d.respawn_at_ns = std::max(now + delay_ns, paused_until_ns_);
 
-  d.log = log_rate_.allow(now);
-  if (d.log) d.suppressed = log_rate_.take_held();
+  d.log = captured || log_rate_.allow(now);
   return d;
 }
 

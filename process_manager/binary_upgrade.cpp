@@ -1,5 +1,6 @@
 #include "process_manager/binary_upgrade.hpp"
 
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/log.hpp"
 
 #include <cerrno>
@@ -32,19 +33,14 @@ bool UpgradeChild::start(SignalPipe& signals, const std::function<void(int)>& ex
     PM_LOG(LogLevel::Error, std::string("USR2: pipe2() failed: ") + std::strerror(errno));
     return false;
   }
-  sigset_t mask = block_all_signals();
-  pid_t pid = fork();
-  if (pid == 0) { // the new master-to-be: a clean process, then exec
-    reset_signal_dispositions();
+  pid_t pid = fork_clean([&](const sigset_t& mask) { // the new master-to-be, then exec
     signals.close_in_child();
     restore_signal_mask(mask);
     ::close(fds[0]);
     ::fcntl(fds[1], F_SETFD, 0); // the one fd besides the listen socket that crosses exec
     exec(fds[1]);
-    _exit(127);
-  }
+  });
   int fork_errno = errno;
-  restore_signal_mask(mask);
   ::close(fds[1]);
   if (pid == -1) {
     ::close(fds[0]);

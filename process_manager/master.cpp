@@ -36,6 +36,7 @@ int Master::Impl::run() {
       on_readable(fd);
     take_crash_stacks();         // a worker waits in its crash handler: its stack, then it dies
     reap();                      // collect exits, then account for them
+    log_held_crash_count();      // the crash lines a burst held back, once it is over
     enforce_timeouts();          // stop deadlines, request_timeout, reload deadline
     nudge_slow_workers();        // a long request beside kept connections: pass them on
     take_slow_request_stacks();  // a request past --slow-request-threshold: one stack, it goes on
@@ -135,6 +136,10 @@ void Master::Impl::reap() {
     std::uint64_t requests = s.requests;
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
+    // A request its worker died in is one of its route's, as a `crashed` outcome.
+    if (!w->stopping() && in_request(s.state) &&
+        !(c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone))
+      scoreboard.count_crashed_request(w->slot);
     ExitFacts facts;
     facts.ready = s.state != WorkerState::Starting;
     facts.boot_error = !boot_error.empty();
@@ -185,7 +190,8 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     on_boot_failure(w, c, line, boot_error);
   } else {
     std::uint64_t now = monotonic_ns();
-    CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now);
+    const bool captured = scoreboard.slot(w.slot).crash_captured.load(std::memory_order_acquire);
+    CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now, captured);
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
               block);
@@ -197,16 +203,18 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
 // A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
 // taken now, if its block will be written (the crash lines' rate limit), and it is let go.
 void Master::Impl::take_crash_stacks() {
-  bool taken = false; // one a turn: the crash line that is due is the first one's
+  unsigned taken = 0; // as many as crash lines are due: each goes with its line
   for (Worker& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
     std::string stack;
     // A crash while booting is a boot failure: the master (or the reload) stops with its one
-    // line, so each booting worker gets its stack, whichever line is written; crashes in
-    // requests get one a turn, and only for a line that will be written.
+    // line, so each booting worker gets its stack, whichever line is written; so does a crash
+    // whose request was captured (its line is always written); other crashes in requests get
+    // one only for a line that will be written.
     const bool booting = s.state == WorkerState::Starting;
-    if (booting || (!taken && crashes.log_due(monotonic_ns()))) {
+    const bool captured = s.crash_captured.load(std::memory_order_acquire);
+    if (booting || captured || taken < crashes.lines_due(monotonic_ns())) {
       // The thread is the worker's word (its slot): checked against the pid the master forked.
       const pid_t tid = s.crash_tid.load();
       const bool own_thread = tid == 0 || is_thread_of(w.pid, tid);
@@ -214,9 +222,11 @@ void Master::Impl::take_crash_stacks() {
       if (!own_thread)
         stack += "(the slot named thread " + std::to_string(tid) + ", not one of worker " +
                  std::to_string(w.pid) + "'s: every thread's stack instead)\n";
-      taken = taken || !booting;
+      taken += !booting && !captured;
     } else {
-      stack = "no stack trace: crash lines are rate-limited (at most one a second)\n";
+      stack = "no stack trace: crash lines are rate-limited (" +
+              std::to_string(crashes.settings().log_burst) + " at once, then one a " +
+              seconds_text(ns(crashes.settings().log_interval)) + ")\n";
     }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);
@@ -274,6 +284,8 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
     std::uint64_t at = std::max(h.respawn_at_ns, crashes.pool_respawn_at_ns());
     wait = std::min(wait, at > now ? at - now : 0);
   }
+  if (std::uint64_t at = crashes.held_count_due_ns())
+    wait = std::min(wait, at > now ? at - now : 0);
   return std::chrono::milliseconds(wait / 1'000'000 + (wait % 1'000'000 != 0));
 }
 
@@ -312,23 +324,24 @@ void Master::Impl::spawn_failed(const std::string& line) {
   log_crash(LogLevel::Error, line, crashes.on_spawn_failure(monotonic_ns()));
 }
 
-// Crashes and failed spawns: one breaker line, at most one line per second.
+// Crashes and failed spawns: one breaker line; the first few of a burst, then one a second
+// (CrashPolicy), and the count of the others when the burst is over (log_held_crash_count).
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
                              const CrashPolicy::Decision& d, const std::string& block) {
-  if (d.log)
-    PM_LOG_BLOCK(level,
-                 line +
-                     (d.suppressed
-                          ? "; " + std::to_string(d.suppressed) + " more crashes suppressed"
-                          : std::string()) +
-                     (block.empty() ? "" : ":"),
-                 block);
+  if (d.log) PM_LOG_BLOCK(level, line + (block.empty() ? "" : ":"), block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +
                                 " crashes within " + seconds_text(ns(s.breaker_window)) +
                                 "; respawning paused for " + seconds_text(ns(s.breaker_pause)));
   }
+}
+
+void Master::Impl::log_held_crash_count() {
+  if (!crashes.held_count_due_ns()) return; // nothing held back: one load, every turn
+  if (unsigned long n = crashes.take_held_count(monotonic_ns()))
+    PM_LOG(LogLevel::Error, std::to_string(n) + " more crashes suppressed (crash lines are "
+                                                "rate-limited; the first of a burst are above)");
 }
 
 // The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.

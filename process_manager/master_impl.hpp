@@ -88,6 +88,7 @@ struct Master::Impl {
                const ExitFacts& facts, const std::string& boot_error);
   void on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
                        const std::string& why);
+  void log_held_crash_count();
   void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d,
                  const std::string& block = {});
   void spawn_failed(const std::string& line);

@@ -26,6 +26,13 @@ bool RateLimitedLog::allow(std::uint64_t now) {
   return false;
 }
 
+unsigned RateLimitedLog::available(std::uint64_t now) const {
+  if (rate_.refill_ns == 0) return ~0u;
+  if (!started_) return rate_.burst;
+  const std::uint64_t earned = (now - refilled_ns_) / rate_.refill_ns;
+  return static_cast<unsigned>(std::min<std::uint64_t>(rate_.burst, tokens_ + earned));
+}
+
 void RateLimitedLog::write_count(std::uint64_t now, LogLevel level, std::string_view what) {
   PM_LOG(level, std::to_string(held_) + " more " + std::string(what) + " not logged");
   held_ = 0;

@@ -47,6 +47,18 @@ public:
   void flush_due(std::uint64_t now_ns, LogLevel level, std::string_view what) {
     if (held_ && now_ns >= count_due_ns_) write_count(now_ns, level, what);
   }
+  // The count of held lines once it is due (0 before, or when none are held), and forgets it:
+  // for an owner that writes the count in a line of its own.
+  unsigned long take_due(std::uint64_t now_ns) {
+    if (!held_ || now_ns < count_due_ns_) return 0;
+    const unsigned long n = held_;
+    held_ = 0;
+    count_due_ns_ = 0;
+    last_count_ns_ = now_ns;
+    return n;
+  }
+  // How many lines allow(now_ns) would let through one after the other, taking nothing.
+  unsigned available(std::uint64_t now_ns) const;
   // The lines held back since the last count, and forgets them (for an owner without a timer).
   unsigned long take_held() {
     unsigned long n = held_;

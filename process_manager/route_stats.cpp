@@ -68,6 +68,7 @@ RouteStats load_route(const RouteStats& r) {
   copy.cpu_ns = load(r.cpu_ns);
   copy.cpu_samples = load(r.cpu_samples);
   copy.errors = load(r.errors);
+  copy.crashed = load(r.crashed);
   for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
     copy.buckets[b] = load(r.buckets[b]);
     copy.exemplars[b] = load_exemplar(r.exemplars[b]);
@@ -107,6 +108,10 @@ Exemplar load_exemplar(const Exemplar& e) {
   return Exemplar{};
 }
 
+void count_crashed(RouteTable& table, std::string_view name) {
+  add(table.routes[claim_route(table, name.empty() ? kUnknownRoute : name)].crashed, 1);
+}
+
 void fold_routes(RouteTable& into, RouteTable& from) {
   for (RouteStats& src : from.routes) {
     RouteStats r = load_route(src);
@@ -118,11 +123,13 @@ void fold_routes(RouteTable& into, RouteTable& from) {
     add(dst.cpu_ns, r.cpu_ns);
     add(dst.cpu_samples, r.cpu_samples);
     add(dst.errors, r.errors);
+    add(dst.crashed, r.crashed);
     for (std::size_t b = 0; b < kLatencyBuckets; ++b)
       add(dst.buckets[b], r.buckets[b]);
     // Emptied for the slot's next worker; the name bytes stay until it claims the entry again.
     store(src.name_len, 0);
-    for (std::uint64_t* v : {&src.calls, &src.wall_ns, &src.cpu_ns, &src.cpu_samples, &src.errors})
+    for (std::uint64_t* v :
+         {&src.calls, &src.wall_ns, &src.cpu_ns, &src.cpu_samples, &src.errors, &src.crashed})
       store(*v, 0);
     for (std::uint64_t& b : src.buckets)
       store(b, 0);

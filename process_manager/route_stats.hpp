@@ -19,6 +19,8 @@ namespace process_manager {
 inline constexpr std::size_t kMaxRoutes = 64; // per table; the last entry is the overflow
 inline constexpr std::size_t kRouteNameSize = 64;
 inline constexpr std::string_view kOverflowRoute = "(other)";
+// A crashed request whose route its worker could not say (killed by SIGKILL, say).
+inline constexpr std::string_view kUnknownRoute = "(unknown)";
 // Upper bounds of the latency buckets, in nanoseconds; one more bucket takes the rest (+Inf).
 inline constexpr std::uint64_t kLatencyBoundsNs[] = {
     1'000'000,     2'500'000,     5'000'000,     10'000'000,  25'000'000,
@@ -49,6 +51,7 @@ struct RouteStats {
   std::uint64_t cpu_ns;                   // CPU time of the sampled calls only
   std::uint64_t cpu_samples;              // how many calls were sampled for CPU time
   std::uint64_t errors;                   // responses with status >= 500
+  std::uint64_t crashed;                  // requests their worker died in (master: retired)
   std::uint64_t buckets[kLatencyBuckets]; // not cumulative
   // Of this worker only: an exited worker's are dropped with it (fold_routes()).
   Exemplar exemplars[kLatencyBuckets];
@@ -96,6 +99,10 @@ Exemplar load_exemplar(const Exemplar& e);
 
 // Reader side: a copy of one entry (name_len 0 when unused).
 RouteStats load_route(const RouteStats& r);
+
+// Master side: a request of route `name` ("" when unknown) ended with its worker's crash; counted
+// in `table` (the retired one, the master's).
+void count_crashed(RouteTable& table, std::string_view name);
 
 // Master side, once the table's worker is gone: adds every entry of `from` to the entry of the
 // same name in `into` (claimed if new, the overflow entry when full), then empties `from`.

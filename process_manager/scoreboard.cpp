@@ -93,6 +93,12 @@ void Scoreboard::retire(std::size_t i) {
   p.retire_seq.store(seq + 2, std::memory_order_release);
 }
 
+void Scoreboard::count_crashed_request(std::size_t i) {
+  const WorkerSlot& s = slots_[i];
+  count_crashed(tables_[0],
+                std::string_view(s.crash_route, strnlen(s.crash_route, sizeof s.crash_route)));
+}
+
 void Scoreboard::sample(std::uint32_t listen_queue) {
   std::uint32_t active = 0, total = 0;
   for (std::size_t i = 0; i < capacity_; ++i) {

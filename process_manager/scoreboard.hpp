@@ -77,9 +77,10 @@ struct alignas(64) WorkerSlot {
   std::atomic<CrashState> crash_state{CrashState::None};
   std::atomic<int> crash_signal{0};
   std::atomic<pid_t> crash_tid{0};
-  std::atomic<std::uint64_t> crash_ns{0}; // CLOCK_MONOTONIC
-  char crash_route[kRouteNameSize]{};     // the route of the request in flight, if known
-  char crash_note[kCrashNoteSize]{};      // one more line for the crash block, if any
+  std::atomic<std::uint64_t> crash_ns{0};  // CLOCK_MONOTONIC
+  char crash_route[kRouteNameSize]{};      // the route of the request in flight, if known
+  char crash_note[kCrashNoteSize]{};       // one more line for the crash block, if any
+  std::atomic<bool> crash_captured{false}; // the note names a file that keeps the request
   // This worker's counters; the master folds them into PoolCounters when it exits.
   std::atomic<std::uint64_t> accepted{0};    // connections
   std::atomic<std::uint64_t> handed_off{0};  // kept connections passed to another worker
@@ -163,6 +164,9 @@ public:
 
   // Master side. A slot's worker has exited: move its counters into the pool's retired totals.
   void retire(std::size_t i);
+  // A slot's worker died inside a request: its route (the crash handler's note, else unknown)
+  // counts one `crashed`.
+  void count_crashed_request(std::size_t i);
   // One sample of the pool: max active, all-busy transitions, max listen queue.
   void sample(std::uint32_t listen_queue);
 

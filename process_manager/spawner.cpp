@@ -2,6 +2,7 @@
 
 #include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/log.hpp"
 
 #include <cerrno>
@@ -30,16 +31,16 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
   s.crash_ns = 0;
   s.crash_route[0] = '\0';
   s.crash_note[0] = '\0';
+  s.crash_captured = false;
   s.crash_state = CrashState::None;
   s.state = WorkerState::Starting;
 
   pid_t master = getpid();
-  sigset_t mask = block_all_signals();
-  pid_t pid = fork();
-  if (pid == 0) run_child(master, mask, slot, generation, worker_main, master_fds);
-  int fork_errno = errno;
-  restore_signal_mask(mask);
+  pid_t pid = fork_clean([&](const sigset_t& mask) {
+    run_child(master, mask, slot, generation, worker_main, master_fds);
+  });
   if (pid == -1) {
+    const int fork_errno = errno;
     s.state = WorkerState::Free;
     errno = fork_errno;
     return -1;
@@ -52,7 +53,6 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                         std::uint32_t generation,
                         const std::function<int(const WorkerContext&)>& worker_main,
                         std::span<const int> master_fds) {
-  reset_signal_dispositions();
   signals_.close_in_child();
   // Close-on-exec does not help a worker that is only forked: a handler must not be able to
   // read the master's sockets.

@@ -1,5 +1,6 @@
 #include "process_manager/stack_trace.hpp"
 
+#include "process_manager/argv.hpp"
 #include "process_manager/clock.hpp"
 
 #include <cerrno>
@@ -90,12 +91,9 @@ std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  Argv argv(args);
   pid_t child = -1;
-  int rc = posix_spawn(&child, argv[0], &fa, &attr, argv.data(), environ);
+  int rc = posix_spawn(&child, argv.data()[0], &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(fds[1]);

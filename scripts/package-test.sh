@@ -245,7 +245,7 @@ EOF
 cat >"$WORK/src/handler_test.cpp" <<'EOF'
 #include <app/router.hpp>
 #include <fcgi_host/runners/in_process_host.hpp>
-#include <fcgi_test_client.hpp>
+#include <fcgi_host/testing/fcgi_test_client.hpp>
 
 #include <cstdio>
 

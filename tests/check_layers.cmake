@@ -3,15 +3,19 @@
 #   cmake -DSOURCE_DIR=<project root> -P check_layers.cmake
 #
 # - Only cli/ knows Config and the command line; every other room takes a narrow settings struct
-#   of its own (cli/settings_from_config.cpp makes them).
+#   of its own (cli/settings_from_config.cpp makes them; the pools' supervisor takes PoolSpecs,
+#   made by cli/plan_pools.cpp).
+# - pools/ (the master of several pools) sits just under cli/: only cli/ includes it.
 # - The worker's side of process_manager is worker_context.hpp: a worker, a runner and the
 #   spawner never see the Master.
 # - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
 # - The ground room config/ (the option table, the version, the limits) includes no other.
 # - The handler API (app/, not its examples) knows no host.
 set(rules
-    "fcgi_host/(config|protocol|net|observe|worker|runners|testing)/|fcgi_host/run\\.hpp|app/|process_manager/"
+    "fcgi_host/(config|protocol|net|observe|worker|runners|testing|pools)/|fcgi_host/run\\.hpp|app/|process_manager/"
     "#include \"fcgi_host/cli/"
+    "fcgi_host/(config|protocol|net|observe|worker|runners|testing)/|fcgi_host/run\\.hpp|app/|process_manager/"
+    "#include \"fcgi_host/pools/"
     "fcgi_host/(worker|runners)/|process_manager/spawner\\."
     "#include \"process_manager/master\\.hpp\""
     "fcgi_host/config/"

@@ -76,7 +76,7 @@ struct Config {
   std::optional<unsigned long long> rlimit_files;
   std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
   std::optional<int> nice;
-  // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pool_cgroup.hpp).
+  // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pools/cgroups.hpp).
   std::optional<unsigned long long> memory_max; // bytes, or kUnlimited ("max")
   std::optional<int> cpu_weight;
   bool wants_cgroup() const { return memory_max || cpu_weight; }

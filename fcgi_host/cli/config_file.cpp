@@ -19,6 +19,35 @@ std::string trim(std::string s) {
   return s;
 }
 
+// The line without its comment. A comment starts with `#` or `;` at the start of the line or after
+// a space or tab, and runs to the end of the line (php-fpm's users write them after values). A
+// `#` or `;` inside a word stays (`a#b`, `http://x/#top`); a value that needs one after a space is
+// written in double quotes, which `value_of` takes off.
+std::string without_comment(const std::string& line) {
+  bool quoted = false; // inside a value that starts with a double quote
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && (quoted || line.find_first_not_of(" \t", line.find('=') + 1) == i))
+      quoted = !quoted;
+    else if (!quoted && (c == '#' || c == ';') &&
+             (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t'))
+      return line.substr(0, i);
+  }
+  return line;
+}
+
+// A value as written after `=` (comment gone, trimmed): in double quotes, what is between them,
+// taken as is; the quotes must close and nothing may follow them.
+std::string value_of(const std::string& where, const std::string& written) {
+  if (written.empty() || written.front() != '"') return written;
+  const auto close = written.find('"', 1);
+  if (close == std::string::npos)
+    throw ConfigError(where + ": the value's double quote is not closed: " + written);
+  if (close + 1 != written.size())
+    throw ConfigError(where + ": text after the value's closing double quote: " + written);
+  return written.substr(1, close - 1);
+}
+
 bool valid_pool_name(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -67,8 +96,8 @@ public:
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
       const std::string where = path + ":" + std::to_string(number);
-      const std::string text = trim(line);
-      if (text.empty() || text[0] == '#' || text[0] == ';') continue;
+      const std::string text = trim(without_comment(line));
+      if (text.empty()) continue;
       if (text.front() == '[') {
         section = start_section(where, text);
         continue;
@@ -105,9 +134,7 @@ private:
     auto eq = text.find('=');
     if (eq == std::string::npos)
       throw ConfigError(where + ": expected `name = value` or `[pool-name]`, got \"" + text + "\"");
-    ConfigLine l{where, trim(text.substr(0, eq)), trim(text.substr(eq + 1))};
-    if (l.value.size() >= 2 && l.value.front() == '"' && l.value.back() == '"')
-      l.value = l.value.substr(1, l.value.size() - 2);
+    ConfigLine l{where, trim(text.substr(0, eq)), value_of(where, trim(text.substr(eq + 1)))};
     if (section) {
       l.where += " [" + section->name + "]";
       if (l.name == "include" || is_global_only_option(l.name))

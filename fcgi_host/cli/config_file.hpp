@@ -8,6 +8,10 @@
 //   include = pools.d/*.conf              relative to this file's directory, in name order
 //   [api]                                 a pool: [A-Za-z0-9_-]+, once across all the files
 //   listen = unix:/run/fcgi-host/api.sock
+//
+// Comments: `#` or `;` at the start of a line or after a space or tab, to the end of the line,
+// after a value or a section too (`workers = 8   # per pool`). Inside a word they are text
+// (`a#b`). A value with ` #` or ` ;` in it is written in double quotes: `env = "A=x #1"`.
 #include <string>
 #include <vector>
 

@@ -2,7 +2,6 @@
 
 #include "fcgi_host/cli/app_source.hpp"
 #include "fcgi_host/cli/config.hpp"
-#include "fcgi_host/cli/help_text.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/connect.hpp"
 #include "fcgi_host/protocol/capture_file.hpp"
@@ -36,7 +35,9 @@ constexpr const char* kUsageText =
     "process (no fork: under gdb --args it stops where the worker crashed), and prints the\n"
     "response on stdout. OPTIONS are fcgi-host's own: --app, --config FILE --pool NAME, the\n"
     "limits; those only a master uses are ignored.\n"
-    "  --set-param NAME=VALUE  give the param NAME this value (a redacted cookie, say)\n\n";
+    "  --set-param NAME=VALUE  give the param NAME this value (a redacted cookie, say)\n"
+    "Exit 0: answered; 1: no answer (the handler could not start); 2: usage, or a file that\n"
+    "is not a whole capture; a crash ends it as it ended the worker.\n";
 
 struct Failure {
   int code;
@@ -213,7 +214,7 @@ int run_replay_command(int argc, char** argv, app::Handler* own) {
   try {
     ReplayArgs a = split_args(argc, argv);
     if (a.help) {
-      std::cout << kUsageText << kReplayHelp;
+      std::cout << kUsageText;
       return kAnswered;
     }
     return replay(a, own);

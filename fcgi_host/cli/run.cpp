@@ -4,9 +4,7 @@
 #include "fcgi_host/cli/client_commands.hpp"
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/master_control.hpp"
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_master.hpp"
-#include "fcgi_host/cli/pool_member.hpp"
+#include "fcgi_host/cli/plan_pools.hpp"
 #include "fcgi_host/cli/process_limits.hpp"
 #include "fcgi_host/cli/replay_command.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
@@ -16,11 +14,15 @@
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_server.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
+#include "fcgi_host/pools/member.hpp"
+#include "fcgi_host/pools/supervisor.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/worker.hpp"
+#include "process_manager/argv.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
@@ -129,12 +131,9 @@ struct Host {
 // Options, config file and every check short of binding and forking. False: done (--help,
 // --version, --test-config).
 bool read_config(Host& host) {
-  std::vector<const char*> argv;
-  for (const auto& a : host.args)
-    argv.push_back(a.c_str());
+  process_manager::Argv argv(host.args);
   try {
-    if (parse_config(static_cast<int>(argv.size()), argv.data(), host.config, std::cout) ==
-        ParseOutcome::Exit)
+    if (parse_config(argv.argc(), argv.cdata(), host.config, std::cout) == ParseOutcome::Exit)
       return false;
     if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
     host.app = resolve_app(host.config, host.own);
@@ -146,6 +145,8 @@ bool read_config(Host& host) {
     throw StartFailure{exit_code::kUsage, e.what()};
   }
   if (!host.config.test_config) return true;
+  for (const std::string& note : addresses_in_use(host.config))
+    std::cout << "fcgi-host: note: " << note << "\n";
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n";
@@ -203,13 +204,11 @@ void prepare_reload(Host& host) {
   host.options.reload =
       [&host, args = host.args, own = host.own, first_address = host.config.listen,
        exec_mode = host.exec_mode()]() -> std::optional<process_manager::Generation> {
-    std::vector<const char*> argv;
-    for (const auto& a : args)
-      argv.push_back(a.c_str());
+    process_manager::Argv argv(args);
     Config next;
     try {
       std::ostringstream ignored;
-      parse_config(static_cast<int>(argv.size()), argv.data(), next, ignored);
+      parse_config(argv.argc(), argv.cdata(), next, ignored);
       if (next.listen.to_string() != first_address.to_string())
         PM_LOG(LogLevel::Warn, "reload: listen cannot change without a restart; keeping " +
                                    first_address.to_string());
@@ -275,10 +274,7 @@ void prepare_upgrade(Host& host) {
       PM_LOG(LogLevel::Alert, "USR2: " + sys_error("fcntl(FD_CLOEXEC off)", "listen socket"));
       return;
     }
-    std::vector<char*> argv;
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    process_manager::Argv argv(args);
     ::execv(exe.c_str(), argv.data());
     PM_LOG(LogLevel::Alert, "USR2: " + sys_error("execv", exe));
   };
@@ -410,7 +406,7 @@ void limit_process(const Config& config) {
   }
 }
 
-// A config file with pools: this process is the master of every pool (pool_master.hpp).
+// A config file with pools: this process is the master of every pool (pools/supervisor.hpp).
 int run_pool_master(Host& host) {
   // A plugin is loaded by its pool's master, never here (its constructors would run in the
   // master of every pool): only --test-config, a process of its own, loads it to check it.
@@ -427,17 +423,21 @@ int run_pool_master(Host& host) {
     configure_log(host.config);
     log_strays(host);
     if (host.config.test_config) {
-      std::vector<PoolPlan> plans = plan_pools(host.args, host.config, check);
+      std::vector<PoolSpec> plans = plan_pools(host.args, host.config, check);
       PoolCgroups().check(plans);
       std::cout << "fcgi-host: configuration in " << host.config.config_file << " is valid ("
                 << plans.size() << " pools:";
-      for (const PoolPlan& p : plans)
+      for (const PoolSpec& p : plans)
         std::cout << " " << p.name;
       std::cout << ")\n";
       return exit_code::kOk;
     }
-    return run_pools(host.args, host.config, check, own_executable());
+    return run_pools(supervisor_spec(host.args, host.config, check, own_executable()),
+                     plan_pools(host.args, host.config, check));
   } catch (const ConfigError& e) {
+    std::cerr << "fcgi-host: " << e.what() << "\n";
+    return exit_code::kUsage;
+  } catch (const PoolSpecError& e) {
     std::cerr << "fcgi-host: " << e.what() << "\n";
     return exit_code::kUsage;
   } catch (const std::exception& e) {
@@ -447,11 +447,13 @@ int run_pool_master(Host& host) {
 }
 
 // A pool's master: its lines carry the pool's name; started by the master of the pools, it
-// leaves the pidfile to that master and dies with it (pool_member.hpp).
+// leaves the pidfile to that master and dies with it (pools/member.hpp).
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");
-  host.pools_master_fd = join_pools_master(host.config, host.options);
+  host.pools_master_fd =
+      join_pools_master(host.config.pool, host.config.wants_cgroup(), host.config.pidfile,
+                        host.config.status_listen, host.options);
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {

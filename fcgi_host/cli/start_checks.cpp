@@ -6,10 +6,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <grp.h>
 #include <netdb.h>
+#include <optional>
 #include <pwd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <vector>
 
@@ -74,10 +79,39 @@ void check_program(const Config& c) {
                       (program.find('/') == std::string::npos ? " on $PATH" : ""));
 }
 
+// A Unix socket is made where its path says, by the master: its directory must be there and
+// writable, and a file of another kind is never replaced (listen_socket.cpp).
+void check_unix_path(const Config& c, const char* option, const std::string& path) {
+  const std::string dir = path.rfind('/') == 0 ? "/" : path.substr(0, path.rfind('/'));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    throw ConfigError(c.where(option) + ": the socket's directory \"" + dir +
+                      "\": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw ConfigError(c.where(option) + ": \"" + dir + "\" is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError(c.where(option) + ": cannot create the socket in \"" + dir +
+                      "\": " + std::strerror(errno));
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode))
+    throw ConfigError(c.where(option) + ": \"" + path +
+                      "\" exists and is not a socket; refusing to replace it");
+}
+
 void check_address(const Config& c, const char* option, const std::string& text) {
   ListenAddress a;
   std::string why;
   if (!parse_listen_address(text, a, why)) return; // the parser has refused it already
+  if (a.kind == ListenAddress::Kind::Unix && a.path.find('/') != std::string::npos)
+    check_unix_path(c, option, a.path);
+  if (a.kind == ListenAddress::Kind::Tcp && geteuid() != 0) {
+    std::ifstream in("/proc/sys/net/ipv4/ip_unprivileged_port_start");
+    unsigned first = 1024;
+    in >> first;
+    if (a.port != 0 && a.port < first)
+      throw ConfigError(c.where(option) + ": port " + std::to_string(a.port) +
+                        " is below net.ipv4.ip_unprivileged_port_start (" + std::to_string(first) +
+                        "): only root may bind it");
+  }
   if (a.kind != ListenAddress::Kind::Tcp || a.host.empty()) return;
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -144,8 +178,6 @@ void check_capture_dir(const Config& c) {
                       ") may write");
 }
 
-} // namespace
-
 // memory-max and cpu-weight are a pool's cgroup, which the master of the pools makes: one
 // application has its service's cgroup (systemd's MemoryMax=, CPUWeight=).
 void check_cgroup_options(const Config& config) {
@@ -155,18 +187,141 @@ void check_cgroup_options(const Config& config) {
                     "systemd's MemoryMax= and CPUWeight= set its service's cgroup");
 }
 
+// setrlimit and setpriority as start makes them (process_limits.cpp): above the hard limit, or
+// a nice below the current one, only root may go; RLIMIT_NOFILE never above fs.nr_open.
+void check_process_limits(const Config& c) {
+  const bool root = geteuid() == 0;
+  auto check = [&](const char* option, int resource, const std::optional<unsigned long long>& v) {
+    if (!v) return;
+    rlimit now{};
+    ::getrlimit(resource, &now);
+    const rlim_t want = *v == Config::kUnlimited ? RLIM_INFINITY : static_cast<rlim_t>(*v);
+    if (!root && now.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > now.rlim_max))
+      throw ConfigError(c.where(option) + ": " + std::to_string(*v) + " is above the hard limit " +
+                        std::to_string(now.rlim_max) + ", which only root may raise");
+  };
+  check("rlimit-files", RLIMIT_NOFILE, c.rlimit_files);
+  check("rlimit-core", RLIMIT_CORE, c.rlimit_core);
+  if (c.rlimit_files) {
+    std::ifstream in("/proc/sys/fs/nr_open");
+    unsigned long long nr_open = 0;
+    if (in >> nr_open && (*c.rlimit_files == Config::kUnlimited || *c.rlimit_files > nr_open))
+      throw ConfigError(c.where("rlimit-files") + ": above fs.nr_open (" + std::to_string(nr_open) +
+                        "), the most the kernel allows");
+  }
+  errno = 0;
+  const int nice_now = ::getpriority(PRIO_PROCESS, 0);
+  if (c.nice && !root && errno == 0 && *c.nice < nice_now)
+    throw ConfigError(c.where("nice") + ": " + std::to_string(*c.nice) +
+                      " is below the current nice value " + std::to_string(nice_now) +
+                      ", which only root may do");
+}
+
+// The socket's owner and group are set by chown: only root gives a file away.
+void check_socket_ownership(const Config& c) {
+  if (geteuid() == 0 || c.listen.kind != ListenAddress::Kind::Unix) return;
+  if (!c.socket_owner.empty())
+    if (const passwd* pw = getpwnam(c.socket_owner.c_str()); pw && pw->pw_uid != geteuid())
+      throw ConfigError(c.where("socket-owner") +
+                        ": fcgi-host must be started as root to give the socket to \"" +
+                        c.socket_owner + "\"");
+}
+
+// Every check, in the order start meets what it checks; --test-config and start run this one
+// list (run.cpp: read_config, and each pool's ApplicationCheck).
+struct StartCheck {
+  const char* what;
+  void (*run)(const Config&);
+};
+constexpr StartCheck kStartChecks[] = {
+    {"user, group, socket-owner and socket-group exist; root to change user", check_privileges},
+    {"memory-max and cpu-weight only in a pool", check_cgroup_options},
+    {"rlimit-files, rlimit-core and nice can be set", check_process_limits},
+    {"the socket can be given to socket-owner", check_socket_ownership},
+    {"chdir is a directory",
+     [](const Config& c) {
+       if (!c.chdir.empty()) check_directory(c, "chdir", c.chdir);
+     }},
+    {"the exec program is an executable file", check_program},
+    {"listen and status-listen resolve; a Unix socket's directory exists and is writable, and no "
+     "other kind of file is at its path",
+     [](const Config& c) {
+       if (c.listen.kind != ListenAddress::Kind::Inherited)
+         check_address(c, "listen", c.listen.to_string());
+       if (!c.status_listen.empty()) check_address(c, "status-listen", c.status_listen);
+     }},
+    {"error-log, access-log and pidfile can be written",
+     [](const Config& c) {
+       check_writable_file(c, "error-log", c.error_log);
+       check_writable_file(c, "access-log", c.access_log);
+       check_writable_file(c, "pidfile", c.pidfile);
+     }},
+    {"capture-crashes is a directory the workers' user may write", check_capture_dir},
+};
+
+} // namespace
+
 void check_before_start(const Config& config) {
-  check_privileges(config);
-  check_cgroup_options(config);
-  if (!config.chdir.empty()) check_directory(config, "chdir", config.chdir);
-  check_program(config);
+  for (const StartCheck& check : kStartChecks)
+    check.run(config);
+}
+
+namespace {
+
+// Whether a server accepts connections at `a` now (a TCP address on every interface is tried on
+// the loopback).
+bool someone_listens(const ListenAddress& a) {
+  if (a.kind == ListenAddress::Kind::Unix) {
+    sockaddr_un sun{};
+    if (a.path.size() >= sizeof sun.sun_path) return false;
+    sun.sun_family = AF_UNIX;
+    std::memcpy(sun.sun_path, a.path.c_str(), a.path.size() + 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool yes = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) == 0;
+    if (fd >= 0) ::close(fd);
+    return yes;
+  }
+  if (a.kind != ListenAddress::Kind::Tcp) return false;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(a.host.empty() ? "localhost" : a.host.c_str(), std::to_string(a.port).c_str(),
+                    &hints, &found) != 0)
+    return false;
+  bool yes = false;
+  for (addrinfo* ai = found; ai && !yes; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    yes = fd >= 0 && ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    if (fd >= 0) ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return yes;
+}
+
+} // namespace
+
+std::vector<std::string> addresses_in_use(const Config& config) {
+  std::vector<std::string> notes;
+  auto look = [&](const char* option, const std::string& text) {
+    ListenAddress a;
+    std::string why;
+    if (parse_listen_address(text, a, why) && someone_listens(a))
+      notes.push_back(config.where(option) + ": a server listens on " + a.to_string() +
+                      " now: a start would be refused while it runs (a reload or an upgrade "
+                      "of that server keeps its socket)");
+  };
   if (config.listen.kind != ListenAddress::Kind::Inherited)
-    check_address(config, "listen", config.listen.to_string());
-  if (!config.status_listen.empty()) check_address(config, "status-listen", config.status_listen);
-  check_writable_file(config, "error-log", config.error_log);
-  check_writable_file(config, "access-log", config.access_log);
-  check_writable_file(config, "pidfile", config.pidfile);
-  check_capture_dir(config);
+    look("listen", config.listen.to_string());
+  if (!config.status_listen.empty()) look("status-listen", config.status_listen);
+  return notes;
+}
+
+std::vector<std::string> start_check_list() {
+  std::vector<std::string> list;
+  for (const StartCheck& check : kStartChecks)
+    list.emplace_back(check.what);
+  return list;
 }
 
 } // namespace fcgi_host

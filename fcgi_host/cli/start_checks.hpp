@@ -6,9 +6,21 @@
 // not fail at start for a reason it could have seen.
 #include "fcgi_host/cli/config.hpp"
 
+#include <string>
+#include <vector>
+
 namespace fcgi_host {
 
-// Throws ConfigError for the first problem found.
+// Throws ConfigError for the first problem found. Start and --test-config both run it (for one
+// application, and for each pool): the one list of what a start checks before it binds.
 void check_before_start(const Config& config);
+
+// What a start meets that --test-config only reports, one line each: a server listening on
+// --listen or --status-listen now. The running host itself holds them when a config is checked
+// before its reload or upgrade (which keep the sockets), so they are notes, not refusals.
+std::vector<std::string> addresses_in_use(const Config& config);
+
+// What that list checks, one line each (for the docs and the tests that hold them together).
+std::vector<std::string> start_check_list();
 
 } // namespace fcgi_host

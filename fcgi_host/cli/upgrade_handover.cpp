@@ -1,5 +1,8 @@
 #include "fcgi_host/cli/upgrade_handover.hpp"
 
+#include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/net/systemd_socket.hpp"
+
 #include <climits>
 #include <cstdlib>
 #include <fcntl.h>
@@ -9,12 +12,12 @@
 namespace fcgi_host {
 namespace {
 
-constexpr const char* kListenFdEnv = "FCGI_HOST_LISTEN_FD";
-constexpr const char* kUpgradeFdEnv = "FCGI_HOST_UPGRADE_FD";
-constexpr const char* kHandoffSendFdEnv = "FCGI_HOST_HANDOFF_SEND_FD";
-constexpr const char* kHandoffRecvFdEnv = "FCGI_HOST_HANDOFF_RECV_FD";
-constexpr const char* kPidfileFdEnv = "FCGI_HOST_PIDFILE_FD";
-constexpr const char* kSocketFileEnv = "FCGI_HOST_SOCKET_FILE";
+using exec_env::kHandoffRecvFd;
+using exec_env::kHandoffSendFd;
+using exec_env::kListenFd;
+using exec_env::kPidfileFd;
+using exec_env::kSocketFile;
+using exec_env::kUpgradeFd;
 
 // An fd number from the environment (removed from it); -1 when absent, not a number or not open.
 int take_fd_from_env(const char* name) {
@@ -41,12 +44,12 @@ bool export_handover(const UpgradeHandover& h) {
   // The socket, the ready pipe, the handoff channel and the pidfile's lock cross exec, nothing
   // else (the ready pipe's write end is made inheritable by process_manager's fork).
   if (::fcntl(h.listen_fd, F_SETFD, 0) != 0) return false;
-  set_env(kListenFdEnv, std::to_string(h.listen_fd));
-  set_env(kUpgradeFdEnv, std::to_string(h.ready_fd));
-  if (!h.socket_file.empty()) set_env(kSocketFileEnv, h.socket_file.to_text());
+  set_env(kListenFd, std::to_string(h.listen_fd));
+  set_env(kUpgradeFd, std::to_string(h.ready_fd));
+  if (!h.socket_file.empty()) set_env(kSocketFile, h.socket_file.to_text());
   for (auto [fd, env] :
-       {std::pair{h.handoff.send_fd, kHandoffSendFdEnv},
-        std::pair{h.handoff.recv_fd, kHandoffRecvFdEnv}, std::pair{h.pidfile_fd, kPidfileFdEnv}})
+       {std::pair{h.handoff.send_fd, kHandoffSendFd}, std::pair{h.handoff.recv_fd, kHandoffRecvFd},
+        std::pair{h.pidfile_fd, kPidfileFd}})
     if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) // else the new master makes its own
       set_env(env, std::to_string(fd));
   return true;
@@ -54,32 +57,28 @@ bool export_handover(const UpgradeHandover& h) {
 
 UpgradeHandover take_handover(const std::string& socket_path) {
   UpgradeHandover h;
-  h.ready_fd = take_fd_from_env(kUpgradeFdEnv);
-  h.listen_fd = take_fd_from_env(kListenFdEnv);
-  h.pidfile_fd = take_fd_from_env(kPidfileFdEnv);
-  if (const char* text = std::getenv(kSocketFileEnv); text && h.listen_fd >= 0)
+  h.ready_fd = take_fd_from_env(kUpgradeFd);
+  h.listen_fd = take_fd_from_env(kListenFd);
+  h.pidfile_fd = take_fd_from_env(kPidfileFd);
+  if (const char* text = std::getenv(kSocketFile); text && h.listen_fd >= 0)
     h.socket_file = SocketFile::from_text(socket_path, text);
-  ::unsetenv(kSocketFileEnv);
+  ::unsetenv(kSocketFile);
   return h;
 }
 
 HandoffChannel take_handoff_channel() {
   HandoffChannel c;
-  c.send_fd = take_fd_from_env(kHandoffSendFdEnv);
-  c.recv_fd = take_fd_from_env(kHandoffRecvFdEnv);
+  c.send_fd = take_fd_from_env(kHandoffSendFd);
+  c.recv_fd = take_fd_from_env(kHandoffRecvFd);
   return c;
 }
 
 std::vector<int> inherited_fds_to_keep() {
   std::vector<int> keep;
-  for (const char* name :
-       {kListenFdEnv, kUpgradeFdEnv, kHandoffSendFdEnv, kHandoffRecvFdEnv, kPidfileFdEnv})
+  for (const char* name : {kListenFd, kUpgradeFd, kHandoffSendFd, kHandoffRecvFd, kPidfileFd})
     if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
-  const char* pid = std::getenv("LISTEN_PID");
-  const char* n = std::getenv("LISTEN_FDS");
-  if (pid && n && std::atoi(pid) == getpid())
-    for (int i = 0; i < std::atoi(n) && i < 1024; ++i)
-      keep.push_back(3 + i); // SD_LISTEN_FDS_START
+  for (int i = 0; i < systemd_socket_count(); ++i)
+    keep.push_back(kSystemdFirstFd + i);
   return keep;
 }
 

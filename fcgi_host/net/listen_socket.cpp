@@ -1,5 +1,7 @@
 #include "fcgi_host/net/listen_socket.hpp"
 
+#include "fcgi_host/net/systemd_socket.hpp"
+
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/path_checks.hpp"
 
@@ -21,8 +23,6 @@
 
 namespace fcgi_host {
 namespace {
-
-constexpr int kSystemdFirstFd = 3; // SD_LISTEN_FDS_START
 
 bool is_listening_socket(int fd) {
   int listening = 0;
@@ -81,7 +81,7 @@ gid_t lookup_group(const std::string& name) {
 ListenSocket::ListenSocket(const ListenOptions& options) {
   // Under systemd socket activation the socket unit owns the address: take its socket even when
   // the config also names one (the same config then works with and without the .socket unit).
-  if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
+  if (systemd_socket_count() > 0) {
     take_inherited();
     return;
   }
@@ -241,14 +241,10 @@ void ListenSocket::open_tcp(const ListenOptions& options) {
 
 void ListenSocket::take_inherited() {
   int fd = -1;
-  if (const char* pid = std::getenv("LISTEN_PID"); pid && std::atoi(pid) == getpid()) {
-    const char* n = std::getenv("LISTEN_FDS");
-    if (!n || std::atoi(n) < 1) throw StartupError("LISTEN_PID is set but LISTEN_FDS is not");
+  if (systemd_socket_count() > 0) {
     fd = kSystemdFirstFd;
     description_ = "systemd socket (fd 3)";
-    unsetenv("LISTEN_PID");
-    unsetenv("LISTEN_FDS");
-    unsetenv("LISTEN_FDNAMES");
+    forget_systemd_sockets();
   } else {
     fd = 0;
     description_ = "inherited socket (fd 0)";

@@ -6,9 +6,12 @@ namespace fcgi_host {
 
 using process_manager::LogLevel;
 
+// A failing handler is a 500 the application owes: `error`, the level an operator greps for.
+// What clients or the kernel cause is a `warn`: the host answered it as it should.
 void ClientErrorLog::write(Kind kind, const std::string& line) {
-  kinds_[static_cast<std::size_t>(kind)].write(LogLevel::Warn, line,
-                                               process_manager::monotonic_ns());
+  kinds_[static_cast<std::size_t>(kind)].write(kind == Kind::Handler ? LogLevel::Error
+                                                                     : LogLevel::Warn,
+                                               line, process_manager::monotonic_ns());
 }
 
 std::uint64_t ClientErrorLog::due_ns() const {

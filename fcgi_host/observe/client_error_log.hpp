@@ -15,6 +15,7 @@ class ClientErrorLog {
 public:
   enum class Kind { Request, Connection, Accept, Handler, Count };
 
+  // At `warn`; a Handler line (an exception, a head too large: a 500) at `error`.
   void write(Kind kind, const std::string& line);
   // When the next count of held-back lines is due (0: none held). The worker wakes up for it,
   // so the count is written even if no further error comes.

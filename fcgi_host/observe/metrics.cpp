@@ -156,6 +156,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       out.cpu_ns += r.cpu_ns;
       out.cpu_samples += r.cpu_samples;
       out.errors += r.errors;
+      out.crashed += r.crashed;
       for (std::size_t b = 0; b < process_manager::kLatencyBuckets; ++b) {
         out.buckets[b] += r.buckets[b];
         // Of all workers', the newest.

@@ -123,6 +123,7 @@ struct RouteSnapshot {
   std::uint64_t cpu_ns = 0;
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
+  std::uint64_t crashed = 0; // requests their worker died in (not in calls)
   std::array<std::uint64_t, process_manager::kLatencyBuckets> buckets{};
   std::array<ExemplarSnapshot, process_manager::kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.

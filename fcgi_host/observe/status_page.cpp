@@ -221,7 +221,8 @@ std::string text_page(const Snapshot& s, bool full) {
     line("restarts, signal " + num(sig), num(n));
   for (const RouteSnapshot& r : s.routes) {
     out += "\nhandler " + r.name + ": " + num(r.calls) + " calls, " + num(r.errors) + " 5xx, " +
-           secs(r.wall_ns) + " s wall, ~" + secs(r.cpu_estimate_ns()) + " s cpu";
+           (r.crashed ? num(r.crashed) + " crashed, " : "") + secs(r.wall_ns) + " s wall, ~" +
+           secs(r.cpu_estimate_ns()) + " s cpu";
     if (r.calls) out += ", avg " + secs(r.wall_ns / r.calls) + " s";
   }
   if (!s.routes.empty()) out += "\n";
@@ -301,7 +302,8 @@ std::string json_page(const Snapshot& s, bool full) {
   for (const RouteSnapshot& rt : s.routes) {
     if (h.size() > 1) h += ",";
     h += "{\"route\":" + str(rt.name) + ",\"calls\":" + num(rt.calls) +
-         ",\"5xx\":" + num(rt.errors) + ",\"wall seconds\":" + secs(rt.wall_ns) +
+         ",\"5xx\":" + num(rt.errors) + ",\"crashed\":" + num(rt.crashed) +
+         ",\"wall seconds\":" + secs(rt.wall_ns) +
          ",\"cpu seconds\":" + secs(rt.cpu_estimate_ns()) +
          ",\"cpu samples\":" + num(rt.cpu_samples) + ",\"latency buckets\":{";
     h += cumulative_buckets_json(rt.buckets) + "}";
@@ -444,6 +446,10 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
   w.family(p + "handler_errors", "counter", "Responses with a 5xx status per handler route.");
   for (const RouteSnapshot& r : s.routes)
     w.sample(p + "handler_errors_total", route(r), num(r.errors));
+  w.family(p + "handler_crashed_requests", "counter",
+           "Requests per handler route that their worker died in (not among the calls).");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_crashed_requests_total", route(r), num(r.crashed));
   w.family(p + "handler_cpu_seconds", "counter",
            "CPU time per handler route, estimated from 1 request in " + num(kCpuSampleEvery) + ".");
   for (const RouteSnapshot& r : s.routes)
@@ -494,11 +500,12 @@ std::string html_page(const Snapshot& s) {
       "<h1>fcgi-host status</h1>\n<table>\n";
   for (auto& [k, v] : pool_fields(s))
     out += "<tr><th>" + html_escape(k) + "</th><td>" + html_escape(v) + "</td></tr>\n";
-  out += "</table>\n<table><tr><th>handler</th><th>calls</th><th>5xx</th><th>avg ms</th>"
+  out += "</table>\n<table><tr><th>handler</th><th>calls</th><th>5xx</th><th>crashed</th>"
+         "<th>avg ms</th>"
          "<th>cpu s (est.)</th></tr>\n";
   for (const RouteSnapshot& r : s.routes)
     out += "<tr><td>" + html_escape(r.name) + "</td><td>" + num(r.calls) + "</td><td>" +
-           num(r.errors) + "</td><td>" +
+           num(r.errors) + "</td><td>" + num(r.crashed) + "</td><td>" +
            (r.calls ? secs(r.wall_ns / r.calls * 1000) : std::string("-")) + "</td><td>" +
            secs(r.cpu_estimate_ns()) + "</td></tr>\n";
   out += "</table>\n<table><tr><th>slot</th><th>pid</th><th>gen</th><th>state</th>"

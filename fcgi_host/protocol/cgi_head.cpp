@@ -78,6 +78,17 @@ bool valid_header_text(std::string_view name, std::string_view value) {
 // small head) cost twice as much as the writing itself, on every response.
 bool append_head(std::string& out, int status, const HeaderList& headers,
                  std::optional<std::size_t> content_length) {
+  if (status != 200 && app::status_without_content(status)) {
+    content_length.reset();
+    if (status != 304 && std::any_of(headers.begin(), headers.end(), [](const auto& h) {
+          return same_header_name(h.first, "Content-Length");
+        })) {
+      HeaderList without_length;
+      for (const auto& h : headers)
+        if (!same_header_name(h.first, "Content-Length")) without_length.push_back(h);
+      return append_head(out, status, without_length, std::nullopt);
+    }
+  }
   char status_digits[16];
   const char* status_end = std::to_chars(status_digits, status_digits + 16, status).ptr;
   const std::string_view reason = app::reason_phrase(status);

@@ -20,8 +20,10 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // The whole head, the one writer of it (a handler's response, the master's status page): the
 // status line, each header, "Content-Length: N" when `content_length` is given and `headers` has
-// none, and the empty line. False when a header is not valid_header(): what was appended must
-// not be sent (a handler's name or value could forge a header); answer 500 instead.
+// none, and the empty line. For 1xx and 204 no Content-Length at all (the handler's is dropped),
+// for 304 only the handler's (app::status_without_content). False when a header is not
+// valid_header(): what was appended must not be sent (a handler's name or value could forge a
+// header); answer 500 instead.
 [[nodiscard]] bool append_head(std::string& out, int status, const HeaderList& headers,
                                std::optional<std::size_t> content_length);
 

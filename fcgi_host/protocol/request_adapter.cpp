@@ -159,7 +159,9 @@ std::size_t write_response(const app::Response& response, FCGX_Stream* out,
     write_head_refusal(out);
     return head.size();
   }
-  if (response.body.size() <= kBodyWithHead) {
+  if (response.status != 200 && app::status_without_content(response.status)) {
+    put(out, head); // its body, if the handler set one, is not sent
+  } else if (response.body.size() <= kBodyWithHead) {
     head.append(response.body);
     put(out, head);
   } else {

@@ -2,6 +2,7 @@
 
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/argv.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 
@@ -43,14 +44,11 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   // The slot stays Starting: an exec'd program cannot report its own state, so the master
   // takes it as ready once it has lived the boot window (kExecBootWindow, worker_exit.hpp).
 
-  std::vector<char*> argv;
-  for (const std::string& a : settings.argv)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  process_manager::Argv argv(settings.argv);
   // Every other fd closes at exec: the program gets 0, 1 and 2 only, and if exec fails the log
   // is still open for the line below.
   ::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC);
-  ::execvp(argv[0], argv.data());
+  ::execvp(argv.data()[0], argv.data());
   int err = errno;
   return process_manager::boot_failure(context,
                                        "--exec: " + sys_error("execvp", settings.argv[0], err));

@@ -1,4 +1,4 @@
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include "fcgi_host/net/connect.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"

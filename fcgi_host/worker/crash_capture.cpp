@@ -208,6 +208,8 @@ void CrashCapture::save(process_manager::WorkerSlot& slot, int sig, const char* 
   Text<512> note;
   if (ok) {
     note.add("request captured to ").add(name.view().data());
+    // Its crash block is then always written: the log names every file kept.
+    slot.crash_captured.store(true, std::memory_order_release);
   } else {
     ::unlink(name.view().data()); // a part of a request would not replay
     note.add("request not captured: write(").add(name.view().data());

@@ -226,7 +226,10 @@ void WorkerLoop::observe(const Outcome& out) {
   e.duration_ns = ran ? metrics_.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
   e.cpu_ns = ran ? metrics_.cpu_ns() : -1;
   e.queue_ns = out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1;
-  e.body_bytes = response_.head_sent() ? -1 : static_cast<std::int64_t>(response_.body.size());
+  e.body_bytes = response_.head_sent() ? -1
+                 : app::status_without_content(response_.status)
+                     ? 0 // its body is not sent
+                     : static_cast<std::int64_t>(response_.body.size());
   e.pid = slot_.pid.load(std::memory_order_relaxed);
   e.slot = slot_index_;
   e.generation = generation_;

@@ -1,7 +1,7 @@
 // The notes example (app/examples/notes) through the in-process host: the real worker loop and
 // the raw FastCGI client, on a real SQLite file in a temporary directory.
 #include "fcgi_host/runners/in_process_host.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 #include "notes_app.hpp"
 
 #include <doctest/doctest.h>

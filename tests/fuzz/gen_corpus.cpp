@@ -3,7 +3,7 @@
 // file. The first byte of every input picks how the targets cut it into chunks (0: at once; see
 // Chunker in fuzz_common.hpp). Usage: fuzz_gen_corpus DIR  (scripts/fuzz.sh writes
 // tests/fuzz/corpus/ with it).
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "child_process.hpp"
 
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <cerrno>
 #include <csignal>

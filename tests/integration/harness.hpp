@@ -24,7 +24,7 @@
 //   checks).
 // - `test_wait::hold_for(d)` is the one way to spend time on purpose, for a delay that is the
 //   scenario itself (a slow client); never to let something else happen.
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 #include "support/files.hpp"
 #include "support/options.hpp"
 #include "support/time.hpp"

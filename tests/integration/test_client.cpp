@@ -1,7 +1,7 @@
 // Self-tests of the raw FastCGI client: encoders against the spec's byte layout, and the client
 // against a scripted peer on the other end of a socketpair (no fcgi-host needed).
 #include "checks.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <sys/socket.h>
 #include <thread>

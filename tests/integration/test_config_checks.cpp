@@ -40,6 +40,42 @@ const std::vector<BrokenConfig> kBroken = {
      "status-listen = 127.0.0.1:9\n",
      {},
      "host.conf:1: status-listen: a TCP status listener needs --status-allow"},
+    {"unix socket in a directory that does not exist",
+     "app = echo\n",
+     {"--listen", "unix:{dir}/missing/x.sock"},
+     "--listen: the socket's directory \""},
+    {"unix socket path is a regular file",
+     "app = echo\n",
+     {"--listen", "unix:{dir}/host.conf"},
+     "host.conf\" exists and is not a socket"},
+    {"status socket in a directory that does not exist",
+     "status-listen = unix:{dir}/missing/status.sock\n",
+     {},
+     "host.conf:1: status-listen: the socket's directory"},
+    {"error log in a directory that does not exist",
+     "error-log = {dir}/missing/error.log\n",
+     {},
+     "host.conf:1: error-log: cannot create"},
+    {"pidfile in a directory that does not exist",
+     "pidfile = {dir}/missing/x.pid\n",
+     {},
+     "host.conf:1: pidfile: cannot create"},
+    {"access log in a directory that does not exist",
+     "access-log = {dir}/missing/access.log\n",
+     {},
+     "host.conf:1: access-log: cannot create"},
+    {"capture directory missing",
+     "capture-crashes = {dir}/missing\n",
+     {},
+     "host.conf:1: capture-crashes"},
+    {"rlimit-files above what the kernel allows",
+     "rlimit-files = 1073741824\n",
+     {},
+     "host.conf:1: rlimit-files: above fs.nr_open"},
+    {"chdir is a file",
+     "chdir = /etc/hostname\n",
+     {},
+     "host.conf:1: chdir: \"/etc/hostname\" is not a directory"},
     {"status path with --exec",
      "status-path = /status\nexec = /bin/true\n",
      {},
@@ -74,6 +110,22 @@ TEST_SUITE("config checks") {
         CHECK(r.output.find("is valid") == std::string::npos);
       }
     }
+  }
+
+  TEST_CASE("a server on the socket: --test-config says so and passes, a start is refused") {
+    it::HostProcess running({"--app", "hello", "--workers", "1"});
+    const std::string listen = running.address();
+    it::RunResult checked =
+        it::run_host(HostOptions{{"--test-config", "--listen", listen}, {}, Listen::AsGiven});
+    INFO(checked.output);
+    CHECK(checked.status == 0);
+    CHECK(checked.output.find("note: --listen: a server listens on") != std::string::npos);
+    CHECK(checked.output.find("is valid") != std::string::npos);
+    it::RunResult started =
+        it::run_host(HostOptions{{"--listen", listen, "--app", "hello"}, {}, Listen::AsGiven});
+    INFO(started.output);
+    CHECK(started.status == 3);
+    CHECK(started.output.find("another server is listening") != std::string::npos);
   }
 
   TEST_CASE("a program's own options after --exec PROGRAM pass --test-config") {

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <pwd.h>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,6 +61,21 @@ void crash_once(HostProcess& host, const std::string& uri, const std::string& me
   r.extra_params.insert(r.extra_params.end(), params.begin(), params.end());
   CHECK_FALSE(c.request(r).ended);
   REQUIRE(host.wait_worker_replaced(before[0], 1, Millis{10000}).size() == 1);
+}
+
+// GET /crash/segv?n=1..count, each on a connection of its own, sent once the previous one was
+// taken by a worker (which then waits in its crash handler and takes no other): one crash per
+// worker, well within a second. Needs the master's status socket (wait_accepted).
+std::vector<fcgi_test::Client> crash_each_worker(HostProcess& host, int count) {
+  std::vector<fcgi_test::Client> clients;
+  for (int n = 1; n <= count; ++n) {
+    clients.push_back(host.connect());
+    fcgi_test::Request r;
+    r.uri = "/crash/segv?n=" + std::to_string(n);
+    clients.back().send_request(r);
+    REQUIRE(host.wait_accepted());
+  }
+  return clients;
 }
 
 struct Replay {
@@ -254,5 +270,64 @@ TEST_SUITE("crash capture") {
       CHECK(c.status == 2);
       CHECK(has(c.output, "is not a directory the workers' user (nobody:nogroup) may write"));
     }
+  }
+
+  TEST_CASE("a burst of 3 crashes within a second: 3 blocks, each naming its request and its "
+            "capture file, and the route counts 3 crashed") {
+    CaptureDir d;
+    HostOptions o;
+    o.args = {"--app", kCrashPlugin, "--workers", "3", "--capture-crashes", d.dir.path()};
+    o.status_socket = true;
+    HostProcess host(o);
+    REQUIRE(host.wait_workers(3).size() == 3);
+    std::vector<fcgi_test::Client> clients = crash_each_worker(host, 3);
+    REQUIRE(host.wait_log("killed by signal 11", Millis{20000}, 3));
+    REQUIRE(host.wait_log("request captured to", Millis{5000}, 3));
+    const std::string log = host.log();
+    INFO("log:\n" << log);
+    // Each block: its exit line, then its request, then the file that kept it.
+    std::set<std::string> files;
+    for (int n = 1; n <= 3; ++n) {
+      const std::string request =
+          "request in flight: \"GET /crash/segv?n=" + std::to_string(n) + "\"";
+      const std::size_t at = log.find(request);
+      REQUIRE(at != std::string::npos);
+      const std::size_t note = log.find("  request captured to ", at);
+      REQUIRE(note != std::string::npos);
+      CHECK(log.rfind("killed by signal 11", at) != std::string::npos);
+      const std::string file = log.substr(note + 22, log.find('\n', note) - note - 22);
+      CHECK(has(it::read_file(file), "/crash/segv?n=" + std::to_string(n)));
+      files.insert(file);
+    }
+    CHECK(files.size() == 3);
+    CHECK_FALSE(has(log, "suppressed"));
+    // The crashed requests are their route's, as `crashed` (not calls).
+    it::wait_for([&] { return has(host.status_json(), "\"crashed\":3"); }, Millis{5000});
+    const std::string status = host.status_json();
+    INFO(status);
+    CHECK(has(status, "{\"route\":\"GET /crash/segv\",\"calls\":0,\"5xx\":0,\"crashed\":3"));
+  }
+
+  TEST_CASE("more crashes than a burst's blocks: the count comes when the burst is over, without "
+            "a next crash") {
+    HostOptions o;
+    o.args = {"--app", kCrashPlugin, "--workers", "5"};
+    o.status_socket = true;
+    HostProcess host(o);
+    REQUIRE(host.wait_workers(5).size() == 5);
+    std::vector<fcgi_test::Client> clients = crash_each_worker(host, 5);
+    REQUIRE(host.wait_log("killed by signal 11", Millis{20000}, 3));
+    // The other two are counted in one line on the master's timer, a second after they came.
+    REQUIRE(host.wait_log("2 more crashes suppressed", Millis{10000}));
+    const std::string log = host.log();
+    INFO("log:\n" << log);
+    CHECK(it::lines_with(log, "killed by signal 11").size() == 3);
+    CHECK(it::lines_with(log, "request in flight: \"GET /crash/segv?n=").size() == 3);
+    // Every crashed request is counted, written or not.
+    fcgi_test::Client status = fcgi_test::Client::connect(host.dir().file("status.sock"));
+    const std::string openmetrics = status.request("GET", "/status?openmetrics").body;
+    INFO(openmetrics);
+    CHECK(
+        has(openmetrics, "fcgihost_handler_crashed_requests_total{route=\"GET /crash/segv\"} 5\n"));
   }
 }

@@ -147,6 +147,8 @@ TEST_SUITE("host serving") {
     fcgi_test::Response ok = host.connect().request("GET", "/echo/after");
     CHECK(ok.status == 200);
     CHECK(host.worker_pids() == workers); // same worker: the exception did not kill it
+    // At `error`, the level an operator greps for: the application owes a 500.
+    CHECK(host.wait_log("\\[error\\] .*handler failed on GET /throw"));
     it::check_no_alerts(host);
   }
 

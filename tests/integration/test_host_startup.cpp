@@ -146,4 +146,24 @@ TEST_SUITE("host start-up") {
     CHECK_FALSE(version.output.empty());
   }
 
+  TEST_CASE("each subcommand's --help prints its usage once and exits 0") {
+    for (const char* command : {"status", "ping", "replay", "reload", "scale"}) {
+      CAPTURE(command);
+      it::RunResult help = it::run_host(HostOptions{{command, "--help"}, {}, Listen::AsGiven});
+      INFO(help.output);
+      CHECK(help.status == 0);
+      const std::string usage = std::string("Usage: fcgi-host ") + command;
+      const std::size_t first = help.output.find(usage);
+      CHECK(first != std::string::npos);
+      CHECK(help.output.find(usage, first + 1) == std::string::npos);
+    }
+    // The replay block once: its description is not printed twice either.
+    it::RunResult replay = it::run_host(HostOptions{{"replay", "--help"}, {}, Listen::AsGiven});
+    const std::size_t once = replay.output.find("--set-param NAME=VALUE  ");
+    CHECK(once != std::string::npos);
+    CHECK(replay.output.find("in this one", once) == std::string::npos);
+    CHECK(replay.output.find("fcgi-host replay FILE") ==
+          replay.output.rfind("fcgi-host replay FILE"));
+  }
+
 } // TEST_SUITE

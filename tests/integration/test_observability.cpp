@@ -322,8 +322,11 @@ TEST_SUITE("observability") {
     HostProcess host({"--app", "echo", "--workers", "1", "--ping-path", "/ping"});
     Command handler = run_binary("ping --connect " + host.address() + " --path /fine");
     CHECK(handler.status == 3);
-    CHECK(handler.output.find("not as fcgi-host") != std::string::npos);
-    CHECK(run_binary("status --connect " + host.address()).status == 3);
+    CHECK(handler.output.find("no ping page at /fine (set --ping-path on the host, or --path "
+                              "here)") != std::string::npos);
+    Command status = run_binary("status --connect " + host.address());
+    CHECK(status.status == 3);
+    CHECK(status.output.find("no status page at /status (set --status-path") != std::string::npos);
     CHECK(run_binary("ping --connect " + host.address()).status == 0);
     Command help = run_binary("ping --help");
     CHECK(help.status == 0);

@@ -1,4 +1,4 @@
-// memory-max and cpu-weight (fcgi_host/cli/pool_cgroup.hpp): refused, naming the pool, the
+// memory-max and cpu-weight (fcgi_host/pools/cgroups.hpp): refused, naming the pool, the
 // option and why, where no delegated cgroup v2 carries them (at start, in --test-config, at a
 // reload, which then changes nothing); a pool without limits never leaves the master's cgroup;
 // and, where a writable cgroup v2 subtree with the memory controller exists, a worker past

@@ -1,5 +1,5 @@
-// Several pools under one master (config_file.hpp, pool_master.hpp): each on its own socket, as
-// its own user, with its own limits; a reload touches only the pools that changed; a pool that
+// Several pools under one master (config_file.hpp, pools/supervisor.hpp): each on its own socket,
+// as its own user, with its own limits; a reload touches only the pools that changed; a pool that
 // fails stops alone. Through a real nginx with one location per pool.
 #include "commands.hpp"
 #include "harness.hpp"
@@ -229,6 +229,57 @@ TEST_SUITE("pools") {
     CHECK(pool_workers(p.host.pid(), "calm", 1) == calm);
     fcgi_test::Client c = fcgi_test::Client::connect(p.sock("calm"));
     CHECK(c.request("GET", "/").body == "OK");
+  }
+
+  TEST_CASE("a pool's master killed again and again is started again each time, then given up") {
+    Pools p({{"main.conf", "workers = 1\n" + pool_section("frail", "app = hello\n") +
+                               pool_section("calm", "app = hello\n")}},
+            {"killed by signal 9"});
+    p.wait_serving({"frail", "calm"});
+    const pid_t master = p.host.pid();
+    const pid_t calm = pool_masters(master)["calm"];
+    // Each kill lands right after its master started (a young death): the crash policy starts
+    // it again, at once then after 100 ms doubling, and gives it up at the 6th in a row. A kill
+    // that comes later than 1 s after a start (a slow machine) starts the count again: bounded.
+    pid_t last = 0;
+    int kills = 0;
+    for (; kills < 20 && !p.host.wait_log("pool \\[frail\\] stopped: its master", Millis{1});
+         ++kills) {
+      pid_t frail = 0;
+      const bool started = it::wait_for(
+          [&] {
+            auto masters = pool_masters(master);
+            frail = masters.count("frail") ? masters["frail"] : 0;
+            return (frail > 0 && frail != last) ||
+                   p.host.wait_log("pool \\[frail\\] stopped", Millis{1});
+          },
+          kWait);
+      REQUIRE_MESSAGE(started, p.host.log());
+      if (frail == 0 || frail == last) break;
+      ::kill(frail, SIGKILL);
+      last = frail;
+      REQUIRE_MESSAGE(p.host.wait_log("pool \\[frail\\](: its master was killed by signal 9 .*; "
+                                      "starting it again| stopped: its master)",
+                                      kWait, static_cast<std::size_t>(kills + 1)),
+                      p.host.log());
+    }
+    INFO(p.host.log());
+    CHECK(p.host.wait_log("pool \\[frail\\] stopped: its master was killed by signal 9 .*, the "
+                          "6th time in a row within 1 s of its start",
+                          kWait));
+    CHECK(it::lines_with(p.host.log(),
+                         "[frail]: its master was killed by signal 9 (Killed); starting it again")
+              .size() >= 5);
+    CHECK(p.host.wait_log("starting it again in 100 ms", kWait)); // the policy's pause
+    CHECK(kills >= 6);
+    CHECK_FALSE(accepts(p.sock("frail")));
+    // The other pool never noticed, and the master runs on; a reload starts the pool again.
+    CHECK(pool_masters(master)["calm"] == calm);
+    CHECK(fcgi_test::Client::connect(p.sock("calm")).request("GET", "/").body == "OK");
+    CHECK_FALSE(p.host.exited());
+    p.reload_and_wait(1);
+    CHECK(p.host.wait_log("\\[frail\\] started again", kWait));
+    p.wait_serving({"frail"});
   }
 
   TEST_CASE("a single pool that cannot boot stops the master with its exit code") {

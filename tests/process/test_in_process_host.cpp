@@ -1,7 +1,7 @@
 // A handler tested in-process with the raw FastCGI client, through the real worker loop.
 #include "app/router.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
-// A pool's master joins its cgroup (fcgi_host/cli/pool_cgroup.hpp) the way the master of the
+// A pool's master joins its cgroup (fcgi_host/pools/cgroups.hpp) the way the master of the
 // pools does it: an fd of cgroup.procs opened before the fork, written by the child; and a
 // running process moved into one at a reload. Real cgroup v2 files, in a cgroup made under this
 // test's own, without controllers (none are needed to place a process); skipped where this
 // test's cgroup v2 is not writable.
-#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
 #include "process_manager/cgroup_v2.hpp"
 #include "support/wait.hpp"
 

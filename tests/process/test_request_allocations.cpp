@@ -10,7 +10,7 @@
 #include "fcgi_host/protocol/records.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
 
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 // answer 502 without saying why; the connection and the next request are unharmed.
 #include "app/router.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 

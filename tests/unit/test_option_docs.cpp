@@ -162,3 +162,18 @@ TEST_CASE("the defaults of Limits and of the record guard are the table's") {
   CHECK(c.socket_mode == 0660);
   CHECK(c.app == "hello");
 }
+
+TEST_CASE("--help's Usage and the man page's SYNOPSIS name every subcommand") {
+  const std::string help = help_text();
+  const std::string usage = help.substr(0, help.find("\nA FastCGI application host"));
+  const std::string man = source_file("docs/fcgi-host.1");
+  const std::size_t synopsis = man.find(".SH SYNOPSIS");
+  REQUIRE(synopsis != std::string::npos);
+  const std::string synopsis_text =
+      man.substr(synopsis, man.find(".SH DESCRIPTION", synopsis) - synopsis);
+  for (const char* command : {"status", "ping", "replay", "reload", "scale"}) {
+    CAPTURE(command);
+    CHECK(usage.find(std::string("fcgi-host ") + command + " ") != std::string::npos);
+    CHECK(synopsis_text.find(std::string(".B fcgi-host ") + command) != std::string::npos);
+  }
+}

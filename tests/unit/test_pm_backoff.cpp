@@ -57,7 +57,6 @@ TEST_CASE("backoff: random kills of healthy workers never delay or trip anything
 TEST_CASE("backoff: the breaker trips once on young deaths, pauses 10 s, and is logged once") {
   CrashPolicy p;
   int trips = 0, lines = 0;
-  std::uint64_t suppressed = 0;
   CrashPolicy::Decision d;
   // 30 young deaths in 30 slots, 10 ms apart: a storm no single slot's backoff slows down.
   for (int i = 0; i < 30; ++i) {
@@ -69,18 +68,31 @@ TEST_CASE("backoff: the breaker trips once on young deaths, pauses 10 s, and is 
       CHECK(p.pool_respawn_at_ns() == kT0 + i * 10 * kMs + 10 * kS);
     }
     lines += d.log;
-    suppressed += d.suppressed;
   }
   CHECK(trips == 1);
-  CHECK(lines == 1); // all within one second: one line
-  CHECK(suppressed == 0);
+  CHECK(lines == 3); // all within one second: the first three of the burst
+  // The count of the others is due a second after the first held back (the 4th, at 30 ms),
+  // on the master's timer, not with the next crash.
+  CHECK(p.held_count_due_ns() == kT0 + 30 * kMs + kS);
+  CHECK(p.take_held_count(kT0 + kS) == 0); // not due yet
+  CHECK(p.take_held_count(kT0 + 30 * kMs + kS) == 27);
+  CHECK(p.held_count_due_ns() == 0);
 
-  // The next crash a second later writes a line that says how many were suppressed.
+  // The next crash a second later writes its own line, with no count in it.
   d = p.on_crash(0, kYoung, kT0 + 2 * kS);
   CHECK(d.log);
-  CHECK(d.suppressed == 29);
   CHECK_FALSE(d.breaker_tripped); // still paused: no second breaker line
   CHECK(d.respawn_at_ns == kT0 + 100 * kMs + 10 * kS);
+}
+
+TEST_CASE("backoff: a crash whose request was captured always has its line") {
+  CrashPolicy p;
+  int lines = 0;
+  for (int i = 0; i < 10; ++i)
+    lines += p.on_crash(static_cast<std::size_t>(i), 2 * kS, kT0 + i * kMs, i % 2 == 0).log;
+  CHECK(lines == 5 + 3); // every captured one, and the first three of the others
+  CHECK(p.take_held_count(kT0 + 2 * kS) == 2);
+  CHECK(p.lines_due(kT0 + 2 * kS + kMs) == 2); // one a second since the first (at 1 ms)
 }
 
 TEST_CASE("backoff: the breaker can trip again after its pause") {
@@ -99,4 +111,32 @@ TEST_CASE("backoff: failed spawns hold the whole pool back, doubling") {
   CHECK(p.pool_respawn_at_ns() == kT0 + 100 * kMs);
   CHECK(p.on_spawn_failure(kT0 + 200 * kMs).respawn_at_ns == kT0 + 300 * kMs);
   CHECK(p.on_spawn_failure(kT0 + 400 * kMs).respawn_at_ns == kT0 + 600 * kMs);
+}
+
+TEST_CASE("backoff: give_up_after gives a slot up at its Nth young death in a row, never before") {
+  CrashPolicy::Settings s;
+  s.give_up_after = 6;
+  CrashPolicy p(s);
+  std::uint64_t t = kT0;
+  for (int death = 1; death <= 5; ++death) {
+    CrashPolicy::Decision d = p.on_crash(0, kYoung, t);
+    CHECK_FALSE(d.give_up);
+    CHECK(d.young_deaths == static_cast<std::uint64_t>(death));
+    t = d.respawn_at_ns + kYoung;
+  }
+  CHECK(p.on_crash(1, kYoung, t).young_deaths == 1); // another slot counts on its own
+  CrashPolicy::Decision sixth = p.on_crash(0, kYoung, t);
+  CHECK(sixth.give_up);
+  CHECK(sixth.young_deaths == 6);
+}
+
+TEST_CASE("backoff: a death after a long life ends the streak that give_up_after counts") {
+  CrashPolicy::Settings s;
+  s.give_up_after = 3;
+  CrashPolicy p(s);
+  p.on_crash(0, kYoung, kT0);
+  p.on_crash(0, kYoung, kT0 + 100 * kMs);
+  CHECK(p.on_crash(0, kOld, kT0 + 31 * kS).young_deaths == 0);
+  CHECK_FALSE(p.on_crash(0, kYoung, kT0 + 32 * kS).give_up);
+  CHECK_FALSE(CrashPolicy{}.on_crash(0, kYoung, kT0).give_up); // 0: never
 }

@@ -1,6 +1,6 @@
-// What the master of the pools hands its new image at USR2 (fcgi_host/cli/pools_upgrade.hpp):
+// What the master of the pools hands its new image at USR2 (fcgi_host/pools/upgrade.hpp):
 // the text round-trips, and a damaged one is refused whole rather than half read.
-#include "fcgi_host/cli/pools_upgrade.hpp"
+#include "fcgi_host/pools/upgrade.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // Records are built with the test client's encoders (the codec's byte layout is pinned against
 // the spec in test_records.cpp).
 #include "fcgi_host/protocol/record_guard.hpp"
-#include "fcgi_test_client.hpp"
+#include "fcgi_host/testing/fcgi_test_client.hpp"
 
 #include <doctest/doctest.h>
 

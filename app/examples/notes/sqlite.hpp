@@ -17,7 +17,9 @@ public:
         SQLITE_OK) {
       std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
       sqlite3_close(db_);
-      throw std::runtime_error("cannot open " + path + ": " + why);
+      // SQLite creates the file, and its -wal and -shm files beside it, as the worker's user.
+      throw std::runtime_error("cannot open " + path + ": " + why +
+                               " (its directory must be writable by the workers' user)");
     }
   }
   ~Db() { sqlite3_close(db_); }

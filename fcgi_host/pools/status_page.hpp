@@ -5,7 +5,7 @@
 //   OpenMetrics,  every series of every pool with a pool="NAME" label first, each family's
 //   Prometheus    HELP and TYPE once, its samples of all pools together, one # EOF at the end
 //   text, HTML    each pool's page under a "[NAME]" line
-#include "fcgi_host/cli/client_commands.hpp"
+#include "fcgi_host/observe/status_client.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 
 #include <optional>

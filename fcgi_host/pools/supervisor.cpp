@@ -1,15 +1,21 @@
-#include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/pools/supervisor.hpp"
 
 #include "app/args.hpp"
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_member.hpp"
-#include "fcgi_host/cli/pool_status.hpp"
-#include "fcgi_host/cli/pools_upgrade.hpp"
-#include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/net/systemd_socket.hpp"
+#include "fcgi_host/observe/status_client.hpp"
 #include "fcgi_host/observe/status_server.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
+#include "fcgi_host/pools/member.hpp"
+#include "fcgi_host/pools/status_page.hpp"
+#include "fcgi_host/pools/upgrade.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/argv.hpp"
+#include "process_manager/backoff.hpp"
 #include "process_manager/cgroup_v2.hpp"
+#include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/pidfile.hpp"
 #include "process_manager/proc_children.hpp"
@@ -41,13 +47,16 @@ using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 using Clock = std::chrono::steady_clock;
 
-// A pool's master that dies this young is started again after a pause, doubling to kMaxPause;
-// after kMaxYoungDeaths in a row the pool is given up.
-constexpr std::chrono::milliseconds kYoung{1000};
-constexpr std::chrono::milliseconds kFirstPause{100};
-constexpr std::chrono::milliseconds kMaxPause{5000};
-constexpr int kMaxYoungDeaths = 6;
-constexpr int kSystemdFd = 3; // SD_LISTEN_FDS_START
+// A pool's master killed by a signal is started again as the master starts a crashed worker
+// again (process_manager/backoff.hpp: at once, then after 100 ms doubling to 5 s for each death
+// within 1 s of its start), and given up after this many such deaths in a row.
+constexpr std::size_t kGiveUpAfter = 6;
+
+process_manager::CrashPolicy pool_restarts() {
+  process_manager::CrashPolicy::Settings s;
+  s.give_up_after = kGiveUpAfter;
+  return process_manager::CrashPolicy(s);
+}
 // USR2: how long the new binary may take to check the configuration (it loads each plugin).
 constexpr std::chrono::seconds kUpgradeCheckTimeout{30};
 
@@ -74,40 +83,37 @@ struct Pool {
     Removed,    // no longer in the configuration: stopping for good
     Stopped,    // its master exited on its own (a failure, or a stop sent to it directly)
   };
-  explicit Pool(PoolPlan p) : plan(std::move(p)) {}
-  PoolPlan plan;
+  explicit Pool(PoolSpec p) : plan(std::move(p)) {}
+  PoolSpec plan;
   std::string status_address; // its master's status socket (its own, or one given to it)
   std::string cgroup;         // the cgroup it runs in (memory-max, cpu-weight); empty: none
   State state = State::Running;
   pid_t pid = 0;
-  Clock::time_point started;
+  std::uint64_t started_ns = 0;
   Clock::time_point start_at;
-  int young_deaths = 0;
+  process_manager::CrashPolicy restarts = pool_restarts(); // a reload starts it afresh
   int exit_code = exit_code::kOk;
 };
 
 class PoolMaster {
 public:
-  PoolMaster(std::vector<std::string> args, const ApplicationCheck& check, std::string executable)
-      : args_(std::move(args)), check_(check), executable_(std::move(executable)) {}
+  explicit PoolMaster(SupervisorSpec spec) : spec_(std::move(spec)) {}
 
-  int run(const Config& file) {
+  int run(std::vector<PoolSpec> plans) {
     const std::optional<PoolsHandover> handover = take_handover();
     if (handover) cgroups_.resume(handover->cgroup);
-    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
     cgroups_.check(plans);
     take_systemd_socket();
-    take_pidfile(file);
-    open_status_server(file, handover ? handover->status_dir : "");
+    take_pidfile();
+    open_status_server(handover ? handover->status_dir : "");
     signals_.install(kSignals);
     // A pool's new master after its own USR2 is its old master's child: when that one exits,
     // it becomes ours (and is adopted, on_exit()), not init's.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     start_pools(plans, handover);
     if (!systemd_address_.empty() &&
-        std::none_of(pools_.begin(), pools_.end(), [this](const Pool& p) {
-          return p.plan.config.listen.to_string() == systemd_address_;
-        }))
+        std::none_of(pools_.begin(), pools_.end(),
+                     [this](const Pool& p) { return p.plan.listen == systemd_address_; }))
       PM_LOG(LogLevel::Warn, "the socket systemd passed (" + systemd_address_ +
                                  ") is no pool's listen address: no pool serves it");
     notifier_.notify("READY=1");
@@ -127,8 +133,8 @@ public:
 
 private:
   // Every pool of the configuration started, or, after USR2, adopted from the old image.
-  void start_pools(std::vector<PoolPlan>& plans, const std::optional<PoolsHandover>& handover) {
-    for (PoolPlan& plan : plans) {
+  void start_pools(std::vector<PoolSpec>& plans, const std::optional<PoolsHandover>& handover) {
+    for (PoolSpec& plan : plans) {
       Pool& pool = pools_.emplace_back(std::move(plan));
       pool.cgroup = cgroups_.apply(pool.plan); // at start, a failure stops the start
       if (!handover || !resume(pool, *handover)) start(pool);
@@ -139,8 +145,7 @@ private:
     for (const Pool& p : pools_) {
       if (p.state == Pool::State::Removed) continue;
       ++running;
-      names +=
-          (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.config.listen.to_string() + ")";
+      names += (names.empty() ? "" : ", ") + p.plan.name + " (" + p.plan.listen + ")";
     }
     const std::string upgraded =
         "binary upgrade: the master of the pools (pid " + std::to_string(getpid()) +
@@ -155,27 +160,24 @@ private:
   // Socket activation: systemd's socket goes to the pool that listens on its address (as a
   // single application takes it), and no other pool sees it.
   void take_systemd_socket() {
-    const char* pid = std::getenv("LISTEN_PID");
-    const char* fds = std::getenv("LISTEN_FDS");
-    if (!pid || !fds || std::atoi(pid) != getpid() || std::atoi(fds) < 1) return;
-    systemd_address_ = bound_address(kSystemdFd);
-    ::fcntl(kSystemdFd, F_SETFD, FD_CLOEXEC);
-    for (const char* name : {"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"})
-      ::unsetenv(name);
+    if (systemd_socket_count() < 1) return;
+    systemd_address_ = bound_address(kSystemdFirstFd);
+    ::fcntl(kSystemdFirstFd, F_SETFD, FD_CLOEXEC);
+    forget_systemd_sockets();
   }
 
-  void take_pidfile(const Config& file) {
-    // After USR2, the lock this master held under its old binary (pools_upgrade.hpp).
-    const char* inherited = std::getenv("FCGI_HOST_PIDFILE_FD");
+  void take_pidfile() {
+    // After USR2, the lock this master held under its old binary (pools/upgrade.hpp).
+    const char* inherited = std::getenv(exec_env::kPidfileFd);
     const int fd = inherited ? std::atoi(inherited) : -1;
-    ::unsetenv("FCGI_HOST_PIDFILE_FD");
-    if (file.pidfile.empty()) {
+    ::unsetenv(exec_env::kPidfileFd);
+    if (spec_.pidfile.empty()) {
       if (fd >= 0) ::close(fd);
       return;
     }
     try {
-      pidfile_ = fd >= 0 ? std::make_unique<process_manager::Pidfile>(file.pidfile, fd)
-                         : std::make_unique<process_manager::Pidfile>(file.pidfile);
+      pidfile_ = fd >= 0 ? std::make_unique<process_manager::Pidfile>(spec_.pidfile, fd)
+                         : std::make_unique<process_manager::Pidfile>(spec_.pidfile);
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("pidfile: ") + e.what() + "; not starting");
     }
@@ -185,12 +187,11 @@ private:
   // a pool label) and the control socket of `fcgi-host reload POOL` and `scale POOL N`. It asks
   // each pool's master on a status socket of its own, in a private directory, unless the pool
   // names one.
-  void open_status_server(const Config& file, const std::string& handed_over_dir) {
+  void open_status_server(const std::string& handed_over_dir) {
     status_dir_ = handed_over_dir; // its pools' masters answer there
-    if (file.status_listen.empty()) return;
+    if (!spec_.status_listen) return;
     try {
-      status_ = std::make_unique<StatusServer>(status_listen_options(file),
-                                               observability_settings(file), -1);
+      status_ = std::make_unique<StatusServer>(*spec_.status_listen, spec_.observability, -1);
     } catch (const StartupError& e) {
       // After USR2 the pools run on: this master goes without its page rather than stop them.
       if (handed_over_dir.empty()) throw;
@@ -204,26 +205,18 @@ private:
     if (status_dir_.empty() && !::mkdtemp(pattern.data()))
       throw std::runtime_error(sys_error("mkdtemp", pattern));
     if (status_dir_.empty()) status_dir_ = pattern;
-    ping_response_ = file.ping_response;
   }
 
   // Where the pool's master `pid` answers its status page: its own status-listen, or one in
-  // this master's private directory (pool_member.hpp).
+  // this master's private directory (pools/member.hpp).
   void set_status_address(Pool& pool) const {
-    pool.status_address = pool.plan.config.status_listen;
+    pool.status_address = pool.plan.status_listen;
     if (pool.status_address.empty() && status_)
       pool.status_address = pool_status_address(status_dir_, pool.plan.name, pool.pid);
   }
 
   void start(Pool& pool) {
-    std::vector<std::string> words = pool_args(args_, pool.plan.name);
-    std::vector<char*> argv;
-    for (std::string& w : words)
-      argv.push_back(w.data());
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    const bool systemd_socket =
-        !systemd_address_.empty() && systemd_address_ == pool.plan.config.listen.to_string();
+    const bool systemd_socket = !systemd_address_.empty() && systemd_address_ == pool.plan.listen;
     int cgroup_fd = -1;
     try {
       if (!pool.cgroup.empty()) cgroup_fd = PoolCgroups::open_procs(pool.cgroup);
@@ -231,11 +224,10 @@ private:
       PM_LOG(LogLevel::Error, "pool [" + pool.plan.name + "]: cannot join its cgroup: " + e.what() +
                                   "; it runs without its limits");
     }
-    const sigset_t saved = process_manager::block_all_signals();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      process_manager::reset_signal_dispositions();
-      process_manager::restore_signal_mask(saved);
+    process_manager::Argv argv(pool.plan.args);
+    const pid_t parent = getpid();
+    const pid_t pid = process_manager::fork_clean([&](const sigset_t& mask) {
+      process_manager::restore_signal_mask(mask);
       // A pool's master (and so its workers) never outlives this master.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(exit_code::kFailure);
@@ -244,17 +236,12 @@ private:
                                     "]: " + sys_error("write", pool.cgroup + "/cgroup.procs"));
         _exit(exit_code::kStartupFailure);
       }
-      ::setenv(kPoolMasterEnv, std::to_string(parent).c_str(), 1);
-      if (status_) ::setenv(kPoolStatusDirEnv, status_dir_.c_str(), 1);
+      ::setenv(exec_env::kPoolMaster, std::to_string(parent).c_str(), 1);
+      if (status_) ::setenv(exec_env::kPoolStatusDir, status_dir_.c_str(), 1);
       ::unsetenv("NOTIFY_SOCKET"); // systemd hears from this master only
-      if (systemd_socket && ::fcntl(kSystemdFd, F_SETFD, 0) == 0) {
-        ::setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
-        ::setenv("LISTEN_FDS", "1", 1);
-      }
-      ::execv(executable_.c_str(), argv.data());
-      _exit(127);
-    }
-    process_manager::restore_signal_mask(saved);
+      if (systemd_socket && ::fcntl(kSystemdFirstFd, F_SETFD, 0) == 0) pass_systemd_socket();
+      ::execv(spec_.executable.c_str(), argv.data());
+    });
     if (cgroup_fd >= 0) ::close(cgroup_fd);
     if (pid < 0) {
       PM_LOG(LogLevel::Error,
@@ -265,7 +252,7 @@ private:
     }
     pool.pid = pid;
     pool.state = Pool::State::Running;
-    pool.started = Clock::now();
+    pool.started_ns = process_manager::monotonic_ns();
     set_status_address(pool);
   }
 
@@ -329,7 +316,7 @@ private:
     }
     if (pool->state == Pool::State::Restarting && !stopping_) {
       start(*pool);
-      PM_LOG(LogLevel::Notice, name + " started again on " + pool->plan.config.listen.to_string());
+      PM_LOG(LogLevel::Notice, name + " started again on " + pool->plan.listen);
       return;
     }
     if (stopping_) {
@@ -348,19 +335,21 @@ private:
                  "; the other pools go on, a reload starts it again");
       return;
     }
-    const bool young = Clock::now() - pool->started < kYoung;
-    pool->young_deaths = young ? pool->young_deaths + 1 : 0;
-    if (pool->young_deaths >= kMaxYoungDeaths) {
+    const std::uint64_t now = process_manager::monotonic_ns();
+    const process_manager::CrashPolicy::Decision d =
+        pool->restarts.on_crash(0, now - pool->started_ns, now);
+    if (d.give_up) {
       pool->state = Pool::State::Stopped;
       pool->exit_code = exit_code::kFailure;
-      PM_LOG(LogLevel::Error, name + " stopped: its master " + process_manager::describe(c) +
-                                  ", the " + std::to_string(kMaxYoungDeaths) +
-                                  "th time in a row within 1 s of its start");
+      PM_LOG(LogLevel::Error,
+             name + " stopped: its master " + process_manager::describe(c) + ", the " +
+                 std::to_string(d.young_deaths) + "th time in a row within " +
+                 process_manager::seconds_text(process_manager::ns(pool->restarts.settings().young),
+                                               0) +
+                 " of its start; a reload starts it again");
       return;
     }
-    auto pause = young ? std::min<std::chrono::milliseconds>(
-                             kMaxPause, kFirstPause * (1 << (pool->young_deaths - 1)))
-                       : std::chrono::milliseconds{0};
+    const auto pause = std::chrono::milliseconds((d.respawn_at_ns - now) / 1'000'000);
     pool->state = Pool::State::Waiting;
     pool->start_at = Clock::now() + pause;
     PM_LOG(LogLevel::Error,
@@ -392,10 +381,10 @@ private:
     return code;
   }
 
-  std::optional<std::vector<PoolPlan>> read_plans();
+  std::optional<std::vector<PoolSpec>> read_plans();
   void reload();
   EndpointReply reload_pool(const std::string& name);
-  void apply(PoolPlan next, std::string& summary, bool force = false);
+  void apply(PoolSpec next, std::string& summary, bool force = false);
   void update_cgroup(Pool& pool);
   std::optional<PoolsHandover> take_handover();
   bool resume(Pool& pool, const PoolsHandover& handover);
@@ -405,9 +394,7 @@ private:
   EndpointReply answer_status(const StatusRequest& q);
   EndpointReply control(std::string_view verb, std::string_view args);
 
-  std::vector<std::string> args_;
-  ApplicationCheck check_;
-  std::string executable_;
+  SupervisorSpec spec_;
   process_manager::SignalPipe signals_;
   process_manager::Reaper reaper_;
   process_manager::SystemdNotifier notifier_;
@@ -416,8 +403,7 @@ private:
   std::vector<Pool> pools_; // a vector of a handful: found by name or pid
   bool stopping_ = false;
   std::unique_ptr<StatusServer> status_;
-  std::string status_dir_; // the pools' own status sockets
-  std::string ping_response_;
+  std::string status_dir_;      // the pools' own status sockets
   std::string systemd_address_; // of the socket systemd passed on fd 3; empty: none
 
 public:
@@ -429,18 +415,9 @@ public:
 };
 
 // Every file read again and every pool checked; empty (and one line) when any is wrong.
-std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
+std::optional<std::vector<PoolSpec>> PoolMaster::read_plans() {
   try {
-    std::vector<const char*> argv;
-    for (const std::string& a : args_)
-      argv.push_back(a.c_str());
-    Config file;
-    std::ostringstream ignored;
-    parse_config(static_cast<int>(argv.size()), argv.data(), file, ignored);
-    if (file.pools.empty())
-      throw ConfigError("the config file defines no pools any more (a restart runs it as one "
-                        "application)");
-    std::vector<PoolPlan> plans = plan_pools(args_, file, check_);
+    std::vector<PoolSpec> plans = spec_.read_pools();
     cgroups_.check(plans);
     return plans;
   } catch (const std::exception& e) {
@@ -452,7 +429,7 @@ std::optional<std::vector<PoolPlan>> PoolMaster::read_plans() {
 
 void PoolMaster::reload() {
   notifier_.reloading();
-  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  std::optional<std::vector<PoolSpec>> plans = read_plans();
   if (!plans) {
     notifier_.notify("READY=1");
     return;
@@ -460,7 +437,7 @@ void PoolMaster::reload() {
   std::string summary;
   for (Pool& p : pools_) {
     bool kept = std::any_of(plans->begin(), plans->end(),
-                            [&p](const PoolPlan& n) { return n.name == p.plan.name; });
+                            [&p](const PoolSpec& n) { return n.name == p.plan.name; });
     if (kept || p.state == Pool::State::Removed) continue;
     summary += " [" + p.plan.name + "] removed;";
     p.state = Pool::State::Removed;
@@ -471,7 +448,7 @@ void PoolMaster::reload() {
   }
   std::erase_if(pools_,
                 [](const Pool& p) { return p.state == Pool::State::Removed && p.pid == 0; });
-  for (PoolPlan& plan : *plans)
+  for (PoolSpec& plan : *plans)
     apply(std::move(plan), summary);
   PM_LOG(LogLevel::Notice,
          "reload:" + (summary.empty() ? std::string(" nothing changed") : summary));
@@ -482,10 +459,10 @@ void PoolMaster::reload() {
 // others are left as they are.
 EndpointReply PoolMaster::reload_pool(const std::string& name) {
   if (!find(name)) return plain_reply(404, "no pool [" + name + "]\n");
-  std::optional<std::vector<PoolPlan>> plans = read_plans();
+  std::optional<std::vector<PoolSpec>> plans = read_plans();
   if (!plans)
     return plain_reply(409, "reload refused: the configuration has an error (see the log)\n");
-  for (PoolPlan& plan : *plans) {
+  for (PoolSpec& plan : *plans) {
     if (plan.name != name) continue;
     std::string summary;
     apply(std::move(plan), summary, true);
@@ -497,7 +474,7 @@ EndpointReply PoolMaster::reload_pool(const std::string& name) {
 }
 
 EndpointReply PoolMaster::answer_status(const StatusRequest& q) {
-  if (q.path == "/ping") return plain_reply(200, ping_response_ + "\n");
+  if (q.path == "/ping") return plain_reply(200, spec_.ping_response + "\n");
   app::Args args;
   args.parse(q.query);
   const std::string only(args.get("pool"));
@@ -550,7 +527,7 @@ EndpointReply PoolMaster::control(std::string_view verb, std::string_view text) 
 }
 
 // One pool of the new configuration: started, reloaded, restarted or left alone.
-void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
+void PoolMaster::apply(PoolSpec next, std::string& summary, bool force) {
   const std::string tag = " [" + next.name + "]";
   Pool* pool = find(next.name);
   if (!pool || pool->state == Pool::State::Removed) {
@@ -564,7 +541,7 @@ void PoolMaster::apply(PoolPlan next, std::string& summary, bool force) {
   const bool changed = force || socket_changed || pool->plan.settings != next.settings;
   pool->plan = std::move(next);
   update_cgroup(*pool);
-  pool->young_deaths = 0;
+  pool->restarts = pool_restarts();
   if (pool->state == Pool::State::Stopped) {
     summary += tag + " started again;";
     pool->exit_code = exit_code::kOk;
@@ -597,9 +574,9 @@ void PoolMaster::update_cgroup(Pool& pool) {
 }
 
 // USR2, in the old image: the new binary checks the configuration, then replaces this one in
-// place (pools_upgrade.hpp); the new image goes on in run() with the handover.
+// place (pools/upgrade.hpp); the new image goes on in run() with the handover.
 void PoolMaster::upgrade() {
-  const std::string refused = check_new_binary(executable_, args_, kUpgradeCheckTimeout);
+  const std::string refused = check_new_binary(spec_.executable, spec_.args, kUpgradeCheckTimeout);
   if (!refused.empty()) {
     PM_LOG(LogLevel::Error,
            "USR2: binary upgrade refused, every pool keeps running as it is: " + refused);
@@ -616,18 +593,19 @@ void PoolMaster::upgrade() {
   PM_LOG(LogLevel::Notice, "USR2: binary upgrade: the new binary accepts the configuration; "
                            "running it in place of this one");
   notifier_.reloading();
-  const std::string failed = exec_in_place(
-      executable_, args_, handover, pidfile_ ? pidfile_->fd() : -1, !systemd_address_.empty());
+  const std::string failed =
+      exec_in_place(spec_.executable, spec_.args, handover, pidfile_ ? pidfile_->fd() : -1,
+                    !systemd_address_.empty());
   PM_LOG(LogLevel::Error,
          "USR2: binary upgrade failed, every pool keeps running as it is: " + failed);
   notifier_.notify("READY=1");
 }
 
 std::optional<PoolsHandover> PoolMaster::take_handover() {
-  const char* text = std::getenv(kPoolsHandoverEnv);
+  const char* text = std::getenv(exec_env::kPoolsHandover);
   if (!text) return std::nullopt;
   std::optional<PoolsHandover> handover = PoolsHandover::from_text(text);
-  ::unsetenv(kPoolsHandoverEnv);
+  ::unsetenv(exec_env::kPoolsHandover);
   if (!handover)
     PM_LOG(LogLevel::Error, std::string("binary upgrade: the handover is unreadable (") + text +
                                 "); starting every pool afresh");
@@ -640,7 +618,7 @@ bool PoolMaster::resume(Pool& pool, const PoolsHandover& handover) {
                          [&](const PoolsHandover::Pool& p) { return p.name == pool.plan.name; });
   if (it == handover.pools.end() || it->state == 'X') return false;
   pool.pid = it->pid;
-  pool.started = Clock::now();
+  pool.started_ns = process_manager::monotonic_ns();
   pool.state = it->state == 'S' ? Pool::State::Restarting : Pool::State::Running;
   set_status_address(pool);
   // Limits new with this configuration: its master moves in, and its new master is born there.
@@ -668,7 +646,9 @@ bool PoolMaster::resume(Pool& pool, const PoolsHandover& handover) {
 void PoolMaster::resume_removed(const PoolsHandover& handover) {
   for (const PoolsHandover::Pool& p : handover.pools) {
     if (find(p.name) && p.state != 'X') continue;
-    Pool& gone = pools_.emplace_back(PoolPlan{p.name, Config{}, "", ""});
+    PoolSpec spec;
+    spec.name = p.name;
+    Pool& gone = pools_.emplace_back(std::move(spec));
     gone.pid = p.pid;
     gone.state = Pool::State::Removed;
     if (p.state != 'X') ::kill(p.pid, SIGTERM);
@@ -687,7 +667,7 @@ bool PoolMaster::adopt_successor(Pool& pool, pid_t old) {
     PM_LOG(LogLevel::Notice, "pool [" + pool.plan.name + "]: binary upgrade: its master " +
                                  std::to_string(child) + " took over from " + std::to_string(old));
     pool.pid = child;
-    pool.started = Clock::now();
+    pool.started_ns = process_manager::monotonic_ns();
     set_status_address(pool);
     return true;
   }
@@ -696,10 +676,9 @@ bool PoolMaster::adopt_successor(Pool& pool, pid_t old) {
 
 } // namespace
 
-int run_pools(const std::vector<std::string>& args, const Config& file,
-              const ApplicationCheck& check, const std::string& executable) {
-  PoolMaster master(args, check, executable);
-  return master.run(file);
+int run_pools(SupervisorSpec spec, std::vector<PoolSpec> pools) {
+  PoolMaster master(std::move(spec));
+  return master.run(std::move(pools));
 }
 
 } // namespace fcgi_host

@@ -1,7 +1,10 @@
-#include "fcgi_host/cli/pools_upgrade.hpp"
+#include "fcgi_host/pools/upgrade.hpp"
 
-#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/net/systemd_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/argv.hpp"
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/signal_pipe.hpp"
 
 #include <cerrno>
@@ -17,16 +20,7 @@ namespace fcgi_host {
 namespace {
 
 constexpr std::string_view kPoolKey = "pool=";
-constexpr int kSystemdFd = 3; // SD_LISTEN_FDS_START
 constexpr std::size_t kMaxOutput = 64 * 1024;
-
-std::vector<char*> argv_of(std::vector<std::string>& words) {
-  std::vector<char*> argv;
-  for (std::string& w : words)
-    argv.push_back(w.data());
-  argv.push_back(nullptr);
-  return argv;
-}
 
 std::string last_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
@@ -128,25 +122,21 @@ std::string check_new_binary(const std::string& executable, const std::vector<st
                              std::chrono::milliseconds timeout) {
   std::vector<std::string> words = args;
   words.push_back("--test-config");
-  std::vector<char*> argv = argv_of(words);
+  process_manager::Argv argv(std::move(words));
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return sys_error("pipe2", "");
-  const sigset_t saved = process_manager::block_all_signals();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    process_manager::reset_signal_dispositions();
-    sigset_t none;
+  const pid_t parent = ::getpid();
+  const pid_t pid = process_manager::fork_clean([&](const sigset_t&) {
+    sigset_t none; // the supervisor blocks signals for its pipe: the check starts with none
     sigemptyset(&none);
     process_manager::restore_signal_mask(none);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
-    ::setenv(kCheckedForEnv, std::to_string(::getppid()).c_str(), 1);
+    ::setenv(exec_env::kCheckedFor, std::to_string(parent).c_str(), 1);
     ::execv(executable.c_str(), argv.data());
     const std::string why = sys_error("execv", executable) + "\n";
     [[maybe_unused]] ssize_t n = ::write(2, why.data(), why.size());
-    _exit(127);
-  }
-  process_manager::restore_signal_mask(saved);
+  });
   ::close(out[1]);
   if (pid < 0) {
     ::close(out[0]);
@@ -171,8 +161,7 @@ std::string exec_in_place(const std::string& executable, const std::vector<std::
                           const PoolsHandover& handover, int pidfile_fd, bool systemd_socket) {
   const std::optional<std::string> text = handover.to_text();
   if (!text) return "a path to hand over holds ';'";
-  std::vector<std::string> words = args;
-  std::vector<char*> argv = argv_of(words);
+  process_manager::Argv argv(args);
   // The control signals wait, blocked, until the new image routes them (the mask survives
   // exec): a TERM in between must not kill the master with its default action.
   sigset_t control, saved;
@@ -180,23 +169,21 @@ std::string exec_in_place(const std::string& executable, const std::vector<std::
   for (int sig : {SIGTERM, SIGQUIT, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU, SIGCHLD})
     sigaddset(&control, sig);
   ::sigprocmask(SIG_BLOCK, &control, &saved);
-  ::setenv(kPoolsHandoverEnv, text->c_str(), 1);
-  if (pidfile_fd >= 0) ::setenv("FCGI_HOST_PIDFILE_FD", std::to_string(pidfile_fd).c_str(), 1);
-  if (systemd_socket) {
-    ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
-    ::setenv("LISTEN_FDS", "1", 1);
-  }
+  ::setenv(exec_env::kPoolsHandover, text->c_str(), 1);
+  if (pidfile_fd >= 0) ::setenv(exec_env::kPidfileFd, std::to_string(pidfile_fd).c_str(), 1);
+  if (systemd_socket) pass_systemd_socket();
   std::string why;
   if (!keep_across_exec(pidfile_fd, true) ||
-      (systemd_socket && !keep_across_exec(kSystemdFd, true)))
+      (systemd_socket && !keep_across_exec(kSystemdFirstFd, true)))
     why = sys_error("fcntl(FD_CLOEXEC off)", "pidfile or systemd's socket");
   else
     ::execv(executable.c_str(), argv.data());
   if (why.empty()) why = sys_error("execv", executable);
   keep_across_exec(pidfile_fd, false);
-  if (systemd_socket) keep_across_exec(kSystemdFd, false);
-  for (const char* name : {kPoolsHandoverEnv, "FCGI_HOST_PIDFILE_FD", "LISTEN_PID", "LISTEN_FDS"})
+  if (systemd_socket) keep_across_exec(kSystemdFirstFd, false);
+  for (const char* name : {exec_env::kPoolsHandover, exec_env::kPidfileFd})
     ::unsetenv(name);
+  forget_systemd_sockets();
   ::sigprocmask(SIG_SETMASK, &saved, nullptr);
   return why;
 }

@@ -12,7 +12,7 @@
 //   - a pool removed has its cgroup removed once empty.
 // <cg> is found from /proc/self/cgroup and the cgroup2 mount in /proc/self/mountinfo (not always
 // /sys/fs/cgroup). A pool without limits never touches cgroups.
-#include "fcgi_host/cli/pool_plan.hpp"
+#include "fcgi_host/pools/spec.hpp"
 
 #include <map>
 #include <set>
@@ -24,9 +24,6 @@ namespace fcgi_host {
 
 // The name of a pool's cgroup: "pool-" + its name.
 inline constexpr const char* kPoolCgroupPrefix = "pool-";
-// Set (to its pid) by the master of the pools for the new binary's --test-config at USR2: the
-// master's processes count as the service's own when the cgroup is checked.
-inline constexpr const char* kCheckedForEnv = "FCGI_HOST_CHECKED_FOR";
 
 class PoolCgroups {
 public:
@@ -35,15 +32,17 @@ public:
   PoolCgroups& operator=(const PoolCgroups&) = delete;
   ~PoolCgroups(); // removes the pools' cgroups that are empty
 
-  // Throws ConfigError naming the pool, the option and why, for the first pool of `plans` with
-  // limits the cgroup cannot carry: no cgroup v2, not writable, the controller not available.
-  void check(const std::vector<PoolPlan>& plans) const;
+  // Throws PoolSpecError naming the pool, the option and why, for the first pool with limits
+  // the cgroup cannot carry: no cgroup v2, not writable, the controller not available. (The
+  // master's own processes count as the service's; at USR2, the new binary's --test-config
+  // knows them by exec_env::kCheckedFor.)
+  void check(const std::vector<PoolSpec>& pools) const;
 
-  // The cgroup directory pool `plan` is to run in, made (with the supervisor leaf and the
+  // The cgroup directory pool `pool` is to run in, made (with the supervisor leaf and the
   // controllers, the first time) and its limits written; empty for a pool without limits that
   // never had them (one that had them stays in its cgroup, at the kernel's defaults). Throws
   // StartupError naming the file and the call.
-  std::string apply(const PoolPlan& plan);
+  std::string apply(const PoolSpec& pool);
 
   // Puts a running process into `dir` (a reload gave its pool limits): what it forks from now on
   // is born inside. Throws StartupError.

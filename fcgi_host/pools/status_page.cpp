@@ -1,4 +1,4 @@
-#include "fcgi_host/cli/pool_status.hpp"
+#include "fcgi_host/pools/status_page.hpp"
 
 #include <map>
 #include <sstream>

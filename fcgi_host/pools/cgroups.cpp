@@ -1,5 +1,6 @@
-#include "fcgi_host/cli/pool_cgroup.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
 
+#include "fcgi_host/config/exec_env.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/cgroup_v2.hpp"
@@ -24,7 +25,7 @@ constexpr const char* kSupervisorLeaf = "supervisor";
 constexpr const char* kDelegateHint = "; run under systemd with Delegate=yes";
 
 // The controllers a pool's options need: memory-max -> memory, cpu-weight -> cpu.
-std::set<std::string> controllers_for(const Config& c) {
+std::set<std::string> controllers_for(const PoolSpec& c) {
   std::set<std::string> out;
   if (c.memory_max) out.insert("memory");
   if (c.cpu_weight) out.insert("cpu");
@@ -57,7 +58,7 @@ void make_directory(const std::string& dir) {
 
 // This process, or the master of the pools whose new binary's --test-config it is at USR2.
 pid_t service_root() {
-  const char* master = std::getenv(kCheckedForEnv);
+  const char* master = std::getenv(exec_env::kCheckedFor);
   return master ? static_cast<pid_t>(std::atol(master)) : ::getpid();
 }
 
@@ -72,7 +73,7 @@ bool is_own(pid_t pid) {
 std::string foreign_process(const std::string& dir, const std::set<std::string>& need);
 
 // Why `dir` cannot carry the limits of pool `c`, or empty; `option` is set to the one to name.
-std::string unusable(const std::string& dir, const Config& c, std::string& option) {
+std::string unusable(const std::string& dir, const PoolSpec& c, std::string& option) {
   const std::set<std::string> need = controllers_for(c);
   option = option_for(*need.begin());
   const std::optional<std::string> text = cg::read_text_file(dir + "/cgroup.controllers");
@@ -133,15 +134,16 @@ PoolCgroups::~PoolCgroups() {
     ::rmdir(dir.c_str());
 }
 
-void PoolCgroups::check(const std::vector<PoolPlan>& plans) const {
-  for (const PoolPlan& p : plans) {
-    if (!p.config.wants_cgroup()) continue;
-    std::string why, option = option_for(*controllers_for(p.config).begin());
+void PoolCgroups::check(const std::vector<PoolSpec>& pools) const {
+  for (const PoolSpec& p : pools) {
+    if (!p.wants_cgroup()) continue;
+    std::string why, option = option_for(*controllers_for(p).begin());
     std::optional<std::string> dir = base_.empty() ? service_cgroup(why) : base_;
-    if (dir) why = unusable(*dir, p.config, option);
+    if (dir) why = unusable(*dir, p, option);
     if (!why.empty())
-      throw ConfigError("pool [" + p.name + "]: " + p.config.where(option) + ": " + why +
-                        kDelegateHint);
+      throw PoolSpecError("pool [" + p.name + "]: " +
+                          (option == "memory-max" ? p.where_memory_max : p.where_cpu_weight) +
+                          ": " + why + kDelegateHint);
   }
 }
 
@@ -189,20 +191,19 @@ void PoolCgroups::move_own_processes(const std::string& dir) const {
   }
 }
 
-std::string PoolCgroups::apply(const PoolPlan& plan) {
-  const Config& c = plan.config;
-  auto known = dirs_.find(plan.name);
+std::string PoolCgroups::apply(const PoolSpec& c) {
+  auto known = dirs_.find(c.name);
   if (!c.wants_cgroup() && known == dirs_.end()) return "";
   prepare(controllers_for(c));
-  const std::string dir = base_ + "/" + kPoolCgroupPrefix + plan.name;
+  const std::string dir = base_ + "/" + kPoolCgroupPrefix + c.name;
   make_directory(dir);
   if (enabled_.count("memory"))
-    write_or_throw(dir + "/memory.max", c.memory_max && *c.memory_max != Config::kUnlimited
+    write_or_throw(dir + "/memory.max", c.memory_max && *c.memory_max != kNoMemoryLimit
                                             ? std::to_string(*c.memory_max)
                                             : "max");
   if (enabled_.count("cpu"))
     write_or_throw(dir + "/cpu.weight", std::to_string(c.cpu_weight.value_or(100)));
-  dirs_[plan.name] = dir;
+  dirs_[c.name] = dir;
   return dir;
 }
 

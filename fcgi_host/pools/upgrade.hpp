@@ -5,7 +5,7 @@
 //      process of its own): a binary that cannot run, or refuses the configuration, stops the
 //      upgrade there with one line, and nothing has changed;
 //   2. the master execs the new binary in place (same pid: its pools' masters stay its
-//      children), handing over what it holds in FCGI_HOST_POOLS_HANDOVER (below) and the locked
+//      children), handing over what it holds in exec_env::kPoolsHandover (below) and the locked
 //      pidfile (FCGI_HOST_PIDFILE_FD, as a single master's upgrade does);
 //   3. the new image sends USR2 to each pool's master, which upgrades itself as a single master
 //      does (its new master takes the socket, the old generation drains: no request lost); this
@@ -20,8 +20,6 @@
 
 namespace fcgi_host {
 
-inline constexpr const char* kPoolsHandoverEnv = "FCGI_HOST_POOLS_HANDOVER";
-
 // What the master of the pools hands to its new image across exec.
 struct PoolsHandover {
   struct Pool {
@@ -34,7 +32,7 @@ struct PoolsHandover {
   };
   std::vector<Pool> pools; // the pools whose masters run
   std::string status_dir;  // the pools' own status sockets; empty: none
-  std::string cgroup;      // the service's cgroup the master moved out of (pool_cgroup.hpp)
+  std::string cgroup;      // the service's cgroup the master moved out of (pools/cgroups.hpp)
   bool operator==(const PoolsHandover&) const = default;
 
   // "status_dir=...;cgroup=...;pool=NAME:PID:STATE:SOCKET;..." (pool names are [A-Za-z0-9_-]; a

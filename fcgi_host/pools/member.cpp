@@ -1,7 +1,7 @@
-#include "fcgi_host/cli/pool_member.hpp"
+#include "fcgi_host/pools/member.hpp"
 
-#include "fcgi_host/cli/pool_cgroup.hpp"
-#include "fcgi_host/cli/pool_master.hpp"
+#include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/pools/cgroups.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/oom_watch.hpp"
 
@@ -29,21 +29,22 @@ std::string pool_status_address(const std::string& dir, const std::string& pool,
   return "unix:" + dir + "/" + pool + "-" + std::to_string(pid) + ".sock";
 }
 
-int join_pools_master(Config& config, process_manager::MasterOptions& options) {
+int join_pools_master(const std::string& pool, bool wants_cgroup, std::string& pidfile,
+                      std::string& status_listen, process_manager::MasterOptions& options) {
   // A worker killed by the OOM killer in the pool's cgroup: said in its exit line, counted.
-  auto oom = std::make_shared<process_manager::OomWatch>(kPoolCgroupPrefix + config.pool);
+  auto oom = std::make_shared<process_manager::OomWatch>(kPoolCgroupPrefix + pool);
   options.oom_kill_note = [oom] { return oom->explain_sigkill(); };
-  const char* master = std::getenv(kPoolMasterEnv);
+  const char* master = std::getenv(exec_env::kPoolMaster);
   if (!master) {
-    if (config.wants_cgroup())
+    if (wants_cgroup)
       PM_LOG(LogLevel::Warn, "memory-max and cpu-weight are applied by the master of the pools; "
                              "this pool runs alone, without them");
     return -1;
   }
-  config.pidfile.clear();
-  const char* status_dir = std::getenv(kPoolStatusDirEnv);
-  if (status_dir && *status_dir && config.status_listen.empty())
-    config.status_listen = pool_status_address(status_dir, config.pool, ::getpid());
+  pidfile.clear();
+  const char* status_dir = std::getenv(exec_env::kPoolStatusDir);
+  if (status_dir && *status_dir && status_listen.empty())
+    status_listen = pool_status_address(status_dir, pool, ::getpid());
   const pid_t pid = static_cast<pid_t>(std::atol(master));
   if (pid <= 1) return -1;
   const int fd = open_pidfd(pid);
