@@ -115,17 +115,19 @@ namespace {
 class PrivateBindDir {
 public:
   explicit PrivateBindDir(const std::string& socket_path) {
+    // "/run/app/.app.sock-XXXXXX/s": the name the socket stays bound to, which `ss -lx` and
+    // /proc/net/unix show (the kernel keeps the name given to bind()).
     const std::size_t slash = socket_path.find_last_of('/');
     std::string dir = slash == std::string::npos ? "." : socket_path.substr(0, slash);
-    std::string tmpl = (dir.empty() ? std::string() : dir) + "/.fcgi-host-XXXXXX";
+    std::string name = slash == std::string::npos ? socket_path : socket_path.substr(slash + 1);
+    std::string tmpl = dir + "/." + name + "-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw StartupError(sys_error("mkdtemp", tmpl));
     dir_ = tmpl;
     path_ = dir_ + "/s";
     if (path_.size() >= sizeof(sockaddr_un::sun_path))
       throw StartupError("unix socket path \"" + socket_path +
-                         "\": its directory's path is too long to bind the socket in a private "
-                         "directory beside it (" +
-                         std::to_string(sizeof(sockaddr_un::sun_path) - 21) + " bytes at most)");
+                         "\" is too long to bind the socket in a private directory beside it (" +
+                         std::to_string(sizeof(sockaddr_un::sun_path) - 11) + " bytes at most)");
   }
   ~PrivateBindDir() {
     ::unlink(path_.c_str());

@@ -249,7 +249,8 @@ TEST_SUITE("trust boundary") {
     HostProcess host({.args = {"--app", "hello", "--workers", "1", "--socket-mode", "0666"},
                       .status_socket = true});
     struct stat st {};
-    REQUIRE(::stat(host.dir().file("status.sock").c_str(), &st) == 0);
+    const std::string status = host.dir().file("status.sock");
+    REQUIRE(it::wait_for([&] { return ::stat(status.c_str(), &st) == 0; }, Millis{5000}));
     CHECK((st.st_mode & 0777) == 0600);
     REQUIRE(::stat(host.address().substr(5).c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0666);
