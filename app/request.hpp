@@ -148,6 +148,21 @@ public:
   void add_param_view(std::string_view name, std::string_view value) {
     entries_.push_back({name, value});
   }
+  // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
+  // finish_body() at the end. set_body() does all three (tests).
+  void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
+  std::size_t spill_threshold() const { return body_.threshold(); }
+  void expect_body(std::size_t size) { body_.expect(size); }
+  void append_body(const char* data, std::size_t size) { body_.append(data, size); }
+  void finish_body() {}
+  void set_body(std::string_view body);
+  // Derives method, uri, path and query (and the ids) from the parameters added so far.
+  void finish_params();
+
+private:
+  friend class Router;
+  // The host's hooks (app/host_access.hpp): not part of the handler API.
+  friend struct HostAccess;
   // The params as the host found them on the wire, read in place: `count` params at `params`,
   // over the bytes at `base`, both valid while the request is served (a view per param, made
   // for every request, cost more than most handlers spend on their params). `skip`, 1 + an
@@ -161,18 +176,8 @@ public:
     wire_skip_ = skip;
     wire_at_ = entries_.size();
   }
-  // Body filling: expect_body() (optional, the announced size), append_body() as the bytes come,
-  // finish_body() at the end. set_body() does all three (tests).
-  void set_spill_threshold(std::size_t bytes) { body_.set_threshold(bytes); }
-  std::size_t spill_threshold() const { return body_.threshold(); }
-  void expect_body(std::size_t size) { body_.expect(size); }
-  void append_body(const char* data, std::size_t size) { body_.append(data, size); }
-  void finish_body() {}
-  void set_body(std::string_view body);
-  // Derives method, uri, path and query (and the ids) from the parameters added so far.
-  void finish_params();
-  // The same from what the caller found already (the host, in its one pass over the params on
-  // the wire): each the last value of its param, empty when absent.
+  // finish_params() from what the caller found already (the host, in its one pass over the params
+  // on the wire): each the last value of its param, empty when absent.
   struct CoreParams {
     std::string_view method, uri, query, script_name, request_id, traceparent, request_start;
   };
@@ -188,9 +193,6 @@ public:
     id_format_ = format;
     id_context_ = context;
   }
-
-private:
-  friend class Router;
   struct PathParam {
     std::string_view name;  // in the Router's storage
     std::string_view value; // in path_'s memory or decoded_params_

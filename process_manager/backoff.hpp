@@ -19,6 +19,7 @@
 //   timer once the burst is over (a second after the first held back, then every 5 s while it
 //   goes on), so that a crash storm never fills a disk. A crash whose request was captured
 //   (--capture-crashes) always has its block: the file it names is bounded by its own limit.
+//   A block has a stack at most once a `log_interval` (take_stack_turn).
 #include "process_manager/clock.hpp"
 #include "process_manager/rate_limited_log.hpp"
 
@@ -56,7 +57,8 @@ public:
   CrashPolicy() : CrashPolicy(Settings{}) {}
   explicit CrashPolicy(Settings s)
       : s_(s), log_rate_(RateLimitedLog::Rate{s.log_burst, ns(s.log_interval), ns(s.log_interval),
-                                              ns(s.log_count_repeat)}) {}
+                                              ns(s.log_count_repeat)}),
+        stack_rate_(RateLimitedLog::Rate{1, ns(s.log_interval), 0, 0}) {}
 
   // The worker in `slot` crashed at `now_ns` after living `lived_ns`; `captured`: its request
   // was kept in a file (its line is written whatever the rate).
@@ -68,6 +70,10 @@ public:
   // crashed worker's stack only for a line that will be written.
   // How many crash lines the rate lets through now.
   unsigned lines_due(std::uint64_t now_ns) const { return log_rate_.available(now_ns); }
+  // Whether the master may run its debugger for a crash now, taking that turn: one a
+  // `log_interval`, whatever the lines, so that the time it takes does not slow a crash loop
+  // down below the breaker's notice (its deaths would no longer be young).
+  bool take_stack_turn(std::uint64_t now_ns) { return stack_rate_.allow(now_ns); }
   // When the count of the crash lines held back is due (0: none held): the master wakes for it.
   std::uint64_t held_count_due_ns() const { return log_rate_.due_ns(); }
   // That count once due (0 otherwise), forgotten: the master writes it as one line.
@@ -90,7 +96,8 @@ private:
   std::uint64_t pool_respawn_at_ns_ = 0;
   std::uint64_t paused_until_ns_ = 0;
   std::deque<std::uint64_t> window_;
-  RateLimitedLog log_rate_; // the lines it holds back are counted on the master's timer
+  RateLimitedLog log_rate_;   // the lines it holds back are counted on the master's timer
+  RateLimitedLog stack_rate_; // the debugger's turns (what it holds back is not counted)
 };
 
 } // namespace process_manager

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <sys/wait.h>
@@ -151,7 +152,7 @@ void Master::Impl::reap() {
     scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
     if (!w->stopping()) {       // a restart the master did not ask for, by reason
       PoolCounters& p = scoreboard.pool();
-      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < 65)
+      if (c.kind == ExitedChild::Kind::Signaled && c.signal > 0 && c.signal < NSIG)
         ++p.exits_by_signal[c.signal];
       else if (c.kind == ExitedChild::Kind::Exited)
         ++p.exits_by_code[c.code & 255];
@@ -203,18 +204,20 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
 // A worker that caught a fatal signal waits in its handler (crash_report.hpp): its stack is
 // taken now, if its block will be written (the crash lines' rate limit), and it is let go.
 void Master::Impl::take_crash_stacks() {
-  unsigned taken = 0; // as many as crash lines are due: each goes with its line
+  bool taken = false; // one a turn
   for (Worker& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
     std::string stack;
     // A crash while booting is a boot failure: the master (or the reload) stops with its one
-    // line, so each booting worker gets its stack, whichever line is written; so does a crash
-    // whose request was captured (its line is always written); other crashes in requests get
-    // one only for a line that will be written.
+    // line, so each booting worker gets its stack, whichever line is written; a crash in a
+    // request gets one for a line that will be written (a captured one's always is), one a
+    // second at the most: the debugger's time must not slow a crash loop down (CrashPolicy).
     const bool booting = s.state == WorkerState::Starting;
     const bool captured = s.crash_captured.load(std::memory_order_acquire);
-    if (booting || captured || taken < crashes.lines_due(monotonic_ns())) {
+    const std::uint64_t now = monotonic_ns();
+    if (booting ||
+        (!taken && (captured || crashes.lines_due(now) > 0) && crashes.take_stack_turn(now))) {
       // The thread is the worker's word (its slot): checked against the pid the master forked.
       const pid_t tid = s.crash_tid.load();
       const bool own_thread = tid == 0 || is_thread_of(w.pid, tid);
@@ -222,11 +225,9 @@ void Master::Impl::take_crash_stacks() {
       if (!own_thread)
         stack += "(the slot named thread " + std::to_string(tid) + ", not one of worker " +
                  std::to_string(w.pid) + "'s: every thread's stack instead)\n";
-      taken += !booting && !captured;
+      taken = taken || !booting;
     } else {
-      stack = "no stack trace: crash lines are rate-limited (" +
-              std::to_string(crashes.settings().log_burst) + " at once, then one a " +
-              seconds_text(ns(crashes.settings().log_interval)) + ")\n";
+      stack = "no stack trace: the master takes one a second at the most\n";
     }
     if (!stack.empty() && stack.back() == '\n') stack.pop_back();
     w.crash_block = describe_crash(s, monotonic_ns(), "stack:\n" + stack);

@@ -6,6 +6,7 @@
 #include "process_manager/route_stats.hpp"
 
 #include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -122,7 +123,7 @@ struct PoolCounters {
   std::atomic<bool> was_all_busy{false};
   // Worker exits the master did not ask for (crashes, recycling), by exit code or signal.
   std::atomic<std::uint64_t> exits_by_code[256]{};
-  std::atomic<std::uint64_t> exits_by_signal[65]{};
+  std::atomic<std::uint64_t> exits_by_signal[NSIG]{};
   std::atomic<std::uint64_t> kills_by_timeout{0}; // request_timeout kills
   std::atomic<std::uint64_t> oom_kills{0};        // workers the OOM killer killed (oom_watch.hpp)
   // Set (before any worker is told to retire) once a new master took over after USR2: its

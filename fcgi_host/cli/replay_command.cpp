@@ -5,9 +5,11 @@
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/connect.hpp"
 #include "fcgi_host/protocol/capture_file.hpp"
+#include "fcgi_host/protocol/client_exchange.hpp"
 #include "fcgi_host/protocol/records.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/argv.hpp"
 #include "process_manager/log.hpp"
 
 #include <cerrno>
@@ -27,7 +29,6 @@ constexpr int kAnswered = 0;
 constexpr int kNoAnswer = 1;
 constexpr int kUsage = 2;
 constexpr auto kConnectBudget = std::chrono::seconds(5);
-constexpr int kPollMs = 100; // how often a silent wait looks whether the worker gave up
 
 constexpr const char* kUsageText =
     "Usage: fcgi-host replay FILE [--set-param NAME=VALUE]... [OPTIONS]\n"
@@ -148,43 +149,31 @@ int ask_replay_host(const InProcessHost& host, const std::string& request) {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  for (std::size_t sent = 0; sent < request.size();) {
-    ssize_t n = ::write(fd, request.data() + sent, request.size() - sent);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Failure{kNoAnswer, sys_error("write", host.address())};
-    sent += static_cast<std::size_t>(n);
+  // A replay may be stepped through in a debugger: no deadline but a day's, and the wait ends
+  // early only when the worker gave up.
+  try {
+    exchange(
+        fd, host.address(), request, SteadyClock::now() + std::chrono::hours(24),
+        [](const records::RecordView& r) {
+          if (r.header.is(records::Type::Stdout)) write_out(std::cout, 1, r.content);
+          if (r.header.is(records::Type::Stderr)) write_out(std::cerr, 2, r.content);
+          std::cout.flush();
+        },
+        [&host](std::string& why) {
+          why = "the worker did not start (its log line above says why)";
+          return !host.worker_ended();
+        });
+  } catch (const ExchangeError& e) {
+    throw Failure{kNoAnswer, e.what()};
   }
-  records::RecordReader reader;
-  char buf[16384];
-  for (;;) {
-    records::RecordView r;
-    while (reader.next(r)) {
-      if (r.header.is(records::Type::EndRequest)) return kAnswered;
-      if (r.header.is(records::Type::Stdout)) write_out(std::cout, 1, r.content);
-      if (r.header.is(records::Type::Stderr)) write_out(std::cerr, 2, r.content);
-    }
-    std::cout.flush();
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, kPollMs) == 0) {
-      if (host.worker_ended())
-        throw Failure{kNoAnswer, "the worker did not start (its log line above says why)"};
-      continue;
-    }
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Failure{kNoAnswer, "the connection closed before the end of the response"};
-    reader.append({buf, static_cast<std::size_t>(n)});
-  }
+  return kAnswered;
 }
 
 int replay(const ReplayArgs& a, app::Handler* own) {
   capture::CapturedRequest request = load_request(a);
   Config config;
-  std::vector<const char*> argv;
-  for (const std::string& w : a.host_args)
-    argv.push_back(w.c_str());
-  if (parse_config(static_cast<int>(argv.size()), argv.data(), config, std::cout) ==
-      ParseOutcome::Exit)
+  process_manager::Argv argv(a.host_args);
+  if (parse_config(argv.argc(), argv.cdata(), config, std::cout) == ParseOutcome::Exit)
     return kAnswered;
   if (!config.exec.empty())
     throw Failure{kUsage, "--exec: a replay runs a handler in this process; send the file's "

@@ -112,6 +112,8 @@ struct Host {
   int adopted_fd = -1;                    // USR2: the old master's listening socket
   std::unique_ptr<ListenSocket> listener; // null when the socket came from the old master
   SocketFile adopted_file;                // USR2: the socket file the old master bound
+  int adopted_status_fd = -1;             // USR2: the old master's status socket
+  SocketFile adopted_status_file;         // USR2: and its file
   int listen_fd = -1;
   int output_fd = -1;       // the write end of the OutputCapture, for every generation (-1: none)
   HandoffChannel handoff;   // kept connections move between the workers of every generation
@@ -120,7 +122,8 @@ struct Host {
   std::unique_ptr<StatusServer> status_server;
   std::unique_ptr<process_manager::Pidfile> pidfile;
   process_manager::MasterOptions options;
-  int pools_master_fd = -1; // a pool's master: readable once the master of the pools is gone
+  int pools_master_fd = -1;       // a pool's master: readable once the master of the pools is gone
+  bool status_of_own_pid = false; // its status socket is named by its pid: never handed over
 
   bool exec_mode() const { return !config.exec.empty(); }
   // What every generation's workers are handed (read at each reload: the fds are set up after
@@ -245,13 +248,30 @@ void capture_worker_output(Host& host) {
   }
 }
 
-// --status-listen: the master answers status and ping itself. After USR2 the old master
-// still holds the address until it exits: the new one then goes without (logged).
+// --status-listen: the master answers status and ping itself. After USR2 it serves on the
+// socket the old master handed over; one that could not be (a socket the old master had not
+// bound) is bound anew, and, held by the old master still, goes without (logged).
 void open_status_server(Host& host) {
+  ListenAddress address;
+  std::string why;
+  parse_listen_address(host.config.status_listen, address, why); // checked by parse_config
+  // A pool's master under the master of the pools names its status socket by its pid: the old
+  // master's, handed over, is not its address (it binds its own).
+  if (host.adopted_status_fd >= 0 &&
+      (host.config.status_listen.empty() || !is_bound_to(host.adopted_status_fd, address))) {
+    ::close(std::exchange(host.adopted_status_fd, -1));
+    host.adopted_status_file.forget();
+  }
   if (host.config.status_listen.empty()) return;
   try {
-    host.status_server = std::make_unique<StatusServer>(
-        status_listen_options(host.config), observability_settings(host.config), host.listen_fd);
+    host.status_server =
+        host.adopted_status_fd >= 0
+            ? std::make_unique<StatusServer>(
+                  std::make_unique<ListenSocket>(host.adopted_status_fd, host.adopted_status_file,
+                                                 host.config.status_listen),
+                  observability_settings(host.config), host.listen_fd)
+            : std::make_unique<StatusServer>(status_listen_options(host.config),
+                                             observability_settings(host.config), host.listen_fd);
     host.options.watch_fds.push_back(host.status_server->fd());
   } catch (const StartupError& e) {
     if (host.upgrade_fd < 0)
@@ -267,6 +287,10 @@ void prepare_upgrade(Host& host) {
   handover.socket_file = host.listener ? host.listener->file() : host.adopted_file;
   handover.handoff = host.handoff;
   handover.pidfile_fd = host.pidfile ? host.pidfile->fd() : -1;
+  if (host.status_server && !host.status_of_own_pid) {
+    handover.status_fd = host.status_server->fd();
+    handover.status_file = host.status_server->file();
+  }
   host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover](int ready_fd) {
     UpgradeHandover h = handover;
     h.ready_fd = ready_fd;
@@ -283,6 +307,7 @@ void prepare_upgrade(Host& host) {
     if (taken_over) {
       if (host.listener) host.listener->forget_path(); // the new master serves on it, removes it
       host.adopted_file.forget();
+      if (host.status_server && !host.status_of_own_pid) host.status_server->forget_path();
       return;
     }
     try { // the failed new master wrote its pid there, or removed the file
@@ -313,7 +338,12 @@ void prepare_stop(Host& host) {
 // running host, and only the lock (not a pid that may name a zombie) says whether one runs. An
 // upgrade takes the locked pidfile over from the old master (our parent).
 void take_pidfile(Host& host) {
-  UpgradeHandover handover = take_handover(host.config.listen.path);
+  ListenAddress status;
+  std::string why;
+  parse_listen_address(host.config.status_listen, status, why); // checked by parse_config
+  UpgradeHandover handover = take_handover(host.config.listen.path, status.path);
+  host.adopted_status_fd = handover.status_fd;
+  host.adopted_status_file = handover.status_file;
   host.upgrade_fd = handover.ready_fd;
   host.adopted_fd = handover.listen_fd;
   host.adopted_file = handover.socket_file;
@@ -422,6 +452,7 @@ int run_pool_master(Host& host) {
     if (!host.config.test_config) close_strays(host);
     configure_log(host.config);
     log_strays(host);
+    check_pools_master(host.config);
     if (host.config.test_config) {
       std::vector<PoolSpec> plans = plan_pools(host.args, host.config, check);
       PoolCgroups().check(plans);
@@ -451,9 +482,11 @@ int run_pool_master(Host& host) {
 void join_pool(Host& host) {
   if (host.config.pool.empty()) return;
   process_manager::Log::get().set_tag("[" + host.config.pool + "]");
+  const bool had_status = !host.config.status_listen.empty();
   host.pools_master_fd =
       join_pools_master(host.config.pool, host.config.wants_cgroup(), host.config.pidfile,
                         host.config.status_listen, host.options);
+  host.status_of_own_pid = !had_status && !host.config.status_listen.empty();
 }
 
 int run_host(int argc, char** argv, app::Handler* own) {

@@ -317,6 +317,10 @@ std::vector<std::string> addresses_in_use(const Config& config) {
   return notes;
 }
 
+void check_pools_master(const Config& config) {
+  if (!config.status_listen.empty()) check_address(config, "status-listen", config.status_listen);
+}
+
 std::vector<std::string> start_check_list() {
   std::vector<std::string> list;
   for (const StartCheck& check : kStartChecks)

@@ -15,6 +15,10 @@ namespace fcgi_host {
 // application, and for each pool): the one list of what a start checks before it binds.
 void check_before_start(const Config& config);
 
+// The master of several pools: its own --status-listen socket, as check_before_start checks
+// each pool's sockets (same refusals, in start and --test-config).
+void check_pools_master(const Config& config);
+
 // What a start meets that --test-config only reports, one line each: a server listening on
 // --listen or --status-listen now. The running host itself holds them when a config is checked
 // before its reload or upgrade (which keep the sockets), so they are notes, not refusals.

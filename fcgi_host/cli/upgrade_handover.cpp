@@ -1,6 +1,7 @@
 #include "fcgi_host/cli/upgrade_handover.hpp"
 
 #include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/net/fd_from_env.hpp"
 #include "fcgi_host/net/systemd_socket.hpp"
 
 #include <climits>
@@ -17,22 +18,9 @@ using exec_env::kHandoffSendFd;
 using exec_env::kListenFd;
 using exec_env::kPidfileFd;
 using exec_env::kSocketFile;
+using exec_env::kStatusFd;
+using exec_env::kStatusFile;
 using exec_env::kUpgradeFd;
-
-// An fd number from the environment (removed from it); -1 when absent, not a number or not open.
-int take_fd_from_env(const char* name) {
-  const char* v = std::getenv(name);
-  int fd = -1;
-  if (v && *v) {
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    if (*end == '\0' && n >= 0 && n < INT_MAX && ::fcntl(static_cast<int>(n), F_GETFD) != -1)
-      fd = static_cast<int>(n);
-  }
-  ::unsetenv(name);
-  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  return fd;
-}
 
 void set_env(const char* name, const std::string& value) {
   ::setenv(name, value.c_str(), 1);
@@ -47,6 +35,12 @@ bool export_handover(const UpgradeHandover& h) {
   set_env(kListenFd, std::to_string(h.listen_fd));
   set_env(kUpgradeFd, std::to_string(h.ready_fd));
   if (!h.socket_file.empty()) set_env(kSocketFile, h.socket_file.to_text());
+  // The status socket crosses too (else the new master would find it held by the old one, which
+  // removes its path as it exits): one that cannot be kept is left to the new master to bind.
+  if (h.status_fd >= 0 && ::fcntl(h.status_fd, F_SETFD, 0) == 0) {
+    set_env(kStatusFd, std::to_string(h.status_fd));
+    if (!h.status_file.empty()) set_env(kStatusFile, h.status_file.to_text());
+  }
   for (auto [fd, env] :
        {std::pair{h.handoff.send_fd, kHandoffSendFd}, std::pair{h.handoff.recv_fd, kHandoffRecvFd},
         std::pair{h.pidfile_fd, kPidfileFd}})
@@ -55,8 +49,12 @@ bool export_handover(const UpgradeHandover& h) {
   return true;
 }
 
-UpgradeHandover take_handover(const std::string& socket_path) {
+UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path) {
   UpgradeHandover h;
+  h.status_fd = take_fd_from_env(kStatusFd);
+  if (const char* text = std::getenv(kStatusFile); text && h.status_fd >= 0)
+    h.status_file = SocketFile::from_text(status_path, text);
+  ::unsetenv(kStatusFile);
   h.ready_fd = take_fd_from_env(kUpgradeFd);
   h.listen_fd = take_fd_from_env(kListenFd);
   h.pidfile_fd = take_fd_from_env(kPidfileFd);
@@ -75,7 +73,8 @@ HandoffChannel take_handoff_channel() {
 
 std::vector<int> inherited_fds_to_keep() {
   std::vector<int> keep;
-  for (const char* name : {kListenFd, kUpgradeFd, kHandoffSendFd, kHandoffRecvFd, kPidfileFd})
+  for (const char* name :
+       {kListenFd, kUpgradeFd, kHandoffSendFd, kHandoffRecvFd, kPidfileFd, kStatusFd})
     if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
   for (int i = 0; i < systemd_socket_count(); ++i)
     keep.push_back(kSystemdFirstFd + i);

@@ -1,11 +1,12 @@
 #pragma once
 // USR2, what crosses exec from the old master to the new one: the listen socket, the ready pipe,
-// the handoff channel and the locked pidfile (fds left open across exec), and the socket file's
-// DEV:INODE, each named by an environment variable. The old master's child sets them right
-// before it execs the binary (export_handover()); the new master takes them back at start
-// (take_handover(), take_handoff_channel()), checking each fd, making it close-on-exec again and
-// removing its variable, so that neither its workers nor a later upgrade see a stale one.
-// process_manager/binary_upgrade.hpp is the other half: the fork and the ready byte.
+// the handoff channel, the locked pidfile and the status socket (fds left open across exec),
+// and the socket files' DEV:INODE, each named by an environment variable (config/exec_env.hpp). The
+// old master's child sets them right before it execs the binary (export_handover()); the new master
+// takes them back at start (take_handover(), take_handoff_channel()), checking each fd, making it
+// close-on-exec again and removing its variable, so that neither its workers nor a later upgrade
+// see a stale one. process_manager/binary_upgrade.hpp is the other half: the fork and the ready
+// byte.
 #include "fcgi_host/net/socket_file.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 
@@ -20,6 +21,8 @@ struct UpgradeHandover {
   int pidfile_fd = -1;    // the locked pidfile, taken over
   SocketFile socket_file; // the path the old master bound: removed at the stop only if still it
   HandoffChannel handoff; // the old generation's kept connections move to the new workers
+  int status_fd = -1;     // --status-listen's socket: take it, do not bind
+  SocketFile status_file; // its path, removed at the stop only if still it
 };
 
 // The old master's child, just before exec: the fds lose close-on-exec and are named in the
@@ -27,10 +30,10 @@ struct UpgradeHandover {
 // makes its own). False when the listen socket cannot be kept: there is nothing to exec for.
 bool export_handover(const UpgradeHandover& h);
 
-// The new master, at start: the listen socket, ready pipe and pidfile an old master handed over
-// (-1 each when not started by an upgrade), and the socket file, read for `socket_path` only
-// when a listen socket came with it.
-UpgradeHandover take_handover(const std::string& socket_path);
+// The new master, at start: the listen socket, ready pipe, pidfile and status socket an old
+// master handed over (-1 each when not started by an upgrade), and the socket files, read for
+// `socket_path` and `status_path` only when their socket came with them.
+UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path);
 // The handoff channel an old master handed over (disabled when none).
 HandoffChannel take_handoff_channel();
 

@@ -98,6 +98,33 @@ ListenSocket::ListenSocket(const ListenOptions& options) {
   }
 }
 
+bool is_bound_to(int fd, const ListenAddress& address) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return false;
+  switch (address.kind) {
+  case ListenAddress::Kind::Unix:
+    return a.ss_family == AF_UNIX &&
+           address.path == reinterpret_cast<const sockaddr_un&>(a).sun_path;
+  case ListenAddress::Kind::Tcp:
+    if (a.ss_family == AF_INET)
+      return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port) == address.port;
+    return a.ss_family == AF_INET6 &&
+           ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port) == address.port;
+  case ListenAddress::Kind::Inherited:
+    break;
+  }
+  return false;
+}
+
+ListenSocket::ListenSocket(int fd, SocketFile file, std::string description)
+    : fd_(fd), description_(std::move(description)), file_(std::move(file)) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  is_unix_ =
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0 && a.ss_family == AF_UNIX;
+}
+
 ListenSocket::~ListenSocket() {
   stop_listening();
 }

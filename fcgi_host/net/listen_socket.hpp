@@ -15,12 +15,19 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// Whether the listening socket `fd` is bound to `address` (its Unix path, or its TCP port): a
+// socket handed over across exec for another address is not to be served on.
+bool is_bound_to(int fd, const ListenAddress& address);
+
 class ListenSocket {
 public:
   // Binds what options.address names (or takes the inherited socket), applies the Unix socket's
   // mode and owner before listen(), so no connection arrives before the permissions are in
   // place. Throws StartupError naming the call and the object.
   explicit ListenSocket(const ListenOptions& options);
+  // A socket already bound and listening, handed over by a binary upgrade: `file` is the path
+  // the old master bound (empty for TCP), removed at the stop if still it.
+  ListenSocket(int fd, SocketFile file, std::string description);
   ~ListenSocket();
   ListenSocket(const ListenSocket&) = delete;
   ListenSocket& operator=(const ListenSocket&) = delete;

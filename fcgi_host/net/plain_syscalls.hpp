@@ -1,9 +1,10 @@
 #pragma once
 // read, send and epoll_wait for the worker's request path, as the bare system calls. glibc's
-// wrappers of them are cancellation points: in a process of more than one thread (a worker has
-// its observer thread) each call switches asynchronous cancellation on and off around the
-// system call, about 45 instructions a call and 90 a request. The host never cancels a thread
-// (no pthread_cancel), so it has no use for them. Same results as the wrappers: -1 and errno.
+// wrappers of them are cancellation points: in a process of more than one thread (an in-process
+// host, a worker with handler threads) each call switches asynchronous cancellation on and off
+// around the system call, about 45 instructions a call and 90 a request. The host never cancels
+// a thread (no pthread_cancel), so it has no use for them. Same results as the wrappers: -1 and
+// errno.
 #include <cstddef>
 #include <sys/epoll.h>
 #include <sys/socket.h>

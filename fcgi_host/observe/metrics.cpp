@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -243,7 +244,7 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   for (int c = 0; c < 256; ++c)
     if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))
       snap.exits_by_code.emplace_back(c, n);
-  for (int s = 0; s < 65; ++s)
+  for (int s = 0; s < NSIG; ++s)
     if (std::uint64_t n = p.exits_by_signal[s].load(std::memory_order_relaxed))
       snap.exits_by_signal.emplace_back(s, n);
   return snap;

@@ -59,8 +59,11 @@ EndpointReply StatusServer::answer(const StatusRequest& q) const {
 
 StatusServer::StatusServer(const ListenOptions& socket, ObservabilitySettings settings,
                            int pool_listen_fd)
-    : socket_(std::make_unique<ListenSocket>(socket)), settings_(std::move(settings)),
-      pool_listen_fd_(pool_listen_fd) {
+    : StatusServer(std::make_unique<ListenSocket>(socket), std::move(settings), pool_listen_fd) {}
+
+StatusServer::StatusServer(std::unique_ptr<ListenSocket> socket, ObservabilitySettings settings,
+                           int pool_listen_fd)
+    : socket_(std::move(socket)), settings_(std::move(settings)), pool_listen_fd_(pool_listen_fd) {
   if (!set_nonblocking(fd(), true))
     throw StartupError(sys_error("fcntl(O_NONBLOCK)", description()));
 }

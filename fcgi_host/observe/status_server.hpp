@@ -39,6 +39,9 @@ public:
   // Binds `socket` (--status-listen, with the mode and owner rules of --listen). Throws
   // StartupError.
   StatusServer(const ListenOptions& socket, ObservabilitySettings settings, int pool_listen_fd);
+  // On a socket already bound (handed over by a binary upgrade).
+  StatusServer(std::unique_ptr<ListenSocket> socket, ObservabilitySettings settings,
+               int pool_listen_fd);
 
   int fd() const { return socket_->fd(); }
   const std::string& description() const { return socket_->description(); }
@@ -47,6 +50,10 @@ public:
   void set_answer(Answer a) { answer_ = std::move(a); }
   // The pool's socket is closed in the master (a stop began): no listen queue to report.
   void forget_pool_socket() { pool_listen_fd_ = -1; }
+  // Its socket file, and the socket given up to a new master at a binary upgrade: the new
+  // master serves on it and removes its path.
+  const SocketFile& file() const { return socket_->file(); }
+  void forget_path() { socket_->forget_path(); }
 
   // The socket is readable: answer the queued connections.
   void serve();

@@ -2,6 +2,7 @@
 
 #include "app/args.hpp"
 #include "fcgi_host/config/exec_env.hpp"
+#include "fcgi_host/net/fd_from_env.hpp"
 #include "fcgi_host/net/systemd_socket.hpp"
 #include "fcgi_host/observe/status_client.hpp"
 #include "fcgi_host/observe/status_server.hpp"
@@ -189,9 +190,24 @@ private:
   // names one.
   void open_status_server(const std::string& handed_over_dir) {
     status_dir_ = handed_over_dir; // its pools' masters answer there
-    if (!spec_.status_listen) return;
+    // After USR2: the socket this master served on under its old binary, never closed.
+    const int adopted = take_fd_from_env(exec_env::kStatusFd);
+    const char* file = std::getenv(exec_env::kStatusFile);
+    const SocketFile adopted_file =
+        file && spec_.status_listen ? SocketFile::from_text(spec_.status_listen->address.path, file)
+                                    : SocketFile{};
+    ::unsetenv(exec_env::kStatusFile);
+    if (!spec_.status_listen) {
+      if (adopted >= 0) ::close(adopted);
+      return;
+    }
     try {
-      status_ = std::make_unique<StatusServer>(*spec_.status_listen, spec_.observability, -1);
+      status_ = adopted >= 0
+                    ? std::make_unique<StatusServer>(
+                          std::make_unique<ListenSocket>(adopted, adopted_file,
+                                                         spec_.status_listen->address.to_string()),
+                          spec_.observability, -1)
+                    : std::make_unique<StatusServer>(*spec_.status_listen, spec_.observability, -1);
     } catch (const StartupError& e) {
       // After USR2 the pools run on: this master goes without its page rather than stop them.
       if (handed_over_dir.empty()) throw;
@@ -593,9 +609,14 @@ void PoolMaster::upgrade() {
   PM_LOG(LogLevel::Notice, "USR2: binary upgrade: the new binary accepts the configuration; "
                            "running it in place of this one");
   notifier_.reloading();
-  const std::string failed =
-      exec_in_place(spec_.executable, spec_.args, handover, pidfile_ ? pidfile_->fd() : -1,
-                    !systemd_address_.empty());
+  ExecFds fds;
+  fds.pidfile = pidfile_ ? pidfile_->fd() : -1;
+  if (status_) {
+    fds.status = status_->fd();
+    fds.status_file = status_->file().to_text();
+  }
+  fds.systemd_socket = !systemd_address_.empty();
+  const std::string failed = exec_in_place(spec_.executable, spec_.args, handover, fds);
   PM_LOG(LogLevel::Error,
          "USR2: binary upgrade failed, every pool keeps running as it is: " + failed);
   notifier_.notify("READY=1");

@@ -158,7 +158,7 @@ std::string check_new_binary(const std::string& executable, const std::vector<st
 }
 
 std::string exec_in_place(const std::string& executable, const std::vector<std::string>& args,
-                          const PoolsHandover& handover, int pidfile_fd, bool systemd_socket) {
+                          const PoolsHandover& handover, const ExecFds& fds) {
   const std::optional<std::string> text = handover.to_text();
   if (!text) return "a path to hand over holds ';'";
   process_manager::Argv argv(args);
@@ -170,18 +170,24 @@ std::string exec_in_place(const std::string& executable, const std::vector<std::
     sigaddset(&control, sig);
   ::sigprocmask(SIG_BLOCK, &control, &saved);
   ::setenv(exec_env::kPoolsHandover, text->c_str(), 1);
-  if (pidfile_fd >= 0) ::setenv(exec_env::kPidfileFd, std::to_string(pidfile_fd).c_str(), 1);
-  if (systemd_socket) pass_systemd_socket();
+  if (fds.pidfile >= 0) ::setenv(exec_env::kPidfileFd, std::to_string(fds.pidfile).c_str(), 1);
+  if (fds.status >= 0) {
+    ::setenv(exec_env::kStatusFd, std::to_string(fds.status).c_str(), 1);
+    ::setenv(exec_env::kStatusFile, fds.status_file.c_str(), 1);
+  }
+  if (fds.systemd_socket) pass_systemd_socket();
   std::string why;
-  if (!keep_across_exec(pidfile_fd, true) ||
-      (systemd_socket && !keep_across_exec(kSystemdFirstFd, true)))
-    why = sys_error("fcntl(FD_CLOEXEC off)", "pidfile or systemd's socket");
+  if (!keep_across_exec(fds.pidfile, true) || !keep_across_exec(fds.status, true) ||
+      (fds.systemd_socket && !keep_across_exec(kSystemdFirstFd, true)))
+    why = sys_error("fcntl(FD_CLOEXEC off)", "pidfile, status socket or systemd's socket");
   else
     ::execv(executable.c_str(), argv.data());
   if (why.empty()) why = sys_error("execv", executable);
-  keep_across_exec(pidfile_fd, false);
-  if (systemd_socket) keep_across_exec(kSystemdFirstFd, false);
-  for (const char* name : {exec_env::kPoolsHandover, exec_env::kPidfileFd})
+  keep_across_exec(fds.pidfile, false);
+  keep_across_exec(fds.status, false);
+  if (fds.systemd_socket) keep_across_exec(kSystemdFirstFd, false);
+  for (const char* name :
+       {exec_env::kPoolsHandover, exec_env::kPidfileFd, exec_env::kStatusFd, exec_env::kStatusFile})
     ::unsetenv(name);
   forget_systemd_sockets();
   ::sigprocmask(SIG_SETMASK, &saved, nullptr);

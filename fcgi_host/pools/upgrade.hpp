@@ -6,7 +6,8 @@
 //      upgrade there with one line, and nothing has changed;
 //   2. the master execs the new binary in place (same pid: its pools' masters stay its
 //      children), handing over what it holds in exec_env::kPoolsHandover (below) and the locked
-//      pidfile (FCGI_HOST_PIDFILE_FD, as a single master's upgrade does);
+//      pidfile and its status socket (as a single master's upgrade does: the status socket
+//      never closes, so `fcgi-host status`, `ping` and `reload` answer throughout);
 //   3. the new image sends USR2 to each pool's master, which upgrades itself as a single master
 //      does (its new master takes the socket, the old generation drains: no request lost); this
 //      master is a child subreaper, so each pool's new master becomes its child when the old one
@@ -49,10 +50,19 @@ std::string fingerprint(std::string_view text);
 std::string check_new_binary(const std::string& executable, const std::vector<std::string>& args,
                              std::chrono::milliseconds timeout);
 
-// Execs `executable` with `args` in place, with `handover` and the pidfile's locked fd (-1:
-// none) and systemd's socket (fd 3, when `systemd_socket`) left open across it. Returns only when
-// the exec failed: why, with everything set for it undone.
+// What crosses exec besides the handover's text: the pidfile's locked fd, the status socket
+// (-1 each: none; `status_file` its SocketFile::to_text(), empty for TCP) and systemd's socket
+// (fd 3, when `systemd_socket`).
+struct ExecFds {
+  int pidfile = -1;
+  int status = -1;
+  std::string status_file;
+  bool systemd_socket = false;
+};
+
+// Execs `executable` with `args` in place, with `handover` and `fds` left open across it.
+// Returns only when the exec failed: why, with everything set for it undone.
 std::string exec_in_place(const std::string& executable, const std::vector<std::string>& args,
-                          const PoolsHandover& handover, int pidfile_fd, bool systemd_socket);
+                          const PoolsHandover& handover, const ExecFds& fds);
 
 } // namespace fcgi_host

@@ -3,10 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace fcgi_host {
 namespace {
 
@@ -58,25 +54,6 @@ inline bool holds_equals(const char* p, std::size_t n) {
   for (std::size_t i = 8; i + 8 < n; i += 8)
     found |= at(i);
   return found != 0;
-}
-
-// Whether a name of 1 to 16 bytes, with 16 bytes readable from its start, holds '=' or NUL:
-// one 16-byte compare with each (the word-at-a-time test for '=' and the NUL bookkeeping of the
-// name cost more). False when the name cannot be read so (longer, too near the end, or no
-// SSE2): the caller then checks it the long way.
-inline bool short_name_checked(const char* name, std::size_t n, const char* end, bool& bad) {
-#if defined(__SSE2__)
-  if (n - 1 >= 16 || end - name < 16) return false;
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(name));
-  const __m128i hits = _mm_or_si128(_mm_cmpeq_epi8(bytes, _mm_set1_epi8('=')),
-                                    _mm_cmpeq_epi8(bytes, _mm_setzero_si128()));
-  const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
-  bad = (mask & ((1u << n) - 1)) != 0;
-  return true;
-#else
-  (void)name, (void)n, (void)end, (void)bad;
-  return false;
-#endif
 }
 
 // The next NUL byte at or after p, or end. NUL is looked for over all the params at once: the
@@ -181,10 +158,7 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
     const char* value = name + name_size;
     p = value + value_size;
     bool bad_name = false;
-    if (short_name_checked(name, name_size, end, bad_name)) {
-      while (!bad_name && zero < value) // NULs before `value` are length bytes: none in the name
-        zero = next_zero(zero + 1, end);
-    } else if (name_size == 0 || holds_equals(name, name_size)) {
+    if (name_size == 0 || holds_equals(name, name_size)) {
       bad_name = true;
     } else {
       for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes

@@ -1,5 +1,6 @@
 #include "fcgi_host/protocol/request_adapter.hpp"
 
+#include "app/host_access.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/interpreted_params.hpp"
 
@@ -29,7 +30,8 @@ void add_body_length(const RequestFraming& framing, app::Request& request) {
                     std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
 }
 
-// Any decoded request: every param looked at by name.
+// A request with an interpreted param sent twice (rare): every param looked at by name, so that
+// each is seen once.
 void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
   add_role(request);
   unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
@@ -58,15 +60,15 @@ void add_scanned_params(const DecodedRequest& from, const RequestFraming& framin
   const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
   const std::span<const ParamSpan> spans = scanned.spans();
   add_role(request);
-  request.set_wire_params(base, spans.data(), spans.size(), skip);
+  app::HostAccess::set_wire_params(request, base, spans.data(), spans.size(), skip);
   add_body_length(framing, request);
   auto value = [&](std::size_t noted) {
     const std::uint32_t at = scanned.noted[noted];
     return at ? scanned.pair(base, at - 1).value : std::string_view{};
   };
-  request.finish_params({value(kRequestMethod), value(kRequestUri), value(kQueryString),
-                         value(kScriptName), value(kRequestId), value(kTraceParent),
-                         value(kRequestStart)});
+  app::HostAccess::finish_params(
+      request, {value(kRequestMethod), value(kRequestUri), value(kQueryString), value(kScriptName),
+                value(kRequestId), value(kTraceParent), value(kRequestStart)});
 }
 
 // The web server reads the head into one buffer with the header of the STDOUT record that
@@ -79,7 +81,7 @@ constexpr std::size_t kRecordHeader = 8;
 bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
                   app::Request& request) {
   request.clear();
-  if (from.scanned && !framing.repeated_params)
+  if (!framing.repeated_params)
     add_scanned_params(from, framing, request);
   else
     add_params(from, framing, request);

@@ -114,10 +114,9 @@ RequestCodec::Decoded RequestCodec::decode(int fd, char* records, std::size_t si
                                            const RequestFraming& framing,
                                            std::uint64_t write_deadline_ns, app::Request& request) {
   State& s = *state_;
-  const DecodeStatus status = framing.params
-                                  ? decode_guarded_request(records, size, framing, s.decoded)
-                                  : decode_request(records, size, DecodeLimits{}, s.decoded);
-  if (status != DecodeStatus::Whole ||
+  // The guard makes a request ready with its params scanned (an abort is answered before).
+  if (!framing.params ||
+      decode_guarded_request(records, size, framing, s.decoded) != DecodeStatus::Whole ||
       s.decoded.role != static_cast<std::uint16_t>(records::Role::Responder))
     return Decoded::Refused;
   if (!s.writer.stream) s.writer = take_writer();

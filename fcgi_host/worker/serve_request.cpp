@@ -1,6 +1,7 @@
 // One complete request, in named steps:
 //   decode → (status or ping page | the handler, inside its exception boundary) → send →
 //   observe (metrics, slow and access log) → keep or close the connection.
+#include "app/host_access.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
@@ -95,7 +96,7 @@ bool WorkerLoop::serve_request(Connection& c) {
       out.aborted = true;
   }
   send(c, out);
-  request_.set_abort_probe(nullptr, nullptr);
+  app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
   out.aborted = out.aborted || c.guard.aborted();
   observe(out);
   release_large_buffers(request_, response_);
@@ -121,7 +122,7 @@ bool WorkerLoop::decode(Connection& c, Outcome& out) {
     return false;
   }
   out.whole = decoded == RequestCodec::Decoded::Whole;
-  request_.set_abort_probe(probe_aborted, &c);
+  app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
   if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
   return true;
 }

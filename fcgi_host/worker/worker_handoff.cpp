@@ -30,8 +30,8 @@ bool bytes_waiting(int fd) {
   return ::ioctl(fd, FIONREAD, &n) != 0 || n > 0;
 }
 
-// A worker told to retire (QUIT) while its handler runs: the observer moves its kept
-// connections then, instead of after the handler.
+// A worker told to retire (QUIT) while its handler runs moves its kept connections then,
+// instead of after the handler.
 bool retire_pending() {
   sigset_t pending;
   return sigpending(&pending) == 0 && sigismember(&pending, SIGQUIT) == 1;

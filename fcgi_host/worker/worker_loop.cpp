@@ -24,6 +24,7 @@
 //    wait in epoll, looks at sigpending() every few accepts.
 #include "fcgi_host/worker/worker_loop.hpp"
 
+#include "app/host_access.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
@@ -84,7 +85,8 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
   request_.set_spill_threshold(settings.limits.spill_threshold);
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
-  request_.set_id_source(
+  app::HostAccess::set_id_source(
+      request_,
       [](const void* w, char* out) {
         auto& self = *static_cast<const WorkerLoop*>(w);
         process_manager::format_generated_id(self.id_prefix_, self.request_number_, out);

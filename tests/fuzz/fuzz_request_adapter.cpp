@@ -1,7 +1,8 @@
 // libFuzzer target: what reaches the handler. Each request the record guard lets through is
-// decoded twice, by the host's decoder (request_decoder.hpp) and by libfcgi, the reference
-// (reference_decoder.hpp: FCGX_Accept_r through the host's OS_Read), which must agree on the
-// verdict, the params and the body; then the worker's codec (RequestCodec) decodes it into
+// decoded three times, by the host's decoder (request_decoder.hpp), by a plain record walk
+// (tests/support/walked_decoder.hpp) and by libfcgi, the reference (reference_decoder.hpp:
+// FCGX_Accept_r through the host's OS_Read), which must agree on the verdict, the params and
+// the body; then the worker's codec (RequestCodec) decodes it into
 // app::Request and answers with a buffered or a streamed response through libfcgi's writer over
 // a socketpair. Checks besides: libfcgi accepts every request the guard accepted; the body
 // arrives whole; the output is whole records of that request ending with FCGI_END_REQUEST; the
@@ -12,6 +13,8 @@
 #include "fcgi_host/protocol/request_codec.hpp"
 #include "fcgi_host/protocol/request_decoder.hpp"
 #include "process_manager/clock.hpp"
+
+#include "../support/walked_decoder.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -75,31 +78,23 @@ void compare_decoders(std::string_view bytes, const fcgi_host::RequestFraming& f
   Fixture& f = fixture();
   fcgi_host::ReferenceRequest reference = fcgi_host::decode_with_libfcgi(bytes);
   std::string copy(bytes);
-  bool whole = fcgi_host::decode_request(copy.data(), copy.size(), {}, f.decoded) ==
-               fcgi_host::DecodeStatus::Whole;
+  test_support::WalkedRequest walked;
+  bool whole = test_support::walk_request(copy.data(), copy.size(), 0, walked) ==
+               test_support::WalkStatus::Whole;
   FUZZ_CHECK(whole == reference.accepted);
   FUZZ_CHECK(reference.accepted); // the guard promised a request libfcgi takes
   FUZZ_CHECK(!reference.params.empty() && reference.params[0].first == "FCGI_ROLE");
-  FUZZ_CHECK(reference.params.size() == f.decoded.params.size() + 1);
-  for (std::size_t i = 0; i < f.decoded.params.size(); ++i) {
-    FUZZ_CHECK(reference.params[i + 1].first == f.decoded.params[i].name);
-    FUZZ_CHECK(reference.params[i + 1].second == f.decoded.params[i].value);
+  FUZZ_CHECK(reference.params.size() == walked.params.size() + 1);
+  for (std::size_t i = 0; i < walked.params.size(); ++i) {
+    FUZZ_CHECK(reference.params[i + 1].first == walked.params[i].name);
+    FUZZ_CHECK(reference.params[i + 1].second == walked.params[i].value);
   }
   std::string body;
-  for (std::string_view chunk : f.decoded.body)
+  for (std::string_view chunk : walked.body)
     body += chunk;
   FUZZ_CHECK(body == reference.body);
-  // The worker's path: the params from the guard's one pass over them, not read again.
   FUZZ_CHECK(scanned != nullptr);
-  std::string again(bytes);
-  FUZZ_CHECK(fcgi_host::decode_scanned_request(again.data(), again.size(), *scanned, f.decoded) ==
-             fcgi_host::DecodeStatus::Whole);
-  FUZZ_CHECK(reference.params.size() == f.decoded.param_count() + 1);
-  for (std::size_t i = 0; i < f.decoded.param_count(); ++i) {
-    FUZZ_CHECK(reference.params[i + 1].first == f.decoded.param(i).name);
-    FUZZ_CHECK(reference.params[i + 1].second == f.decoded.param(i).value);
-  }
-  // And from where the guard found the records, without framing them again.
+  // The worker's path: from where the guard found the records, with its one pass's params.
   std::string third(bytes);
   FUZZ_CHECK(fcgi_host::decode_guarded_request(third.data(), third.size(), framing, f.decoded) ==
              fcgi_host::DecodeStatus::Whole);

@@ -6,6 +6,7 @@
 #include "checks.hpp"
 #include "front_servers.hpp"
 #include "lifecycle_load.hpp"
+#include "support/skip.hpp"
 #include "support/time.hpp"
 
 #include <atomic>
@@ -145,8 +146,8 @@ void check_mode(Front front, it::Listen listen, const std::string& what, const M
 void run_front(Front front, it::Listen listen, const std::vector<Mode>& modes) {
   const std::string name = it::front_name(front) + " over " + transport_name(listen);
   if (!it::front_installed(front)) {
-    MESSAGE(it::front_name(front) << " is not installed: skipped (scripts/test.sh installs it)");
-    return;
+    return test_support::skip(it::front_name(front) +
+                              " is not installed (scripts/test.sh installs it)");
   }
   for (const Mode& mode : modes) {
     check_mode(front, listen, name + ", " + mode.name, mode);
@@ -244,8 +245,7 @@ TEST_SUITE("front servers") {
   // Release build) prints req/s through each server, as docs/front-servers.md shows them.
   TEST_CASE("req/s of 10 clients x 300 GETs through each front server (FCGI_HOST_FRONT_RATES=1)") {
     if (!std::getenv("FCGI_HOST_FRONT_RATES")) {
-      MESSAGE("a measurement: set FCGI_HOST_FRONT_RATES=1 to run it");
-      return;
+      return test_support::skip("a measurement: set FCGI_HOST_FRONT_RATES=1 to run it");
     }
     struct Cell {
       Front front;

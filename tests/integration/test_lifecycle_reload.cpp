@@ -1,6 +1,7 @@
 // Lifecycle under load, through a real nginx: 20 HUP reloads and a USR2 binary upgrade must cost
 // no request; TERM with connections queued in the listen backlog answers every one of them.
 #include "checks.hpp"
+#include "commands.hpp"
 #include "lifecycle_load.hpp"
 
 #include <csignal>
@@ -125,6 +126,36 @@ TEST_SUITE("lifecycle") {
     CHECK(::stat(sock.c_str(), &st) != 0);
     CHECK(it::read_file(pidfile).empty());
     CHECK(it::lines_with(host.log(), "binary upgrade: new master").size() >= 2);
+  }
+
+  TEST_CASE("USR2 keeps --status-listen: status, ping and reload answer through it afterwards") {
+    HostProcess host({"--app", "echo", "--workers", "1", "--pidfile", "{dir}/host.pid",
+                      "--status-listen", "unix:{dir}/control.sock"});
+    const std::string pidfile = host.dir().file("host.pid");
+    const std::string control = "unix:" + host.dir().file("control.sock");
+    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
+    REQUIRE(it::run_binary("ping --connect " + control).status == 0);
+    host.signal(SIGUSR2);
+    // The old master exits 0 once the new one is ready: the status socket was handed over with
+    // the listening one, so its path is the new master's, not removed by the old one.
+    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    const pid_t new_master = it::read_pid(pidfile);
+    REQUIRE(new_master != host.pid());
+    INFO(host.log());
+    const it::Command ping = it::run_binary("ping --connect " + control);
+    CHECK(ping.status == 0);
+    const it::Command status = it::run_binary("status --connect " + control + " --json");
+    CHECK(status.status == 0);
+    CHECK(status.output.find("\"idle processes\"") != std::string::npos);
+    const it::Command reload = it::run_binary("reload --connect " + control);
+    CHECK(reload.status == 0);
+    CHECK(host.wait_log("starting generation 2", Millis{10000}));
+    CHECK(it::lines_with(host.log(), "serving without it").empty());
+    // The new master stops like any other: the status socket's path goes with it.
+    if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
+    CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
+    struct stat st {};
+    CHECK(::stat(host.dir().file("control.sock").c_str(), &st) != 0);
   }
 
   TEST_CASE("TERM drains the backlog: 50 queued connections all answered, then exit 0") {

@@ -337,6 +337,9 @@ TEST_SUITE("pools") {
     const std::vector<pid_t> a = pool_workers(master, "a", 1), b = pool_workers(master, "b", 2);
     REQUIRE(a.size() == 1);
     REQUIRE(b.size() == 2);
+    const std::string control = "unix:" + p.host.dir().file("status.sock");
+    struct stat control_before {};
+    REQUIRE(::stat(p.host.dir().file("status.sock").c_str(), &control_before) == 0);
     Load load(nginx.port(), {"/a/", "/b/"});
     REQUIRE(it::wait_for([&] { return load.sent() >= 20; }, kWait));
     p.host.signal(SIGUSR2);
@@ -367,11 +370,20 @@ TEST_SUITE("pools") {
     for (pid_t pid : b2)
       CHECK(std::find(b.begin(), b.end(), pid) == b.end());
     CHECK(a2 != a);
-    // The master's status page still reaches every pool (their sockets follow their masters).
-    it::Command om = it::run_binary("status --connect unix:" + p.host.dir().file("status.sock") +
-                                    " --openmetrics");
+    // The master's status socket crossed the exec (the same socket file, never closed), and its
+    // page still reaches every pool (their sockets follow their masters); ping and reload answer.
+    struct stat control_after {};
+    CHECK(::stat(p.host.dir().file("status.sock").c_str(), &control_after) == 0);
+    CHECK(control_after.st_ino == control_before.st_ino);
+    CHECK(it::lines_with(p.host.log(), "serving without it").empty());
+    it::Command om = it::run_binary("status --connect " + control + " --openmetrics");
+    INFO("status: " << om.output);
     CHECK(om.output.find("fcgihost_up{pool=\"a\"} 1") != std::string::npos);
     CHECK(om.output.find("fcgihost_up{pool=\"b\"} 1") != std::string::npos);
+    CHECK(it::run_binary("ping --connect " + control).status == 0);
+    it::Command reload = it::run_binary("reload a --connect " + control);
+    CHECK(reload.status == 0);
+    CHECK(reload.output.find("[a] reloads") != std::string::npos);
     // The new pool masters were started by the old ones, not by this master: they still die
     // with it.
     p.host.signal(SIGKILL);

@@ -4,6 +4,7 @@
 // than --max-response-head is the host's logged 500, not nginx's 502).
 #include "checks.hpp"
 #include "front_servers.hpp"
+#include "support/skip.hpp"
 
 #include <string>
 
@@ -66,8 +67,7 @@ TEST_SUITE("front-server-aware responses") {
 
   TEST_CASE("send_file through lighttpd in x-sendfile mode: lighttpd sends the file") {
     if (!it::front_installed(it::Front::Lighttpd)) {
-      MESSAGE("lighttpd is not installed: skipped (scripts/test.sh installs it)");
-      return;
+      return test_support::skip("lighttpd is not installed (scripts/test.sh installs it)");
     }
     it::HostOptions o;
     o.args = {"--app", FCGI_TEST_HANDLER_API_PLUGIN, "--workers", "1", "--user",

@@ -4,6 +4,7 @@
 // in-flight query strings are redacted, the shipped nginx snippet lets only local clients ask);
 // the snippet's internal location serves only the directory it names.
 #include "checks.hpp"
+#include "support/skip.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -159,8 +160,7 @@ TEST_SUITE("trust boundary") {
   TEST_CASE("a symlink planted at the log path, the pidfile path or the socket path is refused, "
             "not followed") {
     if (::geteuid() != 0) {
-      MESSAGE("SKIPPED: needs root (the master's checks are those of a root master)");
-      return;
+      return test_support::skip("needs root (the master's checks are those of a root master)");
     }
     it::TempDir d;
     const std::string victim = d.write("victim", "untouched\n");
@@ -188,8 +188,7 @@ TEST_SUITE("trust boundary") {
   TEST_CASE("a socket or log directory writable by others is refused; with the sticky bit it is "
             "taken") {
     if (::geteuid() != 0) {
-      MESSAGE("SKIPPED: needs root (the master's checks are those of a root master)");
-      return;
+      return test_support::skip("needs root (the master's checks are those of a root master)");
     }
     it::TempDir d;
     const std::string open_dir = d.file("open");
@@ -216,8 +215,7 @@ TEST_SUITE("trust boundary") {
 
   TEST_CASE("a pidfile or a log file owned by another user is refused") {
     if (::geteuid() != 0) {
-      MESSAGE("SKIPPED: needs root (to give a file to another user)");
-      return;
+      return test_support::skip("needs root (to give a file to another user)");
     }
     passwd* nobody = ::getpwnam("nobody");
     REQUIRE(nobody);

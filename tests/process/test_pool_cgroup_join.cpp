@@ -5,6 +5,7 @@
 // test's cgroup v2 is not writable.
 #include "fcgi_host/pools/cgroups.hpp"
 #include "process_manager/cgroup_v2.hpp"
+#include "support/skip.hpp"
 #include "support/wait.hpp"
 
 #include <doctest/doctest.h>
@@ -47,13 +48,12 @@ TEST_CASE("a child joins a pool cgroup through the fd opened before its fork, or
   std::string why;
   const std::optional<std::string> own = pm::own_cgroup_directory(why);
   if (!own || ::access((*own + "/cgroup.procs").c_str(), W_OK) != 0) {
-    MESSAGE("skipped: no writable cgroup v2 here (" << (own ? *own + " not writable" : why) << ")");
-    return;
+    return test_support::skip("no writable cgroup v2 here (" +
+                              (own ? *own + " not writable" : why) + ")");
   }
   const std::string dir = *own + "/fcgi-host-test-join-" + std::to_string(::getpid());
   if (::mkdir(dir.c_str(), 0755) != 0) {
-    MESSAGE("skipped: cannot make a cgroup under " << *own);
-    return;
+    return test_support::skip("cannot make a cgroup under " + *own);
   }
   const std::string name = dir.substr(dir.rfind('/'));
   const int fd = fcgi_host::PoolCgroups::open_procs(dir);

@@ -1,5 +1,6 @@
 // The handler API: Request lookups, Response headers, the router's 404 and 405.
 #include "app/builtin_apps.hpp"
+#include "app/host_access.hpp"
 #include "app/request.hpp"
 #include "app/response.hpp"
 #include "app/router.hpp"
@@ -59,7 +60,7 @@ TEST_CASE("wire params are read in place, between the params added before and af
   const app::WireParam params[] = {{0, 14, 3}, {17, 14, 0}, {31, 9, 4}, {44, 11, 9}};
   app::Request r;
   r.add_param_view("FCGI_ROLE", "RESPONDER");
-  r.set_wire_params(wire.data(), params, 4, 2); // CONTENT_LENGTH left out
+  app::HostAccess::set_wire_params(r, wire.data(), params, 4, 2); // CONTENT_LENGTH left out
   r.add_param("CONTENT_LENGTH", "5");
   r.add_param("HTTP_ACCEPT", "*/*");
   r.finish_params();
@@ -86,7 +87,8 @@ TEST_CASE("wire params are read in place, between the params added before and af
   r.clear();
   CHECK(r.param_count() == 0);
   CHECK(r.param("REQUEST_METHOD").empty());
-  r.set_wire_params(wire.data(), params, 4); // nothing left out, nothing around it
+  app::HostAccess::set_wire_params(r, wire.data(), params,
+                                   4); // nothing left out, nothing around it
   CHECK(r.param_count() == 4);
   CHECK(r.param_at(1).name == "CONTENT_LENGTH");
   CHECK(r.param("CONTENT_LENGTH").empty());

@@ -1,5 +1,6 @@
 // Request ids (carried, from traceparent, made up), the access log's %I, %{NAME}e and %{Name}o,
 // the scoreboard's copy of the id, and the master's crash block and stack trimming.
+#include "app/host_access.hpp"
 #include "app/request.hpp"
 #include "app/response.hpp"
 #include "fcgi_host/observe/access_log.hpp"
@@ -47,7 +48,7 @@ TEST_CASE("generated request ids: 16 hex digits of prefix, 16 of number") {
 
 TEST_CASE("request id: X-Request-Id, else traceparent's trace id, else made up once, lazily") {
   app::Request r;
-  r.set_id_source(number_seven, nullptr);
+  app::HostAccess::set_id_source(r, number_seven, nullptr);
   fill(r, {{"HTTP_X_REQUEST_ID", "abc"}, {"HTTP_TRACEPARENT", kTraceParent}});
   CHECK(r.request_id() == "abc");
   CHECK(r.carried_id() == "abc");
@@ -178,7 +179,7 @@ TEST_CASE("exemplars: a bucket's trace id (or request id) in OpenMetrics only, r
   fcgi_host::ObservabilitySettings settings;
   fcgi_host::RequestMetrics m(sb.slot(0), sb.routes(0), settings);
   app::Request r;
-  r.set_id_source(number_seven, nullptr);
+  app::HostAccess::set_id_source(r, number_seven, nullptr);
   fill(r, {{"HTTP_TRACEPARENT", kTraceParent}});
   m.begin(process_manager::monotonic_ns());
   m.end("/a", 200, r, false);

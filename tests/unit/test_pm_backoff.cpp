@@ -95,6 +95,14 @@ TEST_CASE("backoff: a crash whose request was captured always has its line") {
   CHECK(p.lines_due(kT0 + 2 * kS + kMs) == 2); // one a second since the first (at 1 ms)
 }
 
+TEST_CASE("backoff: the debugger's turns are one a second, whatever the lines") {
+  CrashPolicy p;
+  CHECK(p.take_stack_turn(kT0));
+  CHECK_FALSE(p.take_stack_turn(kT0 + 500 * kMs));
+  CHECK(p.lines_due(kT0 + 500 * kMs) == 3); // the lines have their own rate
+  CHECK(p.take_stack_turn(kT0 + kS));
+}
+
 TEST_CASE("backoff: the breaker can trip again after its pause") {
   CrashPolicy p;
   int trips = 0;

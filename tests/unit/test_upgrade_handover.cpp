@@ -15,7 +15,8 @@ using namespace fcgi_host;
 namespace {
 constexpr const char* kVariables[] = {"FCGI_HOST_LISTEN_FD",       "FCGI_HOST_UPGRADE_FD",
                                       "FCGI_HOST_HANDOFF_SEND_FD", "FCGI_HOST_HANDOFF_RECV_FD",
-                                      "FCGI_HOST_PIDFILE_FD",      "FCGI_HOST_SOCKET_FILE"};
+                                      "FCGI_HOST_PIDFILE_FD",      "FCGI_HOST_SOCKET_FILE",
+                                      "FCGI_HOST_STATUS_FD",       "FCGI_HOST_STATUS_FILE"};
 
 bool close_on_exec(int fd) {
   return (::fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0;
@@ -45,7 +46,10 @@ TEST_CASE("upgrade handover: every fd crosses exec under its name and comes back
   out.pidfile_fd = fds.fd[2];
   out.handoff = HandoffChannel{fds.fd[3], fds.fd[4]};
   out.socket_file = SocketFile::from_text("/run/a.sock", "64768:1234");
+  out.status_fd = fds.fd[5];
+  out.status_file = SocketFile::from_text("/run/status.sock", "64768:99");
   REQUIRE(export_handover(out));
+  CHECK_FALSE(close_on_exec(out.status_fd));
   CHECK_FALSE(close_on_exec(out.listen_fd));
   CHECK_FALSE(close_on_exec(out.pidfile_fd));
   CHECK_FALSE(close_on_exec(out.handoff.send_fd));
@@ -53,10 +57,10 @@ TEST_CASE("upgrade handover: every fd crosses exec under its name and comes back
   CHECK(std::getenv("FCGI_HOST_SOCKET_FILE") == std::string("64768:1234"));
 
   std::vector<int> keep = inherited_fds_to_keep();
-  for (int fd : {fds.fd[0], fds.fd[1], fds.fd[2], fds.fd[3], fds.fd[4]})
+  for (int fd : {fds.fd[0], fds.fd[1], fds.fd[2], fds.fd[3], fds.fd[4], fds.fd[5]})
     CHECK(std::count(keep.begin(), keep.end(), fd) == 1);
 
-  UpgradeHandover in = take_handover("/run/a.sock");
+  UpgradeHandover in = take_handover("/run/a.sock", "/run/status.sock");
   CHECK(in.listen_fd == out.listen_fd);
   CHECK(in.ready_fd == out.ready_fd);
   CHECK(in.pidfile_fd == out.pidfile_fd);
@@ -64,13 +68,18 @@ TEST_CASE("upgrade handover: every fd crosses exec under its name and comes back
   CHECK(in.socket_file.to_text() == "64768:1234");
   CHECK(close_on_exec(in.listen_fd)); // the new master's workers must not inherit them
   CHECK(close_on_exec(in.pidfile_fd));
+  // The status socket too: the new master serves on it, and removes its path at its stop.
+  CHECK(in.status_fd == out.status_fd);
+  CHECK(close_on_exec(in.status_fd));
+  CHECK(in.status_file.path() == "/run/status.sock");
+  CHECK(in.status_file.to_text() == "64768:99");
   HandoffChannel channel = take_handoff_channel();
   CHECK(channel.send_fd == out.handoff.send_fd);
   CHECK(channel.recv_fd == out.handoff.recv_fd);
   CHECK(close_on_exec(channel.recv_fd));
   for (const char* v : kVariables)
     CHECK(std::getenv(v) == nullptr); // taken: a later upgrade sees no stale number
-  CHECK(take_handover("/unused").listen_fd == -1);
+  CHECK(take_handover("/unused", "").listen_fd == -1);
   CHECK_FALSE(take_handoff_channel().enabled());
 }
 
@@ -83,7 +92,11 @@ TEST_CASE(
   ::setenv("FCGI_HOST_UPGRADE_FD", "7x", 1);
   ::setenv("FCGI_HOST_PIDFILE_FD", "", 1);
   ::setenv("FCGI_HOST_SOCKET_FILE", "1:2", 1);
-  UpgradeHandover in = take_handover("/tmp/x.sock");
+  ::setenv("FCGI_HOST_STATUS_FD", std::to_string(closed).c_str(), 1);
+  ::setenv("FCGI_HOST_STATUS_FILE", "1:3", 1);
+  UpgradeHandover in = take_handover("/tmp/x.sock", "/tmp/status.sock");
+  CHECK(in.status_fd == -1);
+  CHECK(in.status_file.empty());
   CHECK(in.listen_fd == -1);
   CHECK(in.ready_fd == -1);
   CHECK(in.pidfile_fd == -1);
