@@ -209,6 +209,7 @@ TEST_SUITE("trust boundary") {
     HostProcess host(
         {.args = {"--app", "hello", "--workers", "1", "--listen", "unix:" + open_dir + "/s.sock",
                   "--error-log", open_dir + "/error.log"},
+         .files = {},
          .listen = it::Listen::AsGiven});
     CHECK(host.connect().request("GET", "/").status == 200);
   }
@@ -245,6 +246,9 @@ TEST_SUITE("trust boundary") {
 
   TEST_CASE("the master's Unix status socket is owner-only") {
     HostProcess host({.args = {"--app", "hello", "--workers", "1", "--socket-mode", "0666"},
+                      .files = {},
+                      .listen = it::Listen::UnixSocket,
+                      .wait_ready = true,
                       .status_socket = true});
     struct stat st {};
     const std::string status = host.dir().file("status.sock");
