@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pwd.h>
+#include <string_view>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -98,6 +99,21 @@ ListenSocket::ListenSocket(const ListenOptions& options) {
   }
 }
 
+namespace {
+
+// A Unix socket keeps the name bind() was given: ours are bound as "DIR/.NAME-XXXXXX/s" and
+// renamed to "DIR/NAME" (PrivateBindDir below); one bound elsewhere has the path itself.
+bool bound_as(std::string_view bound, const std::string& path) {
+  if (bound == path) return true;
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return false;
+  const std::string prefix = path.substr(0, slash) + "/." + path.substr(slash + 1) + "-";
+  return bound.starts_with(prefix) && bound.ends_with("/s") &&
+         bound.size() == prefix.size() + 6 + 2;
+}
+
+} // namespace
+
 bool is_bound_to(int fd, const ListenAddress& address) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;
@@ -105,7 +121,7 @@ bool is_bound_to(int fd, const ListenAddress& address) {
   switch (address.kind) {
   case ListenAddress::Kind::Unix:
     return a.ss_family == AF_UNIX &&
-           address.path == reinterpret_cast<const sockaddr_un&>(a).sun_path;
+           bound_as(reinterpret_cast<const sockaddr_un&>(a).sun_path, address.path);
   case ListenAddress::Kind::Tcp:
     if (a.ss_family == AF_INET)
       return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port) == address.port;
