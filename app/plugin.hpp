@@ -1,24 +1,31 @@
 #pragma once
 // The plugin entry point: a shared library loaded with `fcgi-host --app path/to/libx.so` exports
-// one C symbol, FCGI_HOST_PLUGIN_SYMBOL, returning this table. The host checks abi_version before
-// it calls anything else, so a plugin built against other headers is refused at start with a
-// clear message instead of crashing a worker. Handlers cross the boundary as C++ objects: build
-// the plugin with the same compiler family and standard library as the host.
+// one C symbol, FCGI_HOST_PLUGIN_SYMBOL, returning this table. Before it calls anything else
+// the host checks abi_version (this table's layout) and the layout identity the plugin was
+// compiled with (plugin_abi.hpp: the sizes of the types that cross the boundary, the standard
+// library, the compiler family), so a plugin built against other headers is refused with a line
+// naming what differs instead of crashing a worker. Handlers cross the boundary as C++ objects.
 //
 //   class MyHandler : public app::Handler { ... };
 //   FCGI_HOST_PLUGIN(MyHandler)
 #include "app/handler.hpp"
+#include "app/plugin_abi.hpp"
 
 #include <cstdint>
 
-#define FCGI_HOST_PLUGIN_ABI_VERSION 1
-#define FCGI_HOST_PLUGIN_SYMBOL "fcgi_host_plugin_v1"
+// The layout of the table below (its first field stays first in every version).
+#define FCGI_HOST_PLUGIN_ABI_VERSION 2
+#define FCGI_HOST_PLUGIN_SYMBOL "fcgi_host_plugin_v2"
+// What plugins built against the first release's headers export: named when refusing them.
+#define FCGI_HOST_PLUGIN_SYMBOL_V1 "fcgi_host_plugin_v1"
 
 extern "C" {
 struct fcgi_host_plugin {
-  std::uint32_t abi_version; // FCGI_HOST_PLUGIN_ABI_VERSION the plugin was built with
-  const char* name;          // for logs
-  app::Handler* (*create)(); // called once in each worker
+  std::uint32_t abi_version;   // FCGI_HOST_PLUGIN_ABI_VERSION the plugin was built with
+  std::uint32_t layout_size;   // the number of entries in layout
+  const std::uint32_t* layout; // app::plugin_abi::kLayout as the plugin was compiled
+  const char* name;            // for logs
+  app::Handler* (*create)();   // called once in each worker
   void (*destroy)(app::Handler*);
   std::uint32_t flags; // FCGI_HOST_PLUGIN_* bits below
 };
@@ -29,10 +36,15 @@ struct fcgi_host_plugin {
 #define FCGI_HOST_PLUGIN_THREAD_SAFE 1u
 
 #define FCGI_HOST_PLUGIN_WITH_FLAGS(HandlerClass, Flags)                                           \
-  extern "C" const fcgi_host_plugin* fcgi_host_plugin_v1() {                                       \
-    static const fcgi_host_plugin plugin = {FCGI_HOST_PLUGIN_ABI_VERSION, #HandlerClass,           \
-                                            []() -> app::Handler* { return new HandlerClass(); },  \
-                                            [](app::Handler* h) { delete h; }, Flags};             \
+  extern "C" const fcgi_host_plugin* fcgi_host_plugin_v2() {                                       \
+    static const fcgi_host_plugin plugin = {                                                       \
+        FCGI_HOST_PLUGIN_ABI_VERSION,                                                              \
+        static_cast<std::uint32_t>(app::plugin_abi::kLayout.size()),                               \
+        app::plugin_abi::kLayout.data(),                                                           \
+        #HandlerClass,                                                                             \
+        []() -> app::Handler* { return new HandlerClass(); },                                      \
+        [](app::Handler* h) { delete h; },                                                         \
+        Flags};                                                                                    \
     return &plugin;                                                                                \
   }
 // A handler class of which each handler thread gets its own instance.

@@ -60,6 +60,7 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/response.hpp
         ${PROJECT_SOURCE_DIR}/app/router.hpp
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp
+        ${PROJECT_SOURCE_DIR}/app/plugin_abi.hpp
         ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
         ${PROJECT_SOURCE_DIR}/app/args.hpp
         ${PROJECT_SOURCE_DIR}/app/cookies.hpp
@@ -88,12 +89,17 @@ install(FILES ${PROJECT_SOURCE_DIR}/fcgi_host/protocol/records.hpp
 
 install(EXPORT fcgi_host_targets NAMESPACE fcgi_host:: FILE fcgi_hostTargets.cmake
         DESTINATION ${FCGI_HOST_CMAKEDIR})
+# The plugin table's version, for the package's fcgi_host_PLUGIN_ABI_VERSION (the layout part of
+# the identity is computed by the compiler from the installed headers, app/plugin_abi.hpp).
+file(STRINGS ${PROJECT_SOURCE_DIR}/app/plugin.hpp FCGI_HOST_PLUGIN_ABI_VERSION
+     REGEX "^#define FCGI_HOST_PLUGIN_ABI_VERSION ")
+string(REGEX REPLACE ".* " "" FCGI_HOST_PLUGIN_ABI_VERSION "${FCGI_HOST_PLUGIN_ABI_VERSION}")
 # The fallback library names in the config, for a machine with the runtime libraries only.
 set(FCGI_HOST_BOOST_PO_SONAME libboost_program_options.so.${Boost_VERSION})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fcgi_hostConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
                               INSTALL_DESTINATION ${FCGI_HOST_CMAKEDIR})
-# 0.x: a minor version may change the API (and the plugin ABI, which plugin.hpp checks anyway).
+# 0.x: a minor version may change the API (and the plugin ABI, which the host checks at load).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/fcgi_hostConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/fcgi_hostConfig.cmake
@@ -183,7 +189,7 @@ if(FCGI_HOST_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 else()
   string(CONCAT CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libc6, libstdc++6, libgcc-s1, "
-                "libfcgi0ldbl, libboost-program-options${Boost_VERSION}")
+                "libfcgi0ldbl, libseccomp2, libboost-program-options${Boost_VERSION}")
 endif()
 # invoke-rc.d --skip-systemd-native in the maintainer scripts (debhelper's pattern).
 set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
@@ -191,7 +197,8 @@ set(CPACK_DEBIAN_PACKAGE_PREDEPENDS "init-system-helpers (>= 1.54~)")
 set(CPACK_STRIP_FILES ON)
 # For building handlers: a compiler and CMake. No -dev package is needed to link an own main
 # (the config falls back to the runtime libraries), but the -dev packages are preferred.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "nginx, cmake, g++, libfcgi-dev, libboost-program-options-dev")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS
+    "nginx, cmake, g++, libfcgi-dev, libseccomp-dev, libboost-program-options-dev")
 # app/json.hpp, for handlers that speak JSON.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "nlohmann-json3-dev")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

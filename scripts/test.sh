@@ -19,7 +19,7 @@ fi
 packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
           nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
           elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
-          apache2 lighttpd caddy h2o haproxy)
+          apache2 lighttpd caddy h2o haproxy libseccomp-dev)
 
 install_missing() {
   local missing=()

@@ -1,7 +1,13 @@
 #include "fcgi_host/cli/app_source.hpp"
 
 #include "app/builtin_apps.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
+#include "fcgi_host/runners/plugin.hpp"
+#include "fcgi_host/runners/plugin_check.hpp"
+#include "fcgi_host/sys_error.hpp"
+
+#include <unistd.h>
 
 namespace fcgi_host {
 
@@ -10,10 +16,8 @@ HandlerFactory AppSource::factory() const {
     app::Handler* h = own;
     return [h] { return HandlerPtr(h, [](app::Handler*) {}); };
   }
-  if (plugin) {
-    std::shared_ptr<Plugin> p = plugin;
-    return [p] { return p->create(); };
-  }
+  if (copy) return plugin_factory(copy, copy->path(), copy->source());
+  if (!plugin.empty()) return plugin_factory(nullptr, plugin, plugin);
   std::string name = builtin;
   return [name] {
     return HandlerPtr(app::make_builtin_app(name).release(), [](app::Handler* h) { delete h; });
@@ -24,7 +28,12 @@ bool looks_like_path(const std::string& app) {
   return app.find('/') != std::string::npos || app.ends_with(".so");
 }
 
-AppSource resolve_app(const Config& config, app::Handler* own) {
+std::string plugin_file(const std::string& app, const std::string& start_dir) {
+  if (app.empty() || app.front() == '/' || start_dir.empty()) return app;
+  return start_dir + (start_dir.back() == '/' ? "" : "/") + app;
+}
+
+AppSource resolve_app(const Config& config, app::Handler* own, const std::string& start_dir) {
   AppSource source;
   if (own) {
     if (config.app_given)
@@ -33,11 +42,9 @@ AppSource resolve_app(const Config& config, app::Handler* own) {
   } else if (!config.exec.empty()) {
     // --exec: the program is the handler.
   } else if (looks_like_path(config.app)) {
-    try {
-      source.plugin = std::make_shared<Plugin>(config.app);
-    } catch (const StartupError& e) {
-      throw ConfigError(config.where("app") + ": " + e.what());
-    }
+    source.plugin = plugin_file(config.app, start_dir);
+    if (::access(source.plugin.c_str(), R_OK) != 0)
+      throw ConfigError(config.where("app") + ": " + sys_error("access", source.plugin));
   } else if (app::is_builtin_app(config.app)) {
     source.builtin = config.app;
   } else {
@@ -45,6 +52,39 @@ AppSource resolve_app(const Config& config, app::Handler* own) {
                       "\" (built-ins: hello, echo; or the path of a plugin .so)");
   }
   return source;
+}
+
+std::string current_directory() {
+  std::string dir(4096, '\0');
+  if (!::getcwd(dir.data(), dir.size())) return "";
+  dir.resize(std::char_traits<char>::length(dir.c_str()));
+  return dir;
+}
+
+std::shared_ptr<PluginDirectory> plugin_directory(const Config& config,
+                                                  std::shared_ptr<PluginDirectory> current) {
+  const Credentials c = credentials(config);
+  const gid_t gid = c.change ? c.gid : static_cast<gid_t>(-1);
+  if (current && current->workers_gid() == gid) return current;
+  try {
+    return std::make_shared<PluginDirectory>(gid);
+  } catch (const StartupError& e) {
+    throw ConfigError(config.where("app") + ": a private copy of the plugin: " + e.what());
+  }
+}
+
+void copy_and_check_plugin(AppSource& app, const Config& config,
+                           const std::shared_ptr<PluginDirectory>& dir) {
+  if (app.plugin.empty()) return;
+  try {
+    app.copy = std::make_shared<PluginCopy>(dir, app.plugin);
+  } catch (const StartupError& e) {
+    throw ConfigError(config.where("app") + ": " + e.what());
+  }
+  PluginCheck check{app.copy->path(), app.plugin, credentials(config), config.clear_env,
+                    config.env};
+  if (std::string why = check_plugin(check); !why.empty())
+    throw ConfigError(config.where("app") + ": " + why);
 }
 
 } // namespace fcgi_host

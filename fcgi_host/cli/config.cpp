@@ -5,10 +5,12 @@
 #include "fcgi_host/config/version.hpp"
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/runners/plugin.hpp" // plugin_abi_text
 #include "process_manager/log.hpp"
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -229,6 +231,12 @@ std::vector<const ConfigLine*> lines_for(const ConfigFile& file, const Config& c
   return lines;
 }
 
+// "pools.d/a.conf" of "pools.d/a.conf:3 [a]".
+std::string file_of(const std::string& where) {
+  std::string w = where.substr(0, where.rfind(" ["));
+  return w.substr(0, w.rfind(':'));
+}
+
 // Stores the file's lines. Each line is parsed on its own, so that an error names its line.
 // A list option (env) may repeat; any other option given twice in one scope is an error.
 void parse_config_file(const po::options_description& options, po::variables_map& vm,
@@ -243,7 +251,12 @@ void parse_config_file(const po::options_description& options, po::variables_map
   std::set<std::string> from_command_line;
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) from_command_line.insert(name);
+  config.config_files = {config.config_file};
   for (const ConfigLine* l : lines_for(file, config)) {
+    if (std::string f = file_of(l->where);
+        std::find(config.config_files.begin(), config.config_files.end(), f) ==
+        config.config_files.end())
+      config.config_files.push_back(f);
     const OptionSpec* spec = find_option(l->name);
     if (spec && spec->kind == OptionKind::Command)
       throw ConfigError(l->where + ": " + l->name + " cannot be set in a config file");
@@ -318,6 +331,9 @@ void read_lifecycle(const Values& v, Config& c) {
   if (v.has("ready-path") && !c.ready_path.starts_with("/"))
     throw v.error("ready-path", "must start with /");
   c.reload_grace = v.seconds("reload-grace", true);
+  const std::string watch = v.text("watch");
+  if (watch != "on" && watch != "off") throw v.error("watch", "must be on or off");
+  c.watch = watch == "on";
   constexpr long long kMax = 1ll << 62;
   c.max_requests = static_cast<unsigned long>(v.integer("max-requests", 0, kMax));
   c.max_requests_jitter = static_cast<unsigned long>(v.integer("max-requests-jitter", 0, kMax));
@@ -452,6 +468,34 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   read_process_limits(v, c);
 }
 
+bool on_off(const Values& v, const char* name) {
+  const std::string value = v.text(name);
+  if (value != "on" && value != "off") throw v.error(name, "must be on or off");
+  return value == "on";
+}
+
+void read_sandbox(const Values& v, Config& c) {
+  c.sandbox = v.text("sandbox");
+  if (c.sandbox != "off" && c.sandbox != "on" && c.sandbox != "best-effort" && c.sandbox != "log")
+    throw v.error("sandbox", "'" + c.sandbox + "' is not one of on, off, best-effort, log");
+  c.sandbox_read = v.list("sandbox-read");
+  c.sandbox_write = v.list("sandbox-write");
+  c.sandbox_exec = on_off(v, "sandbox-exec");
+  c.private_tmp = on_off(v, "private-tmp");
+  v.text("script-root", c.script_root);
+  for (const char* name : {"sandbox-read", "sandbox-write"})
+    for (const std::string& p : v.list(name))
+      if (!p.starts_with("/")) throw v.error(name, "\"" + p + "\" is not an absolute path");
+  if (v.has("script-root") && !c.script_root.starts_with("/"))
+    throw v.error("script-root", "must be an absolute path");
+  if (c.sandbox == "off")
+    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec", "script-root"})
+      if (v.given(name)) throw v.error(name, "has no effect without --sandbox");
+  if (v.has("script-root") && c.exec.empty())
+    throw v.error("script-root", "is for --exec programs (a built-in handler reads what its "
+                                 "own code opens: list it with --sandbox-read)");
+}
+
 // In --exec mode the workers are another program: what only the host's own workers do is refused
 // rather than silently ignored. --status-listen is served by the master and stays.
 void refuse_worker_features_in_exec_mode(const Values& v, const Config& c) {
@@ -510,7 +554,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
     return ParseOutcome::Exit;
   }
   if (vm["version"].as<bool>()) {
-    out << "fcgi-host " << kVersion << "\n";
+    out << "fcgi-host " << kVersion << "\nplugin ABI " << plugin_abi_text() << "\n";
     return ParseOutcome::Exit;
   }
   if (vm.count("pool")) config.pool = vm["pool"].as<std::string>();
@@ -539,6 +583,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_status(values, config);
   read_access_control(values, config);
   read_process_setup(values, config, line);
+  read_sandbox(values, config);
   refuse_worker_features_in_exec_mode(values, config);
   return ParseOutcome::Run;
 }

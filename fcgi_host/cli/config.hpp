@@ -22,6 +22,9 @@ namespace fcgi_host {
 // where the table has one; parse_config fills every field.
 struct Config {
   std::string config_file;
+  // The files this configuration was read from: config_file and, for a pool, the file of its
+  // section (what --watch watches besides the plugin).
+  std::vector<std::string> config_files;
   bool test_config = false;
   // Where each option given came from: "--name" or "FILE:LINE: name" (see where()).
   std::map<std::string, std::string, std::less<>> origins;
@@ -47,6 +50,7 @@ struct Config {
   std::chrono::milliseconds request_timeout = default_duration("request-timeout");
   std::string ready_path; // the health gate: a worker serves once its handler answered it 2xx
   std::chrono::milliseconds reload_grace = default_duration("reload-grace");
+  bool watch = false; // --watch on: reload when the plugin or a config file changes
 
   std::string error_log; // empty: stderr
   std::string log_level{find_option("log-level")->default_text};
@@ -76,6 +80,13 @@ struct Config {
   std::optional<unsigned long long> rlimit_files;
   std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
   std::optional<int> nice;
+  // The sandbox of the workers (fcgi_host/worker/sandbox.hpp).
+  std::string sandbox{find_option("sandbox")->default_text}; // off, on, best-effort, log
+  std::vector<std::string> sandbox_read;
+  std::vector<std::string> sandbox_write;
+  bool sandbox_exec = false;
+  bool private_tmp = false;
+  std::string script_root; // --exec: the only tree the program may read scripts from
   // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pools/cgroups.hpp).
   std::optional<unsigned long long> memory_max; // bytes, or kUnlimited ("max")
   std::optional<int> cpu_weight;

@@ -178,7 +178,7 @@ int replay(const ReplayArgs& a, app::Handler* own) {
   if (!config.exec.empty())
     throw Failure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
                           "records to the program's socket instead"};
-  AppSource app = resolve_app(config, own);
+  AppSource app = resolve_app(config, own, current_directory());
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
     throw Failure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
   // The capture's words, always escaped: this line is read by a person, never parsed.

@@ -20,10 +20,13 @@
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
+#include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/file_watch.hpp"
 #include "process_manager/inherited_fds.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
@@ -46,14 +49,31 @@ namespace {
 using process_manager::LogLevel;
 namespace exit_code = process_manager::exit_code;
 
+// USR2: the directory the first master was started in, where a relative --app is found.
+constexpr const char* kStartDirVariable = "FCGI_HOST_START_DIR";
+
+// --private-tmp: the pool's /tmp, made once by the master (root) and joined by every worker.
+// Without the privilege, --sandbox best-effort goes on without it (start_checks refused it
+// otherwise); any other failure refuses the start or the reload.
+void open_private_tmp(SandboxSettings& sandbox) {
+  if (!sandbox.private_tmp) return;
+  std::string error;
+  sandbox.private_tmp_fd = private_tmp_namespace(error);
+  if (sandbox.private_tmp_fd >= 0) return;
+  if (sandbox.mode != SandboxMode::BestEffort) throw StartupError("private-tmp: " + error);
+  PM_LOG(LogLevel::Warn, "sandbox best-effort, not applied: private /tmp: " + error);
+  sandbox.private_tmp = false;
+}
+
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             const WorkerPlumbing& plumbing) {
   WorkerSettings settings = worker_settings(config, plumbing);
+  open_private_tmp(settings.sandbox);
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials, config.clear_env,
-                      config.env};
+    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials,
+                      config.clear_env,   config.env,  settings.sandbox};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
@@ -105,11 +125,15 @@ struct StartFailure {
 struct Host {
   std::vector<std::string> args; // for reload and USR2
   app::Handler* own = nullptr;
+  std::string start_dir; // where a relative --app is found, at start and at every reload
   Config config;
   AppSource app;
-  std::vector<int> strays;                // inherited fds closed at start
-  int upgrade_fd = -1;                    // USR2: tell the old master we are ready
-  int adopted_fd = -1;                    // USR2: the old master's listening socket
+  std::shared_ptr<PluginDirectory> plugins; // the generations' private copies of the plugin
+  std::unique_ptr<process_manager::FileWatch> watch; // --watch (made also when off: a reload
+                                                     // may turn it on)
+  std::vector<int> strays;                           // inherited fds closed at start
+  int upgrade_fd = -1;                               // USR2: tell the old master we are ready
+  int adopted_fd = -1;                               // USR2: the old master's listening socket
   std::unique_ptr<ListenSocket> listener; // null when the socket came from the old master
   SocketFile adopted_file;                // USR2: the socket file the old master bound
   int adopted_status_fd = -1;             // USR2: the old master's status socket
@@ -139,9 +163,14 @@ bool read_config(Host& host) {
     if (parse_config(argv.argc(), argv.cdata(), host.config, std::cout) == ParseOutcome::Exit)
       return false;
     if (!host.config.pools.empty()) return true; // run_pool_master checks every pool
-    host.app = resolve_app(host.config, host.own);
+    host.app = resolve_app(host.config, host.own, host.start_dir);
     check_before_start(host.config);
     credentials(host.config);
+    // The plugin is loaded by a child that dropped privileges, also for --test-config.
+    if (!host.app.plugin.empty()) {
+      host.plugins = plugin_directory(host.config, nullptr);
+      copy_and_check_plugin(host.app, host.config, host.plugins);
+    }
   } catch (const ConfigError& e) {
     throw StartFailure{exit_code::kUsage, e.what()};
   } catch (const StartupError& e) {
@@ -152,7 +181,8 @@ bool read_config(Host& host) {
     std::cout << "fcgi-host: note: " << note << "\n";
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
-            << " is valid\n";
+            << " is valid\n"
+            << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
   return false;
 }
 
@@ -202,6 +232,48 @@ void open_handoff_channel(Host& host) {
   }
 }
 
+// What --watch watches: the plugin (or --exec's program) and the configuration files, by
+// absolute path (the master changes directory to --chdir).
+std::vector<std::string> watched_files(const Host& host, const Config& config,
+                                       const AppSource& app) {
+  std::vector<std::string> files;
+  if (!config.watch) return files;
+  if (!app.plugin.empty()) files.push_back(app.plugin);
+  if (!config.exec.empty() && config.exec.front().find('/') != std::string::npos)
+    files.push_back(plugin_file(config.exec.front(), host.start_dir));
+  for (const std::string& f : config.config_files)
+    files.push_back(plugin_file(f, host.start_dir));
+  return files;
+}
+
+void rewatch(Host& host, const Config& config, const AppSource& app) {
+  if (!host.watch) return;
+  for (const std::string& why : host.watch->watch(watched_files(host, config, app)))
+    PM_LOG(LogLevel::Error, "watch: " + why + "; changes there are not seen");
+}
+
+// --watch on: a settled change to a watched file reloads as HUP does (a reload that fails keeps
+// the running generation, as after HUP).
+void watch_files(Host& host) {
+  try {
+    host.watch = std::make_unique<process_manager::FileWatch>(std::chrono::milliseconds{300});
+  } catch (const std::exception& e) {
+    if (host.config.watch) PM_LOG(LogLevel::Error, std::string("watch: ") + e.what());
+    return;
+  }
+  host.options.watch_fds.push_back(host.watch->inotify_fd());
+  host.options.watch_fds.push_back(host.watch->timer_fd());
+  rewatch(host, host.config, host.app);
+}
+
+void on_watch_readable(Host& host, int fd) {
+  if (!host.watch) return;
+  if (std::optional<std::string> changed = host.watch->on_readable(fd)) {
+    PM_LOG(LogLevel::Notice, "watch: " + *changed + " changed; reloading");
+    ::kill(::getpid(), SIGHUP); // the master's own HUP: one way to reload
+  }
+}
+
 // HUP: parse the same command line again; a bad config keeps the running one.
 void prepare_reload(Host& host) {
   host.options.reload =
@@ -218,9 +290,14 @@ void prepare_reload(Host& host) {
       if (next.exec.empty() == exec_mode)
         throw StartupError("--exec cannot be added or removed without a restart (the socket "
                            "is blocking for exec'd programs, non-blocking for built-in workers)");
-      AppSource app = resolve_app(next, own);
+      AppSource app = resolve_app(next, own, host.start_dir);
       check_before_start(next);
+      if (!app.plugin.empty()) {
+        host.plugins = plugin_directory(next, host.plugins);
+        copy_and_check_plugin(app, next, host.plugins);
+      }
       configure_log(next);
+      rewatch(host, next, app);
       return make_generation(next, app, host.plumbing());
     } catch (const std::exception& e) {
       PM_LOG(LogLevel::Error,
@@ -291,7 +368,9 @@ void prepare_upgrade(Host& host) {
     handover.status_fd = host.status_server->fd();
     handover.status_file = host.status_server->file();
   }
-  host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover](int ready_fd) {
+  host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover,
+                               start_dir = host.start_dir](int ready_fd) {
+    ::setenv(kStartDirVariable, start_dir.c_str(), 1); // in the child that execs
     UpgradeHandover h = handover;
     h.ready_fd = ready_fd;
     if (!export_handover(h)) {
@@ -411,9 +490,11 @@ int serve(Host& host) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
     if (fd == host.pools_master_fd) leave_with_pools_master();
+    on_watch_readable(host, fd);
   };
   process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
+  host.app.copy.reset(); // the generation holds it now, and lets it go when it is retired
   if (host.status_server) {
     host.status_server->set_scoreboard(&master.scoreboard());
     host.status_server->set_control([&master](std::string_view verb, std::string_view args) {
@@ -438,15 +519,14 @@ void limit_process(const Config& config) {
 
 // A config file with pools: this process is the master of every pool (pools/supervisor.hpp).
 int run_pool_master(Host& host) {
-  // A plugin is loaded by its pool's master, never here (its constructors would run in the
-  // master of every pool): only --test-config, a process of its own, loads it to check it.
-  const ApplicationCheck check = [own = host.own, load = host.config.test_config](const Config& c) {
-    if (load || own || !c.exec.empty() || !looks_like_path(c.app))
-      resolve_app(c, own);
-    else if (::access(c.app.c_str(), R_OK) != 0)
-      throw ConfigError(c.where("app") + ": " + sys_error("access", c.app));
+  // A plugin is checked by its pool's master when it starts (by a child with the pool's
+  // credentials), never here; --test-config has each one checked that way.
+  const ApplicationCheck check = [own = host.own, load = host.config.test_config,
+                                  start_dir = host.start_dir](const Config& c) {
+    AppSource app = resolve_app(c, own, start_dir);
     check_before_start(c);
     credentials(c);
+    if (load && !app.plugin.empty()) copy_and_check_plugin(app, c, plugin_directory(c, nullptr));
   };
   try {
     if (!host.config.test_config) close_strays(host);
@@ -461,6 +541,8 @@ int run_pool_master(Host& host) {
       for (const PoolSpec& p : plans)
         std::cout << " " << p.name;
       std::cout << ")\n";
+      for (const PoolSpec& p : plans)
+        std::cout << "fcgi-host: pool " << p.name << ": sandbox " << p.sandbox << "\n";
       return exit_code::kOk;
     }
     return run_pools(supervisor_spec(host.args, host.config, check, own_executable()),
@@ -496,6 +578,13 @@ int run_host(int argc, char** argv, app::Handler* own) {
   Host host;
   host.args.assign(argv, argv + argc);
   host.own = own;
+  // After USR2 the old master has changed directory (--chdir): it says where it was started.
+  if (const char* dir = std::getenv(kStartDirVariable)) {
+    host.start_dir = dir;
+    ::unsetenv(kStartDirVariable);
+  } else {
+    host.start_dir = current_directory();
+  }
   try {
     if (!read_config(host)) return exit_code::kOk;
     if (!host.config.pools.empty()) return run_pool_master(host);
@@ -507,6 +596,7 @@ int run_host(int argc, char** argv, app::Handler* own) {
     open_listener(host);
     open_handoff_channel(host);
     prepare_reload(host);
+    watch_files(host);
     capture_worker_output(host);
     open_status_server(host);
     prepare_upgrade(host);

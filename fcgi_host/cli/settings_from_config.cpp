@@ -1,6 +1,7 @@
 #include "fcgi_host/cli/settings_from_config.hpp"
 
 #include "fcgi_host/runners/exec_worker.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 
 #include "process_manager/clock.hpp"
 
@@ -59,6 +60,7 @@ ObservabilitySettings observability_settings(const Config& config) {
   s.status_allow = ClientFilter(config.status_allow);
   s.pool_mode = config.pm;
   if (!config.pool.empty()) s.pool_name = config.pool;
+  s.sandbox = describe_sandbox(sandbox_settings(config));
   return s;
 }
 
@@ -74,6 +76,23 @@ CaptureSettings capture_settings(const Config& config) {
   s.max_files = config.capture_max_files;
   s.redact = config.capture_redact;
   s.keep_body = config.capture_body;
+  return s;
+}
+
+SandboxSettings sandbox_settings(const Config& config) {
+  SandboxSettings s;
+  s.mode = config.sandbox == "on"            ? SandboxMode::On
+           : config.sandbox == "best-effort" ? SandboxMode::BestEffort
+           : config.sandbox == "log"         ? SandboxMode::Log
+                                             : SandboxMode::Off;
+  s.read = config.sandbox_read;
+  if (!config.script_root.empty()) s.read.push_back(config.script_root);
+  s.write = config.sandbox_write;
+  s.allow_exec = config.sandbox_exec;
+  s.private_tmp = config.private_tmp;
+  // What the worker writes itself: its logs (reopened on USR1) and its crash captures.
+  for (const std::string* own : {&config.error_log, &config.access_log, &config.capture_dir})
+    if (!own->empty()) s.host_write.push_back(*own);
   return s;
 }
 
@@ -122,6 +141,7 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
                                                   : app::FileOffload::Mode::Stream;
   settings.file_offload.prefix = config.x_accel_prefix;
   settings.capture = capture_settings(config);
+  settings.sandbox = sandbox_settings(config);
   settings.output_fd = plumbing.output_fd;
   settings.handoff = plumbing.handoff;
   settings.server_values.max_reqs = static_cast<unsigned>(config.workers);

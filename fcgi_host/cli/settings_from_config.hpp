@@ -7,6 +7,7 @@
 //               WorkerSettings           worker_settings (with Limits, ObservabilitySettings,
 //                                        AdmissionSettings, the client allow-list)
 //               CaptureSettings          capture_settings (--capture-crashes)
+//               SandboxSettings          sandbox_settings (--sandbox, --private-tmp)
 //   observe/    ObservabilitySettings    observability_settings (also the master's status server)
 //               AdmissionSettings        admission_settings (--max-queue-time)
 //   process_manager/  PoolSettings       pool_settings
@@ -16,6 +17,7 @@
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/master.hpp"
 
@@ -32,6 +34,8 @@ Credentials credentials(const Config& config);
 ObservabilitySettings observability_settings(const Config& config);
 AdmissionSettings admission_settings(const Config& config);
 CaptureSettings capture_settings(const Config& config);
+// --sandbox and its lists, --private-tmp, --script-root (the namespace is opened by the caller).
+SandboxSettings sandbox_settings(const Config& config);
 
 // With `handoff_channel` (built-in workers, a channel made), --handoff-after nudges slow workers.
 // --exec programs are libfcgi's: their own stop and log signals, ready by time.

@@ -1,7 +1,9 @@
 #include "fcgi_host/cli/start_checks.hpp"
 
+#include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -178,6 +180,21 @@ void check_capture_dir(const Config& c) {
                       ") may write");
 }
 
+// --sandbox: the paths are there (Landlock opens each one), and the kernel has every layer
+// asked for, or the operator said best-effort.
+void check_sandbox(const Config& c) {
+  for (const char* name : {"sandbox-read", "sandbox-write"})
+    for (const std::string& p : name[8] == 'r' ? c.sandbox_read : c.sandbox_write)
+      if (::access(p.c_str(), F_OK) != 0)
+        throw ConfigError(c.where(name) + ": \"" + p + "\": " + std::strerror(errno));
+  if (!c.script_root.empty()) check_directory(c, "script-root", c.script_root);
+  const SandboxSettings settings = sandbox_settings(c);
+  std::string missing = sandbox_unsupported(settings);
+  if (missing.empty() || settings.mode == SandboxMode::BestEffort) return;
+  throw ConfigError(c.where(settings.enabled() ? "sandbox" : "private-tmp") + ": " + missing +
+                    (settings.enabled() ? "; --sandbox best-effort runs with what it has" : ""));
+}
+
 // memory-max and cpu-weight are a pool's cgroup, which the master of the pools makes: one
 // application has its service's cgroup (systemd's MemoryMax=, CPUWeight=).
 void check_cgroup_options(const Config& config) {
@@ -257,6 +274,8 @@ constexpr StartCheck kStartChecks[] = {
        check_writable_file(c, "pidfile", c.pidfile);
      }},
     {"capture-crashes is a directory the workers' user may write", check_capture_dir},
+    {"sandbox-read and sandbox-write exist; the kernel has what sandbox and private-tmp need",
+     check_sandbox},
 };
 
 } // namespace

@@ -88,6 +88,28 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"nice", 0, "N", "",
      "the scheduling niceness of the master and its workers, -20 to 19 "
      "(default: inherited)"},
+    {"sandbox", 0, "MODE", "off",
+     "confine each worker once its handler is loaded, before its first request: Landlock "
+     "(it may read only its own files, the system files a handler needs and --sandbox-read, "
+     "write only --sandbox-write), a seccomp filter (no ptrace, mount, namespaces, modules, "
+     "bpf, exec...: EPERM), no_new_privs, no capabilities; on (a kernel that cannot is refused "
+     "at start), best-effort (what the kernel has, said once), log (as on, but a filtered call "
+     "is logged by the kernel instead of refused), off"},
+    {"sandbox-read", 0, "PATH", "",
+     "--sandbox: a file or directory tree the workers may read (repeatable)", OptionKind::List},
+    {"sandbox-write", 0, "PATH", "",
+     "--sandbox: a file or directory tree the workers may read and write (repeatable)",
+     OptionKind::List},
+    {"sandbox-exec", 0, "on|off", "off",
+     "--sandbox: let the handler run programs (execve; the --sandbox-read and --sandbox-write "
+     "paths become executable)"},
+    {"private-tmp", 0, "on|off", "off",
+     "give the workers a /tmp of their own, shared by the pool's workers and empty at start (a "
+     "tmpfs in a mount namespace; needs fcgi-host started as root)"},
+    {"script-root", 0, "DIR", "",
+     "--exec with --sandbox: the program may read scripts only under DIR (its Landlock read "
+     "list); a script outside DIR, reached by .. or by a symlink out, cannot be opened (the "
+     "program answers it with its own error: php-cgi's 403)"},
     {"memory-max", 0, "BYTES", "",
      "pools: the memory limit (memory.max) of a cgroup v2 of the pool's own, which its master "
      "and workers run in: a size with K, M, G, or max; needs a delegated cgroup v2 subtree "
@@ -107,6 +129,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"reload-grace", 0, "SECONDS", "0",
      "after a reload, a new generation whose workers crash 3 times within this long is "
      "replaced by the previous configuration again (0: off)"},
+    {"watch", 0, "on|off", "off",
+     "reload as HUP does when the plugin file or a configuration file changes (rebuilt, "
+     "renamed over, rewritten), once the changes have settled; a build that does not load "
+     "keeps the running generation (per pool)"},
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
     {"request-timeout", 0, "SECONDS", "0",

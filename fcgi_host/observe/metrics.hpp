@@ -38,6 +38,7 @@ struct ObservabilitySettings {
   ClientFilter status_allow;
   std::string pool_mode = "static";
   std::string pool_name = "fcgi-host"; // a pool's name (docs/pools.md), php-fpm's "pool" field
+  std::string sandbox = "off";         // what --sandbox applies (describe_sandbox)
 };
 
 // Thread CPU time in ns: a system call, only on sampled requests.
@@ -137,6 +138,7 @@ struct RouteSnapshot {
 
 struct Snapshot {
   std::string pool_mode;
+  std::string sandbox; // the workers' sandbox, one line
   std::string pool_name = "fcgi-host";
   std::uint64_t start_time_s = 0; // epoch
   std::uint64_t uptime_s = 0;

@@ -179,6 +179,7 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
   std::vector<std::pair<std::string, std::string>> f = {
       {"pool", s.pool_name},
       {"process manager", s.pool_mode},
+      {"sandbox", s.sandbox},
       {"start time", start_time_text(s.start_time_s)},
       {"start since", num(s.uptime_s)},
       {"accepted conn", num(s.accepted)},
@@ -274,6 +275,7 @@ std::string json_page(const Snapshot& s, bool full) {
   };
   field("pool", str(s.pool_name));
   field("process manager", str(s.pool_mode));
+  field("sandbox", str(s.sandbox));
   field("start time", num(s.start_time_s));
   field("start since", num(s.uptime_s));
   field("accepted conn", num(s.accepted));
@@ -561,6 +563,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
   snap.pool_name = settings.pool_name;
+  snap.sandbox = settings.sandbox;
   reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);
   reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
   reply.headers.emplace_back("X-Listen-Queue",

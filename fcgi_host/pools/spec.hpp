@@ -24,6 +24,7 @@ struct PoolSpec {
   std::optional<unsigned long long> memory_max; // bytes, or kNoMemoryLimit
   std::optional<int> cpu_weight;
   std::string where_memory_max, where_cpu_weight; // "FILE:LINE: memory-max", for an error
+  std::string sandbox; // its workers' sandbox, one line (--test-config shows it)
   // Every option its master takes, and the identity of the code it runs: when it changes, the
   // pool reloads.
   std::string settings;

@@ -4,7 +4,13 @@
 // own workers.
 //  - fd 0 is the listen socket, blocking (libfcgi programs block in accept());
 //  - fd 1 and 2 go to the host's log; every other fd is closed;
-//  - --user/--group, --clear-env and --env apply as for built-in workers.
+//  - --user/--group, --clear-env and --env apply as for built-in workers;
+//  - --sandbox and --private-tmp apply to the program: set before the exec, they hold for it
+//    (Landlock with the program and /usr readable and executable, no_new_privs, capabilities
+//    dropped, the seccomp filter without its exec rule). --script-root DIR is in its read list:
+//    a script outside DIR cannot be opened (the program answers with its own error: php-cgi,
+//    403). The host does not see an exec'd program's requests (it accepts on the socket
+//    itself), so the kernel, not the host, keeps it inside DIR.
 // The program cannot write the scoreboard: it counts as ready once it has lived
 // kExecBootWindow (the master then marks its slot idle; a death before that, while its
 // generation was never ready, is a boot failure: `--exec /bin/false` stops the master at start
@@ -12,6 +18,7 @@
 // (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
 // USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/worker/process_setup.hpp"
+#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "process_manager/worker_context.hpp"
 
 #include <chrono>
@@ -30,6 +37,7 @@ struct ExecSettings {
   Credentials credentials;
   bool clear_env = false;
   std::vector<std::string> env;
+  SandboxSettings sandbox;
 };
 
 // The worker's entry point; returns only when exec failed (a boot failure: the master stops

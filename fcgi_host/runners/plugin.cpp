@@ -1,31 +1,72 @@
 #include "fcgi_host/runners/plugin.hpp"
 
 #include "app/plugin.hpp"
-#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/config/version.hpp"
+#include "fcgi_host/net/listen_socket.hpp" // StartupError
 
+#include <cstdio>
 #include <dlfcn.h>
+#include <mutex>
 #include <stdexcept>
 
 namespace fcgi_host {
 
-Plugin::Plugin(const std::string& path) : path_(path) {
-  library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library_) throw StartupError(std::string("dlopen(\"") + path + "\") failed: " + dlerror());
+namespace {
+std::string rebuild_hint() {
+  return std::string("rebuild the plugin against fcgi-host ") + kVersion + " (plugin ABI " +
+         plugin_abi_text() + ")";
+}
+} // namespace
+
+std::string plugin_abi_text() {
+  char text[32];
+  std::snprintf(text, sizeof text, "%u-%08x", unsigned{FCGI_HOST_PLUGIN_ABI_VERSION},
+                unsigned{app::plugin_abi::identity()});
+  return text;
+}
+
+std::string plugin_abi_mismatch(const fcgi_host_plugin& table) {
+  if (table.abi_version != FCGI_HOST_PLUGIN_ABI_VERSION)
+    return "its plugin table is version " + std::to_string(table.abi_version) + ", this host's " +
+           std::to_string(FCGI_HOST_PLUGIN_ABI_VERSION) + "; " + rebuild_hint();
+  const auto& ours = app::plugin_abi::kLayout;
+  if (!table.layout || table.layout_size != ours.size())
+    return "its layout identity has " + std::to_string(table.layout_size) + " entries, this " +
+           "host's " + std::to_string(ours.size()) + "; " + rebuild_hint();
+  for (std::size_t i = 0; i < ours.size(); ++i)
+    if (table.layout[i] != ours[i])
+      return std::string(app::plugin_abi::kLayoutNames[i]) + " is " +
+             std::to_string(table.layout[i]) + " in the plugin, " + std::to_string(ours[i]) +
+             " in this fcgi-host; " + rebuild_hint();
+  if (!table.create || !table.destroy) return "its plugin table has no create or destroy function";
+  return "";
+}
+
+Plugin::Plugin(const std::string& file, const std::string& shown_as) : shown_as_(shown_as) {
+  library_ = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library_) {
+    std::string why = dlerror();
+    if (file != shown_as) // name the operator's file, not the private copy
+      if (auto at = why.find(file); at != std::string::npos) why.replace(at, file.size(), shown_as);
+    throw StartupError("dlopen(\"" + shown_as + "\") failed: " + why);
+  }
   using EntryPoint = const fcgi_host_plugin* (*)();
   auto entry = reinterpret_cast<EntryPoint>(dlsym(library_, FCGI_HOST_PLUGIN_SYMBOL));
   if (!entry) {
+    bool older = dlsym(library_, FCGI_HOST_PLUGIN_SYMBOL_V1) != nullptr;
     dlclose(library_);
-    throw StartupError("\"" + path + "\" is not an fcgi-host plugin: it does not export " +
+    if (older)
+      throw StartupError("\"" + shown_as + "\" was built against an older fcgi-host (it exports " +
+                         FCGI_HOST_PLUGIN_SYMBOL_V1 + "); " + rebuild_hint());
+    throw StartupError("\"" + shown_as + "\" is not an fcgi-host plugin: it does not export " +
                        FCGI_HOST_PLUGIN_SYMBOL + " (use the FCGI_HOST_PLUGIN macro)");
   }
+  // The table is plain data: reading it runs none of the plugin's handler code.
   entry_ = entry();
-  if (!entry_ || entry_->abi_version != FCGI_HOST_PLUGIN_ABI_VERSION || !entry_->create ||
-      !entry_->destroy) {
-    unsigned version = entry_ ? entry_->abi_version : 0;
+  std::string why = entry_ ? plugin_abi_mismatch(*entry_) : "its entry point returned no table";
+  if (!why.empty()) {
     dlclose(library_);
-    throw StartupError("\"" + path + "\" was built for plugin ABI version " +
-                       std::to_string(version) + "; this fcgi-host loads version " +
-                       std::to_string(FCGI_HOST_PLUGIN_ABI_VERSION) + ": rebuild it");
+    throw StartupError("\"" + shown_as + "\" does not match this fcgi-host: " + why);
   }
 }
 
@@ -35,8 +76,28 @@ Plugin::~Plugin() {
 
 HandlerPtr Plugin::create() const {
   app::Handler* handler = entry_->create();
-  if (!handler) throw std::runtime_error("plugin \"" + path_ + "\" created no handler");
+  if (!handler) throw std::runtime_error("plugin \"" + shown_as_ + "\" created no handler");
   return HandlerPtr(handler, entry_->destroy);
+}
+
+std::uint32_t Plugin::flags() const {
+  return entry_->flags;
+}
+
+HandlerFactory plugin_factory(std::shared_ptr<const void> keep, std::string file,
+                              std::string shown_as) {
+  // Shared by the copies of the factory in one process; filled in the worker only, once (also
+  // when handler threads ask at the same time; a load that threw is tried again).
+  struct Loaded {
+    std::once_flag once;
+    std::unique_ptr<Plugin> plugin;
+  };
+  auto loaded = std::make_shared<Loaded>();
+  return [keep = std::move(keep), file = std::move(file), shown_as = std::move(shown_as), loaded] {
+    std::call_once(loaded->once,
+                   [&] { loaded->plugin = std::make_unique<Plugin>(file, shown_as); });
+    return loaded->plugin->create();
+  };
 }
 
 } // namespace fcgi_host

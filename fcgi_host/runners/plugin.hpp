@@ -1,9 +1,13 @@
 #pragma once
-// Loads a handler plugin (--app path/to/libx.so) in the master, before any fork: a missing file,
-// a library without the entry point or one built for another ABI version is refused at start,
-// and every worker inherits the loaded library.
-#include "fcgi_host/worker/worker.hpp"
+// Loads a handler plugin (--app path/to/libx.so). Only in a process that has dropped its
+// privileges: a worker, after the drop, loads its generation's private copy of the file
+// (plugin_copy.hpp), and the checks at start and reload load it in a child that drops first
+// (plugin_check.hpp). The master never maps plugin code: no plugin code runs as root, and a file
+// rewritten under a running host cannot change a page the master executes.
+#include "fcgi_host/worker/handler_factory.hpp"
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 struct fcgi_host_plugin;
@@ -12,19 +16,34 @@ namespace fcgi_host {
 
 class Plugin {
 public:
-  // Throws StartupError naming the path and what is wrong.
-  explicit Plugin(const std::string& path);
+  // dlopen()s `file` and checks its table; errors name `shown_as` (the path the operator gave,
+  // not the private copy). Throws StartupError naming the path and what is wrong.
+  Plugin(const std::string& file, const std::string& shown_as);
   ~Plugin();
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
 
   HandlerPtr create() const;
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return shown_as_; }
+  std::uint32_t flags() const; // FCGI_HOST_PLUGIN_* bits (app/plugin.hpp)
 
 private:
-  std::string path_;
+  std::string shown_as_;
   void* library_ = nullptr;
   const fcgi_host_plugin* entry_ = nullptr;
 };
+
+// Why a plugin's table is not one this host loads, naming the first difference and what to do
+// ("sizeof(app::Request) is 280 in the plugin, 312 in this fcgi-host; rebuild the plugin against
+// fcgi-host 0.1.0"); empty when it is.
+std::string plugin_abi_mismatch(const fcgi_host_plugin& table);
+
+// "2-1a2b3c4d": the table's version and the layout identity (app/plugin_abi.hpp), for --version.
+std::string plugin_abi_text();
+
+// A worker's handler factory: the first call (in the worker, after the drop) loads `file`, every
+// call creates a handler from it.
+HandlerFactory plugin_factory(std::shared_ptr<const void> keep, std::string file,
+                              std::string shown_as);
 
 } // namespace fcgi_host

@@ -4,6 +4,7 @@
 #include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/ready_check.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
@@ -21,6 +22,8 @@ namespace exit_code = process_manager::exit_code;
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
   OutputCapture::attach(settings.output_fd);
+  if (std::string why = prepare_sandbox(settings.sandbox); !why.empty())
+    return process_manager::boot_failure(context, "sandbox: " + why);
   if (!drop_privileges(settings.credentials))
     return process_manager::boot_failure(context, std::string("could not drop privileges: ") +
                                                       std::strerror(errno));
@@ -33,6 +36,12 @@ int run_worker(const process_manager::WorkerContext& context, const WorkerSettin
   } catch (const std::exception& e) {
     return process_manager::boot_failure(context, e.what()); // the master logs it, once
   }
+  // The sandbox closes around the handler as on_worker_start left it, before the ready check
+  // (which so proves that the handler answers inside it) and the first request.
+  if (SandboxResult sandbox = enter_sandbox(settings.sandbox); !sandbox.error.empty())
+    return process_manager::boot_failure(context, "sandbox: " + sandbox.error);
+  else if (!sandbox.skipped.empty() && context.slot_index == 0)
+    PM_LOG(LogLevel::Warn, "sandbox best-effort, not applied: " + sandbox.skipped);
   if (std::string why = ready_check(*handler, settings.ready_path); !why.empty())
     return process_manager::boot_failure(context, why);
   int code;

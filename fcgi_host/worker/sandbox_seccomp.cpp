@@ -1,0 +1,133 @@
+#include "fcgi_host/worker/sandbox_seccomp.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace fcgi_host {
+namespace {
+
+constexpr unsigned long long kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+                                                  CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
+                                                  CLONE_NEWNET, CLONE_NEWTIME};
+
+using Filter = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
+
+std::string libseccomp_error(const char* call, std::string_view what, int rc) {
+  return std::string(call) + "(\"" + std::string(what) + "\") failed: " + std::strerror(-rc);
+}
+
+// The filter, or null with `error` set.
+Filter make_filter(const std::vector<SeccompDenial>& denials, bool log_only, std::string& error) {
+  Filter ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx) {
+    error = "seccomp_init failed";
+    return Filter(nullptr, seccomp_release);
+  }
+  for (const SeccompDenial& d : denials) {
+    int nr = seccomp_syscall_resolve_name(std::string(d.name).c_str());
+    if (nr == __NR_SCMP_ERROR) continue; // not a call of this architecture
+    std::uint32_t action = log_only ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(d.error);
+    int rc = 0;
+    switch (d.when) {
+    case SeccompDenial::When::Always:
+      rc = seccomp_rule_add(ctx.get(), action, nr, 0);
+      break;
+    case SeccompDenial::When::OtherProcess:
+      rc = seccomp_rule_add(ctx.get(), action, nr, 1,
+                            SCMP_A0(SCMP_CMP_NE, static_cast<scmp_datum_t>(getpid())));
+      break;
+    case SeccompDenial::When::NamespaceFlags:
+      // clone's flags are its first argument on x86 and arm. A rule per flag (rules of one
+      // call are alternatives): the call is refused when any of them is set.
+      for (unsigned long long flag : kNamespaceFlags)
+        if (rc == 0)
+          rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+      break;
+    }
+    if (rc != 0) {
+      error = libseccomp_error("seccomp_rule_add", d.name, rc);
+      return Filter(nullptr, seccomp_release);
+    }
+  }
+  return ctx;
+}
+
+} // namespace
+
+std::vector<SeccompDenial> seccomp_denials(bool allow_exec) {
+  using W = SeccompDenial::When;
+  std::vector<SeccompDenial> d = {
+      {"ptrace"},
+      {"process_vm_readv", W::OtherProcess},
+      {"process_vm_writev", W::OtherProcess},
+      {"mount"},
+      {"umount2"},
+      {"pivot_root"},
+      {"chroot"},
+      {"move_mount"},
+      {"open_tree"},
+      {"fsopen"},
+      {"fsmount"},
+      {"fsconfig"},
+      {"fspick"},
+      {"mount_setattr"},
+      {"unshare"},
+      {"setns"},
+      {"clone", W::NamespaceFlags},
+      {"clone3", W::Always, ENOSYS},
+      {"init_module"},
+      {"finit_module"},
+      {"delete_module"},
+      {"kexec_load"},
+      {"kexec_file_load"},
+      {"bpf"},
+      {"perf_event_open"},
+      {"add_key"},
+      {"request_key"},
+      {"keyctl"},
+      {"userfaultfd"},
+      {"reboot"},
+      {"swapon"},
+      {"swapoff"},
+      {"acct"},
+  };
+  if (!allow_exec) {
+    d.push_back({"execve"});
+    d.push_back({"execveat"});
+  }
+  return d;
+}
+
+std::string build_seccomp_filter(const std::vector<SeccompDenial>& denials, bool log_only,
+                                 std::vector<unsigned char>& bpf) {
+  std::string error;
+  Filter ctx = make_filter(denials, log_only, error);
+  if (!ctx) return error;
+  int fd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
+  if (fd < 0) return std::string("memfd_create failed: ") + std::strerror(errno);
+  int rc = seccomp_export_bpf(ctx.get(), fd);
+  if (rc == 0) {
+    off_t size = lseek(fd, 0, SEEK_END);
+    bpf.resize(size > 0 ? static_cast<std::size_t>(size) : 0);
+    if (pread(fd, bpf.data(), bpf.size(), 0) != static_cast<ssize_t>(bpf.size())) bpf.clear();
+  }
+  ::close(fd);
+  return rc == 0 ? "" : libseccomp_error("seccomp_export_bpf", "sandbox", rc);
+}
+
+std::string apply_seccomp(const std::vector<SeccompDenial>& denials, bool log_only) {
+  std::string error;
+  Filter ctx = make_filter(denials, log_only, error);
+  if (!ctx) return error;
+  // Every thread of the worker (a handler thread made before the sandbox too).
+  seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1);
+  int rc = seccomp_load(ctx.get());
+  return rc == 0 ? "" : libseccomp_error("seccomp_load", "sandbox", rc);
+}
+
+} // namespace fcgi_host

@@ -1,0 +1,199 @@
+// The sandbox's pure parts: the Landlock rules a worker gets (mapped files, the system list,
+// the options' lists), the rights each ABI handles, the seccomp deny-list and its filter, and
+// the options that describe it.
+#include "fcgi_host/cli/config.hpp"
+#include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/worker/sandbox_landlock.hpp"
+#include "fcgi_host/worker/sandbox_seccomp.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace fcgi_host;
+
+namespace {
+
+Config parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "fcgi-host");
+  std::vector<const char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.c_str());
+  Config c;
+  std::ostringstream out;
+  parse_config(static_cast<int>(argv.size()), argv.data(), c, out);
+  return c;
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const LandlockRule* rule_for(const std::vector<LandlockRule>& rules, const std::string& path) {
+  auto it = std::find_if(rules.begin(), rules.end(),
+                         [&](const LandlockRule& r) { return r.path == path; });
+  return it == rules.end() ? nullptr : &*it;
+}
+
+bool denies(const std::vector<SeccompDenial>& list, std::string_view name) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const SeccompDenial& d) { return d.name == name; });
+}
+
+} // namespace
+
+TEST_SUITE("sandbox") {
+  TEST_CASE("mapped_files: each file once, without pseudo and deleted mappings") {
+    const std::string maps =
+        "55d0-55d1 r--p 00000000 08:01 123  /usr/bin/fcgi-host\n"
+        "55d1-55d2 r-xp 00001000 08:01 123  /usr/bin/fcgi-host\n"
+        "7f00-7f01 r--p 00000000 08:01 456  /srv/app/lib app.so\n"
+        "7f01-7f02 rw-p 00000000 00:00 0 \n"
+        "7f02-7f03 rw-p 00000000 00:00 0    [heap]\n"
+        "7f03-7f04 rw-s 00000000 00:01 789  /dev/zero (deleted)\n"
+        "7f04-7f05 r--p 00000000 08:01 999  /usr/lib/x86_64-linux-gnu/libc.so.6";
+    CHECK(mapped_files(maps) == std::vector<std::string>{"/usr/bin/fcgi-host",
+                                                         "/srv/app/lib app.so",
+                                                         "/usr/lib/x86_64-linux-gnu/libc.so.6"});
+    CHECK(mapped_files("").empty());
+  }
+
+  TEST_CASE("landlock_rules: mapped files and the system list read-only, the lists as given") {
+    SandboxSettings s;
+    s.mode = SandboxMode::On;
+    s.read = {"/srv/app/conf"};
+    s.write = {"/srv/app/data", "/srv/app/conf"}; // the same path twice: its widest access
+    s.host_write = {"/var/log/fcgi-host.log"};
+    auto rules = landlock_rules(s, {"/srv/app/libapp.so"}, {});
+    REQUIRE(rule_for(rules, "/srv/app/libapp.so"));
+    CHECK_FALSE(rule_for(rules, "/srv/app/libapp.so")->write);
+    CHECK_FALSE(rule_for(rules, "/srv/app/libapp.so")->required); // mapped: may be gone
+    for (const char* system :
+         {"/etc/ssl", "/etc/resolv.conf", "/usr/share/zoneinfo", "/dev/urandom", "/proc/self"}) {
+      REQUIRE(rule_for(rules, system));
+      CHECK_FALSE(rule_for(rules, system)->write);
+      CHECK_FALSE(rule_for(rules, system)->required);
+    }
+    CHECK(rule_for(rules, "/dev/null")->write);
+    CHECK(rule_for(rules, "/srv/app/data")->write);
+    CHECK(rule_for(rules, "/srv/app/data")->required);
+    CHECK(rule_for(rules, "/srv/app/conf")->write);
+    CHECK(std::count_if(rules.begin(), rules.end(),
+                        [](const LandlockRule& r) { return r.path == "/srv/app/conf"; }) == 1);
+    CHECK(rule_for(rules, "/var/log/fcgi-host.log")->write);
+    // Nothing executable, no /tmp, no /usr beyond the listed files, no /etc at large.
+    CHECK(
+        std::none_of(rules.begin(), rules.end(), [](const LandlockRule& r) { return r.execute; }));
+    CHECK_FALSE(rule_for(rules, "/tmp"));
+    CHECK_FALSE(rule_for(rules, "/usr"));
+    CHECK_FALSE(rule_for(rules, "/etc"));
+  }
+
+  TEST_CASE("landlock_rules: an exec'd program, --sandbox-exec, --private-tmp") {
+    SandboxSettings s;
+    s.mode = SandboxMode::On;
+    s.read = {"/srv/site"};
+    auto exec_rules = landlock_rules(s, {}, {"/usr/bin/php-cgi"});
+    CHECK(rule_for(exec_rules, "/usr/bin/php-cgi")->execute);
+    CHECK(rule_for(exec_rules, "/usr")->execute);
+    CHECK_FALSE(rule_for(exec_rules, "/usr")->write);
+    CHECK_FALSE(rule_for(exec_rules, "/srv/site")->execute); // scripts are read, not executed
+    s.allow_exec = true;
+    auto handler_exec = landlock_rules(s, {}, {});
+    CHECK(rule_for(handler_exec, "/usr")->execute);
+    CHECK(rule_for(handler_exec, "/srv/site")->execute);
+    s.private_tmp = true;
+    CHECK(rule_for(landlock_rules(s, {}, {}), "/tmp")->write);
+  }
+
+  TEST_CASE("landlock_handled_access: each ABI handles its rights, none without Landlock") {
+    CHECK(landlock_handled_access(0) == 0);
+    CHECK(landlock_handled_access(1) == 0x1fffULL);
+    CHECK(landlock_handled_access(2) == 0x3fffULL); // + refer
+    CHECK(landlock_handled_access(3) == 0x7fffULL); // + truncate
+    CHECK(landlock_handled_access(4) == 0x7fffULL); // (network rights: not used)
+    CHECK(landlock_handled_access(7) == 0xffffULL); // + ioctl on devices
+  }
+
+  TEST_CASE("seccomp_denials: the web handler's never-needed calls, exec unless allowed") {
+    auto strict = seccomp_denials(false);
+    for (const char* call : {"ptrace",      "process_vm_readv", "process_vm_writev",
+                             "mount",       "umount2",          "pivot_root",
+                             "chroot",      "unshare",          "setns",
+                             "init_module", "finit_module",     "kexec_load",
+                             "bpf",         "perf_event_open",  "keyctl",
+                             "add_key",     "request_key",      "userfaultfd",
+                             "reboot",      "swapon",           "acct",
+                             "execve",      "execveat"})
+      CHECK_MESSAGE(denies(strict, call), call);
+    auto with_exec = seccomp_denials(true);
+    CHECK_FALSE(denies(with_exec, "execve"));
+    CHECK_FALSE(denies(with_exec, "execveat"));
+    CHECK(denies(with_exec, "ptrace"));
+    for (const char* call :
+         {"read", "write", "sendto", "epoll_wait", "openat", "socket", "connect", "kill", "prctl"})
+      CHECK_FALSE(denies(strict, call));
+  }
+
+  TEST_CASE("build_seccomp_filter: a BPF program, longer with exec refused, log mode too") {
+    std::vector<unsigned char> strict, with_exec, logging;
+    CHECK(build_seccomp_filter(seccomp_denials(false), false, strict) == "");
+    CHECK(build_seccomp_filter(seccomp_denials(true), false, with_exec) == "");
+    CHECK(build_seccomp_filter(seccomp_denials(false), true, logging) == "");
+    CHECK(strict.size() % 8 == 0); // struct sock_filter instructions
+    CHECK(strict.size() > with_exec.size());
+    CHECK_FALSE(logging.empty());
+    CHECK(logging != strict); // SECCOMP_RET_LOG instead of SECCOMP_RET_ERRNO
+  }
+
+  TEST_CASE("options: modes, lists, and what needs --sandbox or --exec") {
+    Config c = parse({"--sandbox", "on", "--sandbox-read", "/srv/a", "--sandbox-read", "/srv/b",
+                      "--sandbox-write", "/srv/w", "--private-tmp", "on", "--error-log",
+                      "/var/log/x.log"});
+    SandboxSettings s = sandbox_settings(c);
+    CHECK(s.mode == SandboxMode::On);
+    CHECK(s.read == std::vector<std::string>{"/srv/a", "/srv/b"});
+    CHECK(s.write == std::vector<std::string>{"/srv/w"});
+    CHECK(s.private_tmp);
+    CHECK_FALSE(s.allow_exec);
+    CHECK(s.host_write == std::vector<std::string>{"/var/log/x.log"});
+    CHECK(sandbox_settings(parse({"--sandbox", "best-effort"})).mode == SandboxMode::BestEffort);
+    CHECK(sandbox_settings(parse({"--sandbox", "log"})).mode == SandboxMode::Log);
+    CHECK(sandbox_settings(parse({})).mode == SandboxMode::Off);
+    Config php = parse({"--sandbox", "on", "--script-root", "/srv/site", "--exec", "php-cgi"});
+    CHECK(sandbox_settings(php).read == std::vector<std::string>{"/srv/site"});
+
+    CHECK(error_of({"--sandbox", "yes"}) ==
+          "--sandbox: 'yes' is not one of on, off, best-effort, log");
+    CHECK(error_of({"--sandbox-read", "/srv"}) ==
+          "--sandbox-read: has no effect without --sandbox");
+    CHECK(error_of({"--sandbox", "on", "--sandbox-write", "data"}) ==
+          "--sandbox-write: \"data\" is not an absolute path");
+    CHECK(error_of({"--sandbox", "on", "--sandbox-exec", "maybe"}) ==
+          "--sandbox-exec: must be on or off");
+    CHECK(error_of({"--sandbox", "on", "--script-root", "/srv"})
+              .starts_with("--script-root: is for --exec programs"));
+  }
+
+  TEST_CASE("describe_sandbox: one line of what applies") {
+    SandboxSettings s;
+    CHECK(describe_sandbox(s) == "off");
+    s.private_tmp = true;
+    CHECK(describe_sandbox(s) == "off (private /tmp)");
+    s.mode = SandboxMode::On;
+    s.read = {"/a"};
+    std::string on = describe_sandbox(s);
+    CHECK(on.starts_with("on: landlock "));
+    CHECK(on.find("seccomp deny-list (exec refused)") != std::string::npos);
+    CHECK(on.ends_with("private /tmp; read 1, write 0 paths"));
+  }
+}
