@@ -1,6 +1,7 @@
 #include "process_manager/crash_report.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/log.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -171,7 +172,7 @@ std::string request_in_flight(const WorkerSlot& w, std::size_t thread, std::uint
 std::string requests_lines(const WorkerSlot& w, std::uint64_t now_ns) {
   const std::size_t threads = w.thread_count();
   if (threads <= 1) {
-    std::string line = request_in_flight(w, 0, now_ns);
+    std::string line = log_escaped(request_in_flight(w, 0, now_ns));
     if (!line.empty()) return "  request in flight: " + line + "\n";
     WorkerState state = w.state.load(std::memory_order_relaxed);
     if (state == WorkerState::Starting)
@@ -181,7 +182,7 @@ std::string requests_lines(const WorkerSlot& w, std::uint64_t now_ns) {
   const std::int32_t faulting = w.crash_thread.load(std::memory_order_relaxed);
   std::string mine, others; // the faulting thread's line first
   for (std::size_t t = 0; t < threads; ++t) {
-    std::string line = request_in_flight(w, t, now_ns);
+    std::string line = log_escaped(request_in_flight(w, t, now_ns));
     if (line.empty()) continue;
     bool faulted = static_cast<std::int32_t>(t) == faulting;
     (faulted ? mine : others) += "  thread " + std::to_string(t) + " (tid " +
@@ -208,9 +209,13 @@ std::uint32_t requests_lost_beside(const WorkerSlot& w) {
 }
 
 std::string describe_crash(const WorkerSlot& slot, std::uint64_t now_ns, const std::string& stack) {
+  // The requests and the note are the worker's text (a newline in them must not start a line).
   std::string block = requests_lines(slot, now_ns);
   if (slot.crash_note[0] != '\0')
-    block += "  " + std::string(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize)) + "\n";
+    block +=
+        "  " +
+        log_escaped(std::string_view(slot.crash_note, strnlen(slot.crash_note, kCrashNoteSize))) +
+        "\n";
   std::istringstream in(stack);
   for (std::string line; std::getline(in, line);)
     block += "  " + line + "\n";

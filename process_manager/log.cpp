@@ -60,7 +60,27 @@ void Log::reopen() {
   if (!file_.reopen(why)) write(LogLevel::Error, "reopen: " + why + "; keeping the old file");
 }
 
-void Log::write(LogLevel l, std::string_view message) {
+void append_log_escaped(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (char c : text) {
+    auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b != 0x7f) {
+      out.push_back(c);
+    } else {
+      const char escaped[4] = {'\\', 'x', kHex[b >> 4], kHex[b & 0xf]};
+      out.append(escaped, sizeof escaped);
+    }
+  }
+}
+
+std::string log_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  append_log_escaped(out, text);
+  return out;
+}
+
+void Log::write(LogLevel l, std::string_view message, std::string_view block) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   tm local;
@@ -71,10 +91,18 @@ void Log::write(LogLevel l, std::string_view message) {
                 static_cast<int>(getpid()));
 
   std::string line;
-  line.reserve(std::strlen(stamp) + tag_.size() + message.size() + 4);
+  line.reserve(std::strlen(stamp) + tag_.size() + message.size() + block.size() + 8);
   line.append(stamp);
   if (!tag_.empty()) line.append(" ").append(tag_);
-  line.append(": ").append(message).push_back('\n');
+  line.append(": ");
+  append_log_escaped(line, message);
+  while (!block.empty()) {
+    std::size_t nl = block.find('\n');
+    line.push_back('\n');
+    append_log_escaped(line, block.substr(0, nl));
+    block.remove_prefix(nl == std::string_view::npos ? block.size() : nl + 1);
+  }
+  line.push_back('\n');
 
   write_line(fd(), line);
 }

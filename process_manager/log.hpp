@@ -35,7 +35,10 @@ public:
   void set_tag(std::string tag) { tag_ = std::move(tag); }
 
   // Writes "2026-11-30 10:00:00.123 [warn] 1234: message\n" ("1234 [api]: " with a tag).
-  void write(LogLevel l, std::string_view message);
+  // Control bytes in `message` are written as \xNN (append_log_escaped): a message may carry
+  // request data, and a newline in it must never start a line of its own. A `block` (a crash's
+  // request and stack) follows on lines of its own: split at its newlines, each line escaped.
+  void write(LogLevel l, std::string_view message, std::string_view block = {});
 
 private:
   Log() = default;
@@ -45,12 +48,25 @@ private:
   LogLevel level_ = LogLevel::Notice;
 };
 
+// The log's one rule for text it did not write itself: every byte below 0x20 and 0x7F (DEL) is
+// appended as \xNN, so a request's newline, carriage return or terminal escape cannot forge or
+// split a line. Bytes from 0x80 up (UTF-8) are kept.
+void append_log_escaped(std::string& out, std::string_view text);
+std::string log_escaped(std::string_view text);
+
 // Convenience: log at a level if enabled, formatting with std::format-like concatenation done by
 // the caller only when enabled.
 #define PM_LOG(level, expr)                                                                        \
   do {                                                                                             \
     auto& pm_log_ = ::process_manager::Log::get();                                                 \
     if (pm_log_.enabled(level)) pm_log_.write(level, (expr));                                      \
+  } while (0)
+
+// The same with a block of lines after the message (Log::write).
+#define PM_LOG_BLOCK(level, message, block)                                                        \
+  do {                                                                                             \
+    auto& pm_log_ = ::process_manager::Log::get();                                                 \
+    if (pm_log_.enabled(level)) pm_log_.write(level, (message), (block));                          \
   } while (0)
 
 } // namespace process_manager

@@ -1,5 +1,7 @@
 #include "process_manager/log_file.hpp"
 
+#include "process_manager/path_checks.hpp"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <system_error>
@@ -9,11 +11,10 @@ namespace process_manager {
 
 namespace {
 
+// Checked (path_checks.hpp): started as root, the master must not append to a file another user
+// put there, or follow a link to one.
 int open_append(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd == -1)
-    throw std::system_error(errno, std::generic_category(), "open(\"" + path + "\") failed");
-  return fd;
+  return open_checked(path, O_WRONLY | O_APPEND | O_CREAT, 0640);
 }
 
 } // namespace

@@ -1,8 +1,10 @@
 #pragma once
 // An append-only log file, as the error log (Log) and the access log (AccessLog) both keep one:
-// opened O_APPEND | O_CREAT 0640, reopened after rotation (USR1) by dup3 over the same
-// descriptor, so its number stays valid for every copy taken of it, and written one whole line
-// per write(2), so lines of the master and the workers never interleave mid-line.
+// opened O_APPEND | O_CREAT 0640, never through a symbolic link, only a regular file of this
+// user's in a directory nobody else can write (path_checks.hpp); reopened after rotation (USR1)
+// by dup3 over the same descriptor, so its number stays valid for every copy taken of it; and
+// written one whole line per write(2), so lines of the master and the workers never interleave
+// mid-line.
 #include <string>
 #include <string_view>
 

@@ -141,6 +141,7 @@ void Master::Impl::reap() {
                                   ", not a worker (an adopted orphan): " + describe(c));
       continue;
     }
+    if (options.on_worker_reaped) options.on_worker_reaped(c.pid);
     WorkerSlot& s = scoreboard.slot(w->slot);
     note_unreported_crash(*w, c, s);
     std::uint64_t requests = s.requests;
@@ -186,12 +187,13 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
     }
   // The crash block goes with the exit line, whatever is decided about the worker's slot: the
   // crash lines' rate limit (CrashPolicy) is the block's.
-  std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
+  const std::string& block = w.crash_block;
+  const std::string colon = block.empty() ? "" : ":";
   bool clean = c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone;
   WorkerExit kind = classify_exit(c, facts); // worker_exit.hpp: what "ready" means
   if (w.stopping()) { // we asked for it: a request-timeout kill is respawned at once, no backoff
-    PM_LOG(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
-           line + " (" + to_string(*w.stop_reason) + ")" + block);
+    PM_LOG_BLOCK(clean || w.stop_reason != StopReason::Timeout ? stop_level() : LogLevel::Warn,
+                 line + " (" + to_string(*w.stop_reason) + ")" + colon, block);
   } else if (kind == WorkerExit::Done) { // recycled: maintain_pool() respawns at once
     PM_LOG(LogLevel::Notice, line);
   } else if (kind == WorkerExit::BootFailure) {
@@ -225,7 +227,13 @@ void Master::Impl::take_crash_stacks() {
     const std::uint64_t now = monotonic_ns();
     if (booting ||
         (!taken && (captured || crashes.lines_due(now) > 0) && crashes.take_stack_turn(now))) {
-      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, s.crash_tid.load()));
+      // The thread is the worker's word (its slot): checked against the pid the master forked.
+      const pid_t tid = s.crash_tid.load();
+      const bool own_thread = tid == 0 || is_thread_of(w.pid, tid);
+      stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, own_thread ? tid : 0));
+      if (!own_thread)
+        stack += "(the slot named thread " + std::to_string(tid) + ", not one of worker " +
+                 std::to_string(w.pid) + "'s: every thread's stack instead)\n";
       taken = taken || !booting;
     } else {
       stack = "no stack trace: the master takes one a second at the most\n";
@@ -301,19 +309,22 @@ void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const 
                                   : " failed to boot: " + why + " (exit code " +
                                         std::to_string(exit_code::kWorkerBootFailure) + ")");
   // A crash while booting (in on_worker_start) has its block, as any crash has.
-  const std::string block = w.crash_block.empty() ? "" : ":\n" + w.crash_block;
+  const std::string& block = w.crash_block;
+  const std::string colon = block.empty() ? "" : ":";
   if (boot_failed) {
     PM_LOG(LogLevel::Debug, what);
   } else if (w.generation != current_gen()) { // abandoned or retired: nothing depends on it
-    PM_LOG(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + block);
+    PM_LOG_BLOCK(LogLevel::Error, line + (why.empty() ? "" : ": " + why) + colon, block);
   } else if (state == State::Reloading && table.count_active_except(current_gen()) > 0) {
     abandon_reload(what, block);
   } else if (state == State::Running && gens.in_grace(w.generation, monotonic_ns())) {
-    PM_LOG(LogLevel::Error, what + block);
+    PM_LOG_BLOCK(LogLevel::Error, what + colon, block);
     go_back("a replacement could not boot");
   } else { // respawning would only fail again, in a loop
-    PM_LOG(LogLevel::Error, what + "; stopping, the master exits with code " +
-                                std::to_string(exit_code::kFailure) + block);
+    PM_LOG_BLOCK(LogLevel::Error,
+                 what + "; stopping, the master exits with code " +
+                     std::to_string(exit_code::kFailure) + colon,
+                 block);
     boot_failed = true;
     exit_code = exit_code::kFailure;
     begin_stop(State::Stopping, StopReason::Graceful);
@@ -328,7 +339,7 @@ void Master::Impl::spawn_failed(const std::string& line) {
 // (CrashPolicy), and the count of the others when the burst is over (log_held_crash_count).
 void Master::Impl::log_crash(LogLevel level, const std::string& line,
                              const CrashPolicy::Decision& d, const std::string& block) {
-  if (d.log) PM_LOG(level, line + block);
+  if (d.log) PM_LOG_BLOCK(level, line + (block.empty() ? "" : ":"), block);
   if (d.breaker_tripped) {
     const auto& s = crashes.settings();
     PM_LOG(LogLevel::Error, "crash loop: more than " + std::to_string(s.breaker_crashes) +

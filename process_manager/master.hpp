@@ -41,6 +41,9 @@ struct MasterOptions {
   // begins, before any worker is signalled: the place to refuse new connections (remove the
   // socket path, close the master's copy of the listen socket). listen_fd is not used after it.
   std::function<void()> on_stop;
+  // A worker was reaped (its pid, which the kernel may now give to another process): the place
+  // to free what the master kept for it (the output capture's unfinished line).
+  std::function<void(pid_t pid)> on_worker_reaped;
   // Fds of the master that no worker may keep (a locked pidfile: a worker holding it would keep
   // the lock after the master is gone). Closed in every worker right after fork.
   std::vector<int> private_fds;

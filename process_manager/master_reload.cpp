@@ -65,9 +65,11 @@ void Master::Impl::advance_reload() {
 }
 
 void Master::Impl::abandon_reload(const std::string& why, const std::string& block) {
-  PM_LOG(LogLevel::Error, why + "; abandoning generation " + std::to_string(current_gen()) +
-                              ", keeping generation " + std::to_string(gens.previous_number()) +
-                              block);
+  PM_LOG_BLOCK(LogLevel::Error,
+               why + "; abandoning generation " + std::to_string(current_gen()) +
+                   ", keeping generation " + std::to_string(gens.previous_number()) +
+                   (block.empty() ? "" : ":"),
+               block);
   for (Worker& w : table.all())
     if (w.generation == current_gen()) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);

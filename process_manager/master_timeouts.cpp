@@ -94,10 +94,12 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
                              ? " killed: request \""
                              : " stops (its other requests finish): thread " + std::to_string(t) +
                                    " (tid " + std::to_string(s.tid) + ") stuck in request \"";
-      PM_LOG(LogLevel::Error, name(w) + what + r.method + " " + r.uri + "\", request id " +
-                                  r.request_id + ", ran for " + seconds_text(running_ns(s, now)) +
-                                  " (request_timeout " + seconds_text(ns(w.request_timeout)) + ")" +
-                                  (stack.empty() ? "" : "; stack:\n" + stack));
+      PM_LOG_BLOCK(LogLevel::Error,
+                   name(w) + what + r.method + " " + r.uri + "\", request id " + r.request_id +
+                       ", ran for " + seconds_text(running_ns(s, now)) + " (request_timeout " +
+                       seconds_text(ns(w.request_timeout)) + ")" +
+                       (stack.empty() ? "" : "; stack:"),
+                   stack);
       ++scoreboard.pool().kills_by_timeout;
       stop(w, StopReason::Timeout);
       break;
@@ -142,11 +144,12 @@ void Master::Impl::take_slow_request_stacks() {
       std::string thread =
           threads <= 1 ? ""
                        : ", thread " + std::to_string(t) + " (tid " + std::to_string(tid) + ")";
-      PM_LOG(LogLevel::Warn, "slow request in flight: " + name(w) + thread + ", \"" + r.method +
-                                 " " + r.uri + "\", request id " + r.request_id + ", running for " +
-                                 seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
-                                 seconds_text(ns(w.slow_stack_after)) + ")" + skipped +
-                                 "; stack:\n" + stack);
+      PM_LOG_BLOCK(LogLevel::Warn,
+                   "slow request in flight: " + name(w) + thread + ", \"" + r.method + " " + r.uri +
+                       "\", request id " + r.request_id + ", running for " +
+                       seconds_text(running_ns(s, now)) + " (slow-request-threshold " +
+                       seconds_text(ns(w.slow_stack_after)) + ")" + skipped + "; stack:",
+                   stack);
       return; // one a turn: a crash report does not wait for several debuggers
     }
   }

@@ -1,5 +1,7 @@
 #include "process_manager/pidfile.hpp"
 
+#include "process_manager/path_checks.hpp"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <fstream>
@@ -38,8 +40,9 @@ namespace {
 // An open, locked descriptor on the file `path` names; throws when another process holds it.
 int open_locked(const std::string& path) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) fail(errno, "open(\"" + path + "\") failed");
+    // Checked (path_checks.hpp): a pidfile of another user's, or a link, is refused; a pid
+    // written there could be one an init script later signals.
+    int fd = open_checked(path, O_RDWR | O_CREAT, 0644);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(fd);

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -51,18 +52,23 @@ std::string frames(const std::string& out) {
   return result;
 }
 
-// A thread id read from a worker's slot names a thread of that worker, or nothing: a worker must
-// not be able to have the master's debugger attach to another process.
-pid_t thread_of(pid_t pid, pid_t tid) {
-  if (tid == 0 || tid == pid) return tid;
-  std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
-  return access(task.c_str(), F_OK) == 0 ? tid : pid;
-}
-
 } // namespace
 
+bool is_thread_of(pid_t pid, pid_t tid) {
+  if (pid <= 0 || tid <= 0) return false;
+  if (tid == pid) return true;
+  struct stat st {};
+  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+  return ::stat(task.c_str(), &st) == 0;
+}
+
 std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid) {
-  std::vector<std::string> args = debugger_argv(pid, thread_of(pid, tid));
+  // `pid` is the master's own (its worker table); `tid` may come from the worker's slot, which
+  // the worker can write: a debugger attaches to the whole thread group of any tid, so a tid
+  // that is not one of this process's threads would have the master trace a process of the
+  // worker's choosing. Such a tid is ignored: the whole process's stack instead.
+  if (tid != 0 && !is_thread_of(pid, tid)) tid = 0;
+  std::vector<std::string> args = debugger_argv(pid, tid);
   if (args.empty()) return "no stack trace: no debugger installed (eu-stack or gdb)\n";
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) == -1)

@@ -11,8 +11,12 @@ namespace process_manager {
 // The debugger's frame lines ("#0 ...", each followed by its source file:line where debug info
 // is installed, and inlined frames), one per line; or one line saying why there are none ("no
 // debugger installed (eu-stack or gdb)", "debugger timed out after 1.0 s"). `tid`: only that
-// thread of the process (eu-stack; gdb shows the thread it stops in), when it is one of `pid`'s
-// (else the whole process: an id read from a worker's slot is checked); 0: every thread.
+// thread of the process (eu-stack; gdb shows the thread it stops in); 0: every thread.
+// `pid` must be a process the caller forked (never a pid read from the scoreboard); a `tid` that
+// is not one of its threads (is_thread_of) is ignored: every thread's stack instead.
 std::string capture_stack(pid_t pid, std::chrono::milliseconds budget, pid_t tid = 0);
+
+// Whether `tid` is a thread of process `pid` (/proc/PID/task/TID).
+bool is_thread_of(pid_t pid, pid_t tid);
 
 } // namespace process_manager

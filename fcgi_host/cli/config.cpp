@@ -432,6 +432,14 @@ void read_access_control(const Values& v, Config& c) {
     std::string why;
     if (v.has(list) && !parse_client_list(v.text(list), *patterns, why)) throw v.error(list, why);
   }
+  // Status is closed by default: loopback and local Unix clients (the option's default). A TCP
+  // status listener is reachable by every local user and maybe beyond: whom it answers must be
+  // said, never assumed.
+  if (!v.given("status-allow")) {
+    if (v.has("status-listen") && v.address("status-listen").kind == ListenAddress::Kind::Tcp)
+      throw v.error("status-listen", "a TCP status listener needs --status-allow (the addresses "
+                                     "that may read it); or listen on a Unix socket");
+  }
   v.text("user", c.user);
   v.text("group", c.group);
 }

@@ -10,6 +10,7 @@
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/argv.hpp"
+#include "process_manager/log.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -98,9 +99,9 @@ capture::CapturedRequest load_request(const ReplayArgs& a) {
     r.set_param(name, value);
   std::string length = r.param("CONTENT_LENGTH"), kept = std::to_string(r.body.size());
   if (!length.empty() && length != kept) {
-    std::cerr << "fcgi-host replay: CONTENT_LENGTH " << length << " becomes " << kept
-              << ": the capture kept " << kept << " bytes of the body (" << r.field("body")
-              << ")\n";
+    std::cerr << "fcgi-host replay: CONTENT_LENGTH " << process_manager::log_escaped(length)
+              << " becomes " << kept << ": the capture kept " << kept << " bytes of the body ("
+              << process_manager::log_escaped(r.field("body")) << ")\n";
     r.set_param("CONTENT_LENGTH", kept);
   }
   return r;
@@ -116,6 +117,26 @@ WorkerSettings replay_settings(Config config) {
   WorkerSettings s = worker_settings(config, WorkerPlumbing{});
   s.close_listen_fd_on_stop = false; // the in-process host's own socket
   return s;
+}
+
+// What a captured request or its answer shows on a terminal: the capture holds a client's bytes,
+// and an escape sequence must not reach the terminal as one. Control bytes but newline and tab
+// are written \xNN (the log's rule, process_manager/log.hpp); to a file or a pipe, the bytes as
+// they are.
+void write_out(std::ostream& out, int fd, std::string_view bytes) {
+  if (!::isatty(fd)) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return;
+  }
+  std::string shown;
+  for (std::size_t at = 0; at < bytes.size();) {
+    std::size_t end = bytes.find_first_of("\n\t", at);
+    if (end == std::string_view::npos) end = bytes.size();
+    process_manager::append_log_escaped(shown, bytes.substr(at, end - at));
+    if (end < bytes.size()) shown.push_back(bytes[end]);
+    at = end + 1;
+  }
+  out << shown;
 }
 
 // Sends the request and copies the answer's STDOUT to stdout, STDERR to stderr.
@@ -134,10 +155,8 @@ int ask_replay_host(const InProcessHost& host, const std::string& request) {
     exchange(
         fd, host.address(), request, SteadyClock::now() + std::chrono::hours(24),
         [](const records::RecordView& r) {
-          if (r.header.is(records::Type::Stdout))
-            std::cout.write(r.content.data(), r.content.size());
-          if (r.header.is(records::Type::Stderr))
-            std::cerr.write(r.content.data(), r.content.size());
+          if (r.header.is(records::Type::Stdout)) write_out(std::cout, 1, r.content);
+          if (r.header.is(records::Type::Stderr)) write_out(std::cerr, 2, r.content);
           std::cout.flush();
         },
         [&host](std::string& why) {
@@ -162,10 +181,14 @@ int replay(const ReplayArgs& a, app::Handler* own) {
   AppSource app = resolve_app(config, own, current_directory());
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
     throw Failure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
-  std::cerr << "fcgi-host replay: " << request.param("REQUEST_METHOD") << " "
-            << request.param("REQUEST_URI") << " (captured " << request.field("time")
-            << " from worker " << request.field("pid") << ", signal " << request.field("signal")
-            << "; redacted: " << request.field("redacted") << ")\n";
+  // The capture's words, always escaped: this line is read by a person, never parsed.
+  using process_manager::log_escaped;
+  std::cerr << "fcgi-host replay: " << log_escaped(request.param("REQUEST_METHOD")) << " "
+            << log_escaped(request.param("REQUEST_URI")) << " (captured "
+            << log_escaped(request.field("time")) << " from worker "
+            << log_escaped(request.field("pid")) << ", signal "
+            << log_escaped(request.field("signal"))
+            << "; redacted: " << log_escaped(request.field("redacted")) << ")\n";
   InProcessHost host(replay_settings(config), app.factory());
   return ask_replay_host(host, capture::encode_request(request));
 }

@@ -327,6 +327,9 @@ void capture_worker_output(Host& host) {
     host.output = std::make_unique<OutputCapture>();
     host.output_fd = host.output->write_fd();
     host.options.watch_fds.push_back(host.output->read_fd());
+    host.options.on_worker_reaped = [output = host.output.get()](pid_t pid) {
+      output->forget(pid);
+    };
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error, std::string(e.what()) + "; worker output is not captured");
   }

@@ -32,11 +32,17 @@ ListenOptions listen_options(const Config& config) {
   return o;
 }
 
+// The status socket is the master's, closed by default: owned by the user running fcgi-host,
+// 0600, or 0660 for --socket-group (the web server's group reads the workers' socket; an
+// operator's group may read status). Never --socket-owner's nor --socket-mode's: the web server
+// needs the workers' socket, not the master's page.
 ListenOptions status_listen_options(const Config& config) {
   ListenOptions o = listen_options(config);
   std::string why;
   parse_listen_address(config.status_listen, o.address, why); // checked by parse_config
   o.backlog = kStatusBacklog;
+  o.owner.clear();
+  o.mode = config.socket_group.empty() ? 0600 : 0660;
   return o;
 }
 

@@ -231,9 +231,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"ping-response", 0, "TEXT", "pong", "the body of a ping answer"},
     {"status-listen", 0, "ADDR", "",
      "the master itself serves status and ping here, also when every worker is busy"},
-    {"status-allow", 0, "LIST", "",
+    {"status-allow", 0, "LIST", "127.0.0.0/8 ::1 unix",
      "addresses or CIDRs allowed to read status and ping, and unix for the clients of a Unix "
-     "socket server; what does not parse is refused (default: everyone)"},
+     "socket server; what does not parse is refused; a TCP --status-listen needs it said"},
 });
 
 constexpr const OptionSpec* find_option(std::string_view name) {

@@ -3,8 +3,10 @@
 #include "fcgi_host/net/systemd_socket.hpp"
 
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/path_checks.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pwd.h>
+#include <string_view>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -96,6 +99,21 @@ ListenSocket::ListenSocket(const ListenOptions& options) {
   }
 }
 
+namespace {
+
+// A Unix socket keeps the name bind() was given: ours are bound as "DIR/.NAME-XXXXXX/s" and
+// renamed to "DIR/NAME" (PrivateBindDir below); one bound elsewhere has the path itself.
+bool bound_as(std::string_view bound, const std::string& path) {
+  if (bound == path) return true;
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return false;
+  const std::string prefix = path.substr(0, slash) + "/." + path.substr(slash + 1) + "-";
+  return bound.starts_with(prefix) && bound.ends_with("/s") &&
+         bound.size() == prefix.size() + 6 + 2;
+}
+
+} // namespace
+
 bool is_bound_to(int fd, const ListenAddress& address) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;
@@ -103,7 +121,7 @@ bool is_bound_to(int fd, const ListenAddress& address) {
   switch (address.kind) {
   case ListenAddress::Kind::Unix:
     return a.ss_family == AF_UNIX &&
-           address.path == reinterpret_cast<const sockaddr_un&>(a).sun_path;
+           bound_as(reinterpret_cast<const sockaddr_un&>(a).sun_path, address.path);
   case ListenAddress::Kind::Tcp:
     if (a.ss_family == AF_INET)
       return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port) == address.port;
@@ -132,30 +150,93 @@ void ListenSocket::stop_listening() {
   if (fd_ >= 0) close(std::exchange(fd_, -1));
 }
 
+namespace {
+
+// A directory of the master's own (0700) next to the socket's path, where the socket is bound
+// and given its owner and mode by path with nobody else able to reach it; removed with what is
+// left in it.
+class PrivateBindDir {
+public:
+  explicit PrivateBindDir(const std::string& socket_path) {
+    // "/run/app/.app.sock-XXXXXX/s": the name the socket stays bound to, which `ss -lx` and
+    // /proc/net/unix show (the kernel keeps the name given to bind()).
+    const std::size_t slash = socket_path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : socket_path.substr(0, slash);
+    std::string name = slash == std::string::npos ? socket_path : socket_path.substr(slash + 1);
+    std::string tmpl = dir + "/." + name + "-XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw StartupError(sys_error("mkdtemp", tmpl));
+    dir_ = tmpl;
+    path_ = dir_ + "/s";
+    if (path_.size() >= sizeof(sockaddr_un::sun_path))
+      throw StartupError("unix socket path \"" + socket_path +
+                         "\" is too long to bind the socket in a private directory beside it (" +
+                         std::to_string(sizeof(sockaddr_un::sun_path) - 11) + " bytes at most)");
+  }
+  ~PrivateBindDir() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  PrivateBindDir(const PrivateBindDir&) = delete;
+  PrivateBindDir& operator=(const PrivateBindDir&) = delete;
+  const std::string& path() const { return path_; }
+
+private:
+  std::string dir_, path_;
+};
+
+// rename() that never replaces what is at `to` (a server that appeared there meanwhile).
+int rename_no_replace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  struct stat st {}; // a file system without RENAME_NOREPLACE: checked, then renamed
+  if (::lstat(to.c_str(), &st) == 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  return ::rename(from.c_str(), to.c_str());
+}
+
+} // namespace
+
 void ListenSocket::open_unix(const ListenOptions& options) {
   const std::string& path = options.address.path;
   is_unix_ = true;
   description_ = "unix:" + path;
   uid_t uid = options.owner.empty() ? static_cast<uid_t>(-1) : lookup_user(options.owner);
   gid_t gid = options.group.empty() ? static_cast<gid_t>(-1) : lookup_group(options.group);
+  // A directory another user can write is one where that user can swap the socket's name for a
+  // link between any two calls of ours (path_checks.hpp): refused, as sshd refuses such homes.
+  if (std::string why = process_manager::unsafe_directory_of(path); !why.empty())
+    throw StartupError("unix socket \"" + path + "\" refused: " + why);
   clear_stale_unix_path(path);
 
   fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw StartupError(sys_error("socket", path));
-  sockaddr_un sun = unix_address(path);
-  // Created with no permissions at all, then opened up to the configured mode: at no moment can
-  // anyone else connect with more rights than configured. No connection is possible before
-  // listen() anyway.
+  // Bound, given its owner and mode in a private directory, then renamed into place whole: the
+  // socket appears at its path with its final owner and mode, and no chown or chmod ever
+  // follows a name someone else could change. (Linux ignores fchown and fchmod on an AF_UNIX
+  // socket's descriptor for the file: the path is the only handle.)
+  PrivateBindDir bind_dir(path);
+  sockaddr_un sun = unix_address(bind_dir.path());
   mode_t old_umask = umask(0777);
   int rc = bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
   int err = errno;
   umask(old_umask);
   if (rc != 0) throw StartupError(sys_error("bind", path, err));
-  file_ = SocketFile::record(path); // before anyone else can replace it: we just created it
   if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
-      chown(path.c_str(), uid, gid) != 0)
+      chown(bind_dir.path().c_str(), uid, gid) != 0)
     throw StartupError(sys_error("chown", path));
-  if (chmod(path.c_str(), options.mode) != 0) throw StartupError(sys_error("chmod", path));
+  if (chmod(bind_dir.path().c_str(), options.mode) != 0)
+    throw StartupError(sys_error("chmod", path));
+  SocketFile bound = SocketFile::record(bind_dir.path());
+  if (rename_no_replace(bind_dir.path(), path) != 0) {
+    if (errno == EEXIST)
+      throw StartupError("\"" + path + "\" appeared while the socket was bound; not starting");
+    throw StartupError(sys_error("rename", path));
+  }
+  file_ = SocketFile::record(path);
+  if (file_.to_text() != bound.to_text()) // never: nobody else writes the directory
+    throw StartupError("\"" + path + "\" is not the socket just bound; not starting");
   if (listen(fd_, options.backlog) != 0) throw StartupError(sys_error("listen", path));
 }
 

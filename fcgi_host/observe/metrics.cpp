@@ -1,5 +1,6 @@
 #include "fcgi_host/observe/metrics.hpp"
 
+#include "fcgi_host/protocol/capture_redaction.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
 
@@ -212,6 +213,8 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
           process_manager::Scoreboard::read_request(s, shown);
       w.method = info.method;
       w.uri = info.uri;
+      // A token in a query string is shown as a captured request shows it: redacted.
+      capture::redact_uri_query(w.uri.data(), w.uri.size(), {});
       w.request_id = info.request_id;
     }
     if (st != WorkerState::Starting) {

@@ -137,8 +137,13 @@ void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint6
   cgi::HeaderList headers{{"Content-Type", reply.content_type}};
   headers.insert(headers.end(), reply.headers.begin(), reply.headers.end());
   std::string text;
-  cgi::append_head(text, reply.status, headers, reply.body.size());
-  text += reply.body;
+  if (cgi::append_head(text, reply.status, headers, reply.body.size())) {
+    text += reply.body;
+  } else { // the page's own headers: never, but a forged header is never sent
+    text.clear();
+    (void)cgi::append_head(text, 500, {{"Content-Type", "text/plain"}}, 22);
+    text += "Internal Server Error\n";
+  }
   std::uint16_t id = guard.request_id();
   records::append_stream(out, records::Type::Stdout, id, text, records::kMaxAlignedContent);
   records::append_end_request(out, id, 0, records::ProtocolStatus::RequestComplete);

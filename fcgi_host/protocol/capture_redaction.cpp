@@ -4,6 +4,7 @@
 #include "fcgi_host/protocol/records.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace fcgi_host::capture {
 namespace {
@@ -56,11 +57,83 @@ struct Name {
   std::string_view text() const { return {bytes, size < kMaxName ? size : kMaxName}; }
 };
 
+// An urlencoded body or query string, `name=value&name=value`, a byte at a time. Names are
+// compared percent-decoded (`pass%77ord` is `password`), `+` as a space. `prefix` names where the
+// field was in the report ("form:", "query:").
+class FormScanner {
+public:
+  FormScanner(std::span<const std::string> patterns, RedactionReport& report,
+              std::string_view prefix)
+      : patterns_(patterns), report_(report), prefix_(prefix) {}
+  void feed(char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      step(p[i]);
+  }
+  void step(char& c) {
+    if (c == '&') {
+      reset();
+      return;
+    }
+    if (in_value_) {
+      if (redact_) c = kFiller;
+      return;
+    }
+    if (c != '=') {
+      add_name_byte(c);
+      return;
+    }
+    in_value_ = true;
+    redact_ = name_.too_long() || matches_any(name_.text(), patterns_);
+    if (redact_) note_name(report_, prefix_, name_.text());
+  }
+  // The start of another field list.
+  void reset() {
+    in_value_ = redact_ = false;
+    name_.clear();
+    escape_ = 0;
+  }
+
+private:
+  void add_name_byte(char c) {
+    if (escape_ == 0 && c == '%') {
+      escape_ = 1;
+      return;
+    }
+    if (escape_ == 1) {
+      first_ = c;
+      escape_ = 2;
+      return;
+    }
+    if (escape_ == 2) {
+      escape_ = 0;
+      int hi = app::hex_value(first_), lo = app::hex_value(c);
+      if (hi < 0 || lo < 0) { // not an escape: kept as sent
+        name_.add('%');
+        name_.add(first_);
+        name_.add(c);
+        return;
+      }
+      name_.add(static_cast<char>(hi * 16 + lo));
+      return;
+    }
+    name_.add(c == '+' ? ' ' : c);
+  }
+
+  std::span<const std::string> patterns_;
+  RedactionReport& report_;
+  std::string_view prefix_;
+  Name name_;
+  bool in_value_ = false;
+  bool redact_ = false;
+  int escape_ = 0; // 1: after '%', 2: after its first digit
+  char first_ = 0;
+};
+
 // The params stream (the PARAMS records' contents one after the other), a byte at a time.
 class ParamsScanner {
 public:
   ParamsScanner(std::span<const std::string> patterns, RedactionReport& report)
-      : patterns_(patterns), report_(report) {}
+      : patterns_(patterns), report_(report), query_fields_(patterns, report, "query:") {}
   void feed(char* p, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
       step(p[i]);
@@ -91,6 +164,12 @@ private:
     redact_ = name_.too_long() || matches_any(name, patterns_);
     if (redact_) note_name(report_, "", name);
     content_type_ = !name_.too_long() && name == "CONTENT_TYPE";
+    // The query's fields, by the forms' rules: a token in a URL is as secret as in a form.
+    query_fields_.reset();
+    query_ = redact_ || name_.too_long() ? Query::None
+             : name == "QUERY_STRING"    ? Query::Fields
+             : name == "REQUEST_URI"     ? Query::Path
+                                         : Query::None;
     stage_ = value_length_ ? Stage::Value : Stage::NameLength;
   }
 
@@ -112,6 +191,10 @@ private:
     case Stage::Value:
       if (content_type_ && type_size_ < sizeof type_) type_[type_size_++] = c;
       if (redact_) c = kFiller;
+      if (query_ == Query::Fields)
+        query_fields_.step(c);
+      else if (query_ == Query::Path && c == '?')
+        query_ = Query::Fields;
       if (--value_length_ == 0) stage_ = Stage::NameLength;
       return;
     }
@@ -126,74 +209,12 @@ private:
   Name name_;
   bool redact_ = false;
   bool content_type_ = false;
+  // In a value: REQUEST_URI before its '?', then QUERY_STRING's or REQUEST_URI's fields.
+  enum class Query { None, Path, Fields };
+  Query query_ = Query::None;
+  FormScanner query_fields_;
   char type_[64]{};
   std::size_t type_size_ = 0;
-};
-
-// An urlencoded body, `name=value&name=value`, a byte at a time. Names are compared
-// percent-decoded (`pass%77ord` is `password`), `+` as a space.
-class FormScanner {
-public:
-  FormScanner(std::span<const std::string> patterns, RedactionReport& report)
-      : patterns_(patterns), report_(report) {}
-  void feed(char* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-      step(p[i]);
-  }
-
-private:
-  void add_name_byte(char c) {
-    if (escape_ == 0 && c == '%') {
-      escape_ = 1;
-      return;
-    }
-    if (escape_ == 1) {
-      first_ = c;
-      escape_ = 2;
-      return;
-    }
-    if (escape_ == 2) {
-      escape_ = 0;
-      int hi = app::hex_value(first_), lo = app::hex_value(c);
-      if (hi < 0 || lo < 0) { // not an escape: kept as sent
-        name_.add('%');
-        name_.add(first_);
-        name_.add(c);
-        return;
-      }
-      name_.add(static_cast<char>(hi * 16 + lo));
-      return;
-    }
-    name_.add(c == '+' ? ' ' : c);
-  }
-
-  void step(char& c) {
-    if (c == '&') {
-      in_value_ = redact_ = false;
-      name_.clear();
-      escape_ = 0;
-      return;
-    }
-    if (in_value_) {
-      if (redact_) c = kFiller;
-      return;
-    }
-    if (c != '=') {
-      add_name_byte(c);
-      return;
-    }
-    in_value_ = true;
-    redact_ = name_.too_long() || matches_any(name_.text(), patterns_);
-    if (redact_) note_name(report_, "form:", name_.text());
-  }
-
-  std::span<const std::string> patterns_;
-  RedactionReport& report_;
-  Name name_;
-  bool in_value_ = false;
-  bool redact_ = false;
-  int escape_ = 0; // 1: after '%', 2: after its first digit
-  char first_ = 0;
 };
 
 } // namespace
@@ -255,10 +276,18 @@ CaptureShape fit_records(char* buf, std::size_t size) {
   return shape;
 }
 
+std::size_t redact_uri_query(char* uri, std::size_t size, std::span<const std::string> patterns) {
+  RedactionReport report;
+  FormScanner query(patterns, report, "query:");
+  if (char* q = static_cast<char*>(std::memchr(uri, '?', size)))
+    query.feed(q + 1, static_cast<std::size_t>(uri + size - q - 1));
+  return report.redacted;
+}
+
 void redact_records(char* buf, std::size_t size, std::span<const std::string> patterns,
                     RedactionReport& report) {
   ParamsScanner params(patterns, report);
-  FormScanner form(patterns, report);
+  FormScanner form(patterns, report, "form:");
   bool params_seen = false, form_body = false;
   for (std::size_t at = 0; size - at >= records::kHeaderSize;) {
     records::Header h = records::decode_header(buf + at);

@@ -3,7 +3,8 @@
 // within the capture's size, and the secrets in it redacted in place.
 //
 // Redacted: the values of the params whose names match a pattern, and of the form fields of an
-// application/x-www-form-urlencoded body whose names do. Each byte of such a value becomes 'x':
+// application/x-www-form-urlencoded body and of the query (QUERY_STRING, REQUEST_URI) whose
+// names do. Each byte of such a value becomes 'x':
 // the value keeps its length, so the request keeps its sizes (a crash that depends on a long
 // cookie still replays), and a form body stays valid. A name too long to compare is redacted
 // (fail closed).
@@ -51,8 +52,14 @@ struct RedactionReport {
   std::string_view names_text() const { return {names, names_size}; }
 };
 
-// Redacts buf[0, size) (whole records, as fit_records() keeps them) in place.
+// Redacts buf[0, size) (whole records, as fit_records() keeps them) in place. The fields of
+// QUERY_STRING and of REQUEST_URI's query are redacted as a form's are ("query:NAME").
 void redact_records(char* buf, std::size_t size, std::span<const std::string> patterns,
                     RedactionReport& report);
+
+// The values of the query fields of uri[0, size) (after its first '?') whose names match,
+// redacted in place as redact_records() does (the status page's in-flight URIs). Returns how
+// many.
+std::size_t redact_uri_query(char* uri, std::size_t size, std::span<const std::string> patterns);
 
 } // namespace fcgi_host::capture

@@ -19,12 +19,17 @@ void append_header_line(std::string& out, std::string_view name, std::string_vie
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // The whole head, the one writer of it (a handler's response, the master's status page): the
-// status line, each header (a CR or LF in a name or value becomes a space: a handler's value
-// cannot forge a header), "Content-Length: N" when `content_length` is given and `headers` has
+// status line, each header, "Content-Length: N" when `content_length` is given and `headers` has
 // none, and the empty line. For 1xx and 204 no Content-Length at all (the handler's is dropped),
-// for 304 only the handler's (app::status_without_content).
-void append_head(std::string& out, int status, const HeaderList& headers,
-                 std::optional<std::size_t> content_length);
+// for 304 only the handler's (app::status_without_content). False when a header is not
+// valid_header(): what was appended must not be sent (a handler's name or value could forge a
+// header); answer 500 instead.
+[[nodiscard]] bool append_head(std::string& out, int status, const HeaderList& headers,
+                               std::optional<std::size_t> content_length);
+
+// A header that may be sent (RFC 9110): its name a token (5.6.2), not empty; its value without
+// CR, LF or NUL (5.5).
+bool valid_header(std::string_view name, std::string_view value);
 
 // Header names compare case-insensitively (RFC 9110, 5.1).
 bool same_header_name(std::string_view a, std::string_view b);

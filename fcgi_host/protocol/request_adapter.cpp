@@ -102,13 +102,19 @@ namespace {
 
 // The head of `response`, in one buffer per thread (in-process hosts run several workers in one
 // process), reused: no allocation per request once it has grown to the largest head. Composed
-// before the limit is checked, so that its size is measured once, by the writer itself.
-std::string& compose_head(const app::Response& response, bool add_content_length) {
+// before the limit is checked, so that its size is measured once, by the writer itself. `valid`:
+// every header is one (cgi::valid_header); otherwise the head must not go out.
+std::string& compose_head(const app::Response& response, bool add_content_length, bool& valid) {
   thread_local std::string head;
   head.clear();
-  cgi::append_head(head, response.status, response.headers,
-                   add_content_length ? std::optional(response.body.size()) : std::nullopt);
+  valid = cgi::append_head(head, response.status, response.headers,
+                           add_content_length ? std::optional(response.body.size()) : std::nullopt);
   return head;
+}
+
+// Refused: a head larger than the web server's buffer, or with a header that is none.
+bool refused(const std::string& head, bool valid, std::size_t head_limit) {
+  return !valid || head.size() + kRecordHeader >= head_limit;
 }
 
 // A body this small goes out in the head's FCGX_PutStr call rather than a call of its own.
@@ -117,7 +123,12 @@ constexpr std::size_t kBodyWithHead = 1024;
 } // namespace
 
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out) {
-  put(out, compose_head(response, add_content_length));
+  bool valid = true;
+  const std::string& head = compose_head(response, add_content_length, valid);
+  if (valid)
+    put(out, head);
+  else
+    write_head_refusal(out);
 }
 
 void write_head_refusal(FCGX_Stream* out) {
@@ -126,8 +137,9 @@ void write_head_refusal(FCGX_Stream* out) {
 }
 
 void StreamSink::send_head(const app::Response& response) {
-  const std::string& head = compose_head(response, false);
-  if (head.size() + kRecordHeader >= head_limit_) {
+  bool valid = true;
+  const std::string& head = compose_head(response, false, valid);
+  if (refused(head, valid, head_limit_)) {
     refused_head_ = head.size();
     write_head_refusal(out_);
     return;
@@ -163,8 +175,9 @@ bool StreamSink::flush() {
 
 std::size_t write_response(const app::Response& response, FCGX_Stream* out, std::size_t head_limit,
                            libfcgi_io::Source* source) {
-  std::string& head = compose_head(response, true);
-  if (head.size() + kRecordHeader >= head_limit) {
+  bool valid = true;
+  std::string& head = compose_head(response, true, valid);
+  if (refused(head, valid, head_limit)) {
     write_head_refusal(out);
     return head.size();
   }

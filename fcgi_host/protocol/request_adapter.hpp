@@ -21,17 +21,19 @@ namespace fcgi_host {
 // CONTENT_LENGTH.
 bool fill_request(const DecodedRequest& from, const RequestFraming& framing, app::Request& request);
 
-// Writes the status line and headers, adding Content-Length for a buffered body that has none.
-// CR and LF inside a header value are replaced by spaces: a handler bug must not split headers.
+// Writes the status line and headers, adding Content-Length for a buffered body that has none;
+// write_head_refusal() instead when a header is not valid (cgi::valid_header): a handler's name
+// or value must never forge a header.
 void write_head(const app::Response& response, bool add_content_length, FCGX_Stream* out);
 
 // What answers a response whose head, with the 8-byte header of the record that carries it, is
-// larger than the limit: a whole 500 (the web server
-// would otherwise answer 502 for a head larger than its buffer, and nobody would know why).
+// larger than the limit (the web server would otherwise answer 502 for a head larger than its
+// buffer, and nobody would know why), or holds a header that is none: a whole 500.
 void write_head_refusal(FCGX_Stream* out);
 
 // Streams the head and body chunks of a handler that calls Response::write(). A head larger
-// than the limit becomes write_head_refusal(), and the body chunks after it are dropped.
+// than the limit, or with an invalid header, becomes write_head_refusal(), and the body chunks
+// after it are dropped.
 // `source` (optional) is the connection the writer's records go to: a large chunk goes there
 // directly, as records around the caller's bytes (libfcgi_io::write_stdout_records), instead of
 // being copied through libfcgi's buffer; and the writes' failure shows there (write_failed: the
@@ -60,7 +62,7 @@ private:
 };
 
 // Sends a whole buffered response: head, then body; or write_head_refusal() when its head is
-// larger than `head_limit`. Returns the size of the refused head, or 0.
+// larger than `head_limit` or holds an invalid header. Returns the size of the refused head, or 0.
 // A large body goes to `source` (when given) as records around its bytes, as a stream's chunks do.
 std::size_t write_response(const app::Response& response, FCGX_Stream* out,
                            std::size_t head_limit = static_cast<std::size_t>(-1),

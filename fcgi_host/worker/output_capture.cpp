@@ -17,7 +17,8 @@ namespace {
 using process_manager::LogLevel;
 
 constexpr int kReadsPerDrain = 64;
-constexpr std::size_t kMaxLine = 4096; // a longer line is logged in pieces
+constexpr std::size_t kMaxLine = 4096;   // a longer line is logged in pieces
+constexpr std::size_t kMaxWriters = 256; // unfinished lines kept at once
 
 } // namespace
 
@@ -65,6 +66,11 @@ void OutputCapture::drain() {
         std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
         pid = cred.pid;
       }
+    if (partial_.size() >= kMaxWriters && !partial_.contains(pid)) {
+      auto oldest = partial_.begin();
+      line(oldest->first, oldest->second);
+      partial_.erase(oldest);
+    }
     std::string& buf = partial_[pid];
     buf.append(data, static_cast<std::size_t>(n));
     std::size_t start = 0;
@@ -77,6 +83,14 @@ void OutputCapture::drain() {
     }
     if (buf.empty()) partial_.erase(pid);
   }
+}
+
+void OutputCapture::forget(pid_t pid) {
+  drain();
+  auto it = partial_.find(pid);
+  if (it == partial_.end()) return;
+  if (!it->second.empty()) line(pid, it->second);
+  partial_.erase(it);
 }
 
 void OutputCapture::attach(int write_fd) {

@@ -8,7 +8,8 @@
 //   - the master reads the other end in its loop (watch_fds), with SO_PASSCRED: the kernel tags
 //     what each process wrote with its pid and never merges two writers' bytes in one read, so
 //     each line is logged as "worker PID: line" without trusting the worker.
-// Drops are not counted: the failing write is the handler's own, and nothing sees it.
+// Drops are not counted: the failing write is the handler's own, and nothing sees it. What the
+// master keeps per writer is bounded and freed when the worker is reaped (forget()).
 #include <map>
 #include <string>
 #include <sys/types.h>
@@ -29,6 +30,10 @@ public:
   // Master: the read end is readable. Logs the complete lines (a bounded amount per call).
   void drain();
 
+  // Master: the worker `pid` was reaped. Its last bytes are read, its unfinished line logged and
+  // forgotten: the master keeps nothing per worker past its life.
+  void forget(pid_t pid);
+
   // Worker: puts `write_fd` on stdout and stderr; the log keeps the original stderr.
   static void attach(int write_fd);
 
@@ -37,7 +42,10 @@ private:
 
   int read_fd_ = -1;
   int write_fd_ = -1;
-  std::map<pid_t, std::string> partial_; // a line not yet ended, per writer
+  // A line not yet ended, per writer: at most kMaxLine bytes each and kMaxWriters of them (a
+  // worker's children write here too, and are never reaped by the master: beyond the bound,
+  // the oldest writer's line is logged as it is).
+  std::map<pid_t, std::string> partial_;
 };
 
 } // namespace fcgi_host

@@ -5,6 +5,7 @@
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/clock.hpp"
@@ -170,6 +171,26 @@ void WorkerLoop::run_handler(Outcome& out) {
   response_.set_content("Internal Server Error\n", "text/plain");
 }
 
+namespace {
+
+// Why the handler's head was answered with a 500: a header that is none (the first one), or its
+// size.
+std::string head_refusal_line(const app::Request& request_in, const app::Response& response,
+                              std::size_t head, std::size_t max_response_head) {
+  const std::string request =
+      std::string(request_in.method()) + " " + std::string(request_in.uri());
+  for (const auto& [name, value] : response.headers)
+    if (!cgi::valid_header(name, value))
+      return "response header \"" + name + "\" to " + request +
+             " is not a valid header (a name is an RFC 9110 token; a value holds no CR, LF or "
+             "NUL): answered 500";
+  return "response head of " + std::to_string(head) + " bytes to " + request +
+         " is larger than --max-response-head (" + std::to_string(max_response_head) +
+         "): answered 500";
+}
+
+} // namespace
+
 void WorkerLoop::send(Connection& c, Outcome& out) {
   if (out.counted()) slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
   if (out.failed_after_head) {
@@ -180,10 +201,7 @@ void WorkerLoop::send(Connection& c, Outcome& out) {
   if (!response_.head_sent()) codec_.send(response_, &c.backlog);
   if (std::size_t head = codec_.refused_head()) {
     client_errors_.write(Kind::Handler,
-                         "response head of " + std::to_string(head) + " bytes to " +
-                             std::string(request_.method()) + " " + std::string(request_.uri()) +
-                             " is larger than --max-response-head (" +
-                             std::to_string(settings_.max_response_head) + "): answered 500");
+                         head_refusal_line(request_, response_, head, settings_.max_response_head));
     response_.status = 500; // for the metrics and the access log
   }
   out.ending = codec_.finish();

@@ -50,7 +50,11 @@ std::string unix_socket_inode(const std::string& path) {
     std::istringstream fields(line);
     std::string num, refs, proto, flags, type, state, inode, p;
     fields >> num >> refs >> proto >> flags >> type >> state >> inode >> p;
-    if (p == path) return inode;
+    // Bound in a private directory beside the path, then renamed there (listen_socket.cpp):
+    // the kernel keeps the name bind() was given, "DIR/.NAME-XXXXXX/s".
+    const std::size_t slash = path.find_last_of('/');
+    const std::string bound_prefix = path.substr(0, slash) + "/." + path.substr(slash + 1) + "-";
+    if (p == path || (p.starts_with(bound_prefix) && p.ends_with("/s"))) return inode;
   }
   return "";
 }

@@ -137,6 +137,22 @@ TEST_SUITE("crash capture") {
     CHECK(has(r.output, "fcgi-host replay: GET /crash/segv?user=42 (captured "));
   }
 
+  // A token in the query string is as secret as in a form or a header: the same names redacted.
+  TEST_CASE("a capture of ?password=x&api_token=y holds neither value") {
+    CaptureDir d;
+    HostProcess host(capture_args(d));
+    REQUIRE(host.wait_workers(1).size() == 1);
+    crash_once(host, "/crash/segv?password=pw-9f3e&api_token=tok-7c1d&page=2");
+    REQUIRE(host.wait_log("request captured to", Millis{5000}));
+    std::string capture = it::read_file(d.file(1));
+    REQUIRE_FALSE(capture.empty());
+    INFO("capture:\n" << capture);
+    CHECK_FALSE(has(capture, "pw-9f3e"));
+    CHECK_FALSE(has(capture, "tok-7c1d"));
+    CHECK(has(capture, "/crash/segv?password=xxxxxxx&api_token=xxxxxxxx&page=2"));
+    CHECK(has(capture, "query:password"));
+  }
+
   TEST_CASE("under gdb the replay stops in the plugin's function") {
     CaptureDir d;
     HostProcess host(capture_args(d));

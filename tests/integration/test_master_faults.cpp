@@ -328,7 +328,8 @@ TEST_SUITE("master faults") {
             "its log") {
     int port = it::free_tcp_port();
     std::string status = "127.0.0.1:" + std::to_string(port);
-    HostProcess host({"--app", "hello", "--workers", "2", "--status-listen", status});
+    HostProcess host({"--app", "hello", "--workers", "2", "--status-listen", status,
+                      "--status-allow", "127.0.0.1"});
     REQUIRE(host.wait_workers(2).size() == 2);
     // Clients that send one byte and then nothing, for 4 s (bounded: 2000 connections).
     std::atomic<bool> stop{false};

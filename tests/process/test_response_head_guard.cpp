@@ -69,3 +69,40 @@ TEST_CASE("response head guard: a streamed response's large head is a 500, its c
   CHECK(small.status == 200);
   CHECK(small.body == "chunk\nchunk\nchunk\nchunk\nchunk\n");
 }
+
+// A handler's header that is none (a name with ": " or CR, a value with CR, LF or NUL) would
+// let a request's data set headers of its choosing (X-Accel-Redirect: any file nginx can read):
+// never sent, a whole 500 instead, and the kept connection serves on.
+TEST_CASE("response head guard: a header name with \": \" or CR, or a value with CR, LF or NUL, "
+          "is a 500") {
+  app::Router router;
+  router.get("/name", [](const app::Request& req, app::Response& res) {
+    res.set_header(req.query_arg("n"), "v");
+    res.body = "OK";
+  });
+  router.get("/value", [](const app::Request& req, app::Response& res) {
+    res.set_header("X-V", req.query_arg("v"));
+    res.body = "OK";
+  });
+  router.get("/streamed", [](const app::Request& req, app::Response& res) {
+    res.headers.emplace_back(req.query_arg("n"), "v");
+    res.write("chunk\n");
+  });
+  fcgi_host::InProcessHost host(router);
+  auto client = fcgi_test::Client::connect(host.address());
+  for (std::string target :
+       {"/name?n=X-A%3A%20b%0D%0AX-Accel-Redirect%3A%20/internal/etc/passwd", "/name?n=X-A%0D",
+        "/name?n=X-Accel-Redirect%3A%20/etc/passwd", "/name?n=", "/value?v=a%0D%0AX-B%3A%20c",
+        "/value?v=a%0Ab", "/value?v=a%00b", "/streamed?n=A%20B"}) {
+    fcgi_test::Response r = client.request("GET", target);
+    CHECK_MESSAGE(r.ended, target);
+    CHECK_MESSAGE(r.status == 500, target);
+    CHECK_MESSAGE(r.body == "Internal Server Error\n", target);
+    CHECK_FALSE(r.header("X-Accel-Redirect"));
+    CHECK_FALSE(r.header("X-B"));
+  }
+  fcgi_test::Response ok = client.request("GET", "/value?v=fine");
+  CHECK(ok.status == 200);
+  CHECK(ok.header("X-V"));
+  CHECK(ok.body == "OK");
+}

@@ -118,6 +118,31 @@ TEST_CASE("an urlencoded form body: matching fields redacted, names percent-deco
   CHECK(report.names_text() == "form:password form:password form:api_key");
 }
 
+// A token in a URL is as secret as in a form: QUERY_STRING and REQUEST_URI's query, by the same
+// names, split across records too.
+TEST_CASE("the query's fields are redacted by the forms' rules, in QUERY_STRING and REQUEST_URI") {
+  Params params = {{"QUERY_STRING", "password=x&api_token=y&page=2&pass%77d=z"},
+                   {"REQUEST_URI", "/login?password=x&api_token=y&page=2"},
+                   {"DOCUMENT_URI", "/login"},
+                   {"HTTP_X_NOTE", "password=kept"}};
+  std::string bytes = request(params, {}, 5);
+  capture::RedactionReport report = redact(bytes);
+  capture::CapturedRequest r = read_back(bytes);
+  CHECK(r.param("QUERY_STRING") == "password=x&api_token=x&page=2&pass%77d=x");
+  CHECK(r.param("REQUEST_URI") == "/login?password=x&api_token=x&page=2");
+  CHECK(r.param("HTTP_X_NOTE") == "password=kept"); // a header's text is no query
+  CHECK(report.names_text() ==
+        "query:password query:api_token query:passwd query:password query:api_token");
+  CHECK(bytes.find("api_token=y") == std::string::npos);
+
+  std::string uri = "/a?token=abc&x=1&secret";
+  CHECK(capture::redact_uri_query(uri.data(), uri.size(), {}) == 1);
+  CHECK(uri == "/a?token=xxx&x=1&secret");
+  std::string no_query = "/password=1";
+  CHECK(capture::redact_uri_query(no_query.data(), no_query.size(), {}) == 0);
+  CHECK(no_query == "/password=1");
+}
+
 TEST_CASE("another body type is kept as it is") {
   std::string body = R"({"password":"hunter2"})";
   std::string bytes = request({{"CONTENT_TYPE", "application/json"}}, body);

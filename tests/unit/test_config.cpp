@@ -198,6 +198,31 @@ TEST_CASE("responses: --max-response-head, --send-file-mode and --x-accel-prefix
   CHECK(error_of({"--max-response-head", "100"}).find("at least 256") != std::string::npos);
 }
 
+// Status is closed by default (docs/security.md): the master's Unix status socket is its own
+// user's, 0600 (0660 for the group given); a TCP listener needs its allow-list said; the status
+// path answers loopback and local Unix clients unless told otherwise.
+TEST_CASE("config: status is closed by default") {
+  Config open_socket = parse(
+      {"--socket-mode", "0666", "--socket-owner", "nobody", "--status-listen", "unix:/tmp/s.sock"});
+  fcgi_host::ListenOptions status = fcgi_host::status_listen_options(open_socket);
+  CHECK(status.mode == 0600);
+  CHECK(status.owner.empty());
+  Config grouped = parse({"--socket-group", "adm", "--status-listen", "unix:/tmp/s.sock"});
+  CHECK(fcgi_host::status_listen_options(grouped).mode == 0660);
+  CHECK(fcgi_host::status_listen_options(grouped).group == "adm");
+
+  std::string why = error_of({"--status-listen", "127.0.0.1:9001"});
+  CHECK(why.find("--status-listen") != std::string::npos);
+  CHECK(why.find("--status-allow") != std::string::npos);
+  CHECK(error_of({"--status-listen", "127.0.0.1:9001", "--status-allow", "127.0.0.1"}).empty());
+
+  Config plain = parse({});
+  CHECK(plain.status_allow == std::vector<std::string>{"127.0.0.0/8", "::1", "unix"});
+  fcgi_host::ClientFilter filter = fcgi_host::observability_settings(plain).status_allow;
+  CHECK_FALSE(filter.allows_everyone());
+  CHECK(filter.allows_unix_clients());
+}
+
 // The one translator: each option reaches the struct of the room that acts on it.
 TEST_CASE("config: the options reach each room's settings through the one translator") {
   Config c = parse({"--listen", "unix:/tmp/x.sock", "--socket-mode", "0600", "--status-listen",
@@ -208,7 +233,7 @@ TEST_CASE("config: the options reach each room's settings through the one transl
   CHECK(pool.mode == 0600);
   fcgi_host::ListenOptions status = fcgi_host::status_listen_options(c);
   CHECK(status.address.path == "/tmp/s.sock");
-  CHECK(status.mode == 0600); // the socket file rules of --listen
+  CHECK(status.mode == 0600); // the master's: owner-only
   CHECK(status.backlog == 64);
   CHECK(fcgi_host::admission_settings(c).max_queue_ns == 250'000'000u);
   CHECK(fcgi_host::observability_settings(c).slow_threshold_ns == 1'500'000'000u);

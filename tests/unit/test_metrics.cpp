@@ -392,3 +392,47 @@ TEST_CASE("output capture: a worker's stdout and stderr lines reach the log with
   unlink(path.c_str());
   rmdir(dir);
 }
+
+// The master keeps a worker's unfinished line only while the worker lives: forget() (at reap)
+// logs and frees it, so short-lived writers cannot grow the master's memory.
+TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed") {
+  char dir[] = "/tmp/fcgi-host-oc-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string path = std::string(dir) + "/log";
+  process_manager::Log& log = process_manager::Log::get();
+  log.open(path);
+  {
+    fcgi_host::OutputCapture capture;
+    std::vector<pid_t> children;
+    for (int i = 0; i < 3; ++i) {
+      std::fflush(nullptr); // the child's stdout must not carry this process's buffered text
+      pid_t child = fork();
+      if (child == 0) {
+        fcgi_host::OutputCapture::attach(capture.write_fd());
+        std::printf("no newline %d\x1b[2J", i);
+        std::fflush(stdout);
+        _exit(0);
+      }
+      REQUIRE(child > 0);
+      children.push_back(child);
+    }
+    for (pid_t child : children) {
+      int st = 0;
+      waitpid(child, &st, 0);
+      capture.forget(child);
+    }
+    capture.forget(children[0]); // twice: nothing left to log
+  }
+  log.open("");
+  std::string text;
+  char buf[4096];
+  int fd = open(path.c_str(), O_RDONLY);
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  for (int i = 0; i < 3; ++i)
+    CHECK(text.find(": no newline " + std::to_string(i) + "\\x1b[2J\n") != std::string::npos);
+  CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);
+  unlink(path.c_str());
+  rmdir(dir);
+}

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace process_manager;
 
@@ -76,4 +77,32 @@ TEST_CASE("log file: a reopen that fails keeps writing to the old file") {
   std::getline(std::ifstream(moved / "a.log"), line);
   CHECK(line == "kept");
   fs::remove_all(moved);
+}
+
+// Request data reaches the log (a URI in a crash line, a handler's exception text, a worker's
+// stderr): one rule in the writer keeps every record on one line, whatever the text holds.
+TEST_CASE("log: control bytes in a message are escaped, a newline never starts a line") {
+  CHECK(log_escaped("GET /a\n2026-01-01 00:00:00.000 [alert] 1: forged") ==
+        "GET /a\\x0a2026-01-01 00:00:00.000 [alert] 1: forged");
+  CHECK(log_escaped("a\rb\tc\x1b[31md\x7f") == "a\\x0db\\x09c\\x1b[31md\\x7f");
+  CHECK(log_escaped(std::string_view("nul\0end", 7)) == "nul\\x00end");
+  CHECK(log_escaped("caf\xc3\xa9 ok") == "caf\xc3\xa9 ok"); // UTF-8 is kept
+
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("pm-log-escape-" + std::to_string(getpid()));
+  Log& log = Log::get();
+  log.open(path.string());
+  PM_LOG(LogLevel::Error, "uri /x\n[alert] forged\r");
+  PM_LOG_BLOCK(LogLevel::Error, "crashed:", "  request \"GET /y\x1b\"\n  #0 frame");
+  log.open("");
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].ends_with(": uri /x\\x0a[alert] forged\\x0d"));
+  CHECK(lines[1].ends_with(": crashed:"));
+  CHECK(lines[2] == "  request \"GET /y\\x1b\"");
+  CHECK(lines[3] == "  #0 frame");
+  std::filesystem::remove(path);
 }

@@ -256,21 +256,37 @@ TEST_CASE("cgi: status line, header lines, and a head parsed back") {
   CHECK_FALSE(cgi::same_header_name("Content-Length", "Content-Lengths"));
 }
 
-TEST_CASE("cgi: the head writer adds Content-Length once and keeps CR and LF out of headers") {
+TEST_CASE("cgi: the head writer adds Content-Length once and refuses a header that is none") {
   std::string head;
-  cgi::append_head(head, 201,
-                   {{"X-A", "one\r\nSet-Cookie: forged"}, {"Content-Type", "text/plain"}}, 5);
-  CHECK(head == "Status: 201 Created\r\nX-A: one  Set-Cookie: forged\r\n"
+  CHECK(cgi::append_head(head, 201, {{"X-A", "one"}, {"Content-Type", "text/plain"}}, 5));
+  CHECK(head == "Status: 201 Created\r\nX-A: one\r\n"
                 "Content-Type: text/plain\r\nContent-Length: 5\r\n\r\n");
   std::string own;
-  cgi::append_head(own, 200, {{"content-length", "3"}}, 5);
+  CHECK(cgi::append_head(own, 200, {{"content-length", "3"}}, 5));
   CHECK(own == "Status: 200 OK\r\ncontent-length: 3\r\n\r\n");
   std::string streamed;
-  cgi::append_head(streamed, 404, {}, std::nullopt);
+  CHECK(cgi::append_head(streamed, 404, {}, std::nullopt));
   CHECK(streamed == "Status: 404 Not Found\r\n\r\n");
-  // Appended after what the string held, CR and LF in a name too, a length of 0.
+  // Appended after what the string held, a length of 0.
   std::string after = "x";
-  cgi::append_head(after, 500, {{"A\nB", "v\r"}, {"", ""}}, 0);
-  CHECK(after == "xStatus: 500 Internal Server Error\r\nA B: v \r\n: \r\n"
+  CHECK(cgi::append_head(after, 500, {{"X-Tab", "a\tb \x80"}}, 0));
+  CHECK(after == "xStatus: 500 Internal Server Error\r\nX-Tab: a\tb \x80\r\n"
                  "Content-Length: 0\r\n\r\n");
+  // A value that would start a header of its own, a name that would hold one: refused.
+  std::string forged;
+  CHECK_FALSE(cgi::append_head(forged, 200, {{"X-A", "one\r\nSet-Cookie: forged"}}, 0));
+  CHECK_FALSE(cgi::append_head(forged, 200, {{"X-Accel-Redirect: /etc/passwd\r\nX-A", "v"}}, 0));
+  CHECK_FALSE(cgi::append_head(forged, 200, {{"A", "ok"}, {"", "v"}}, 0));
+}
+
+TEST_CASE("cgi: a header name is an RFC 9110 token, a value holds no CR, LF or NUL") {
+  CHECK(cgi::valid_header("X-Accel-Redirect", "/protected/a"));
+  CHECK(cgi::valid_header("!#$%&'*+-.^_`|~09azAZ", ""));
+  for (std::string_view name : {"", "A B", "A:B", "A: B", "A\r", "A\n", "A\tB", "(x)", "a/b",
+                                "caf\xc3\xa9", "a\"b", "a@b", "a{b}"})
+    CHECK_MESSAGE(!cgi::valid_header(name, "v"), name);
+  CHECK_FALSE(cgi::valid_header("A", std::string_view("a\0b", 3)));
+  CHECK_FALSE(cgi::valid_header("A", "a\rb"));
+  CHECK_FALSE(cgi::valid_header("A", "a\nb"));
+  CHECK(cgi::valid_header("A", "a: b; c=\"d\"\t\xff"));
 }

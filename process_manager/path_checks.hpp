@@ -1,0 +1,27 @@
+#pragma once
+// The checks the master makes before it creates or opens a file by a path (its sockets, logs and
+// pidfile), as sshd's StrictModes does: started as root, it must not follow a name another user
+// can change. A directory is safe when every directory from it up to / is owned by root or by
+// the user running fcgi-host, and is writable by nobody else (a group other than root's, or
+// everyone), unless it has the sticky bit (as /tmp: there nobody can rename or remove another
+// user's entry). A file is safe when it is a
+// regular file owned by that user.
+#include <string>
+#include <sys/stat.h>
+
+namespace process_manager {
+
+// "" when the directory holding `path` (and each one above it) is safe; else why not, naming the
+// directory ("directory \"/run/app\" is writable by others (mode 0777)").
+std::string unsafe_directory_of(const std::string& path);
+
+// "" when `st` (an open file's fstat) is a regular file owned by this process's user; else why.
+std::string unsafe_file(const struct stat& st);
+
+// open(2) of a file the master writes (a log, the pidfile): O_NOFOLLOW | O_CLOEXEC | O_NOCTTY
+// added to `flags`, then checked as above (unsafe_directory_of() first, unsafe_file() on the
+// open descriptor). Throws std::system_error naming the path and why; a file that exists but
+// is not safe is closed, not written.
+int open_checked(const std::string& path, int flags, mode_t mode);
+
+} // namespace process_manager
