@@ -48,10 +48,11 @@ bool copy_bytes(int from, int to, const std::string& from_name, const std::strin
 
 } // namespace
 
-PluginDirectory::PluginDirectory(gid_t workers_gid) : gid_(workers_gid), owner_(::getpid()) {
+PluginDirectory::PluginDirectory(gid_t workers_gid, const std::string& root)
+    : gid_(workers_gid), root_(root), owner_(::getpid()) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/fcgi-host-plugins.XXXXXX";
+  std::string pattern = (!root.empty() ? root : std::string(tmp && *tmp == '/' ? tmp : "/tmp")) +
+                        "/fcgi-host-plugins.XXXXXX";
   if (!::mkdtemp(pattern.data())) throw StartupError(sys_error("mkdtemp", pattern));
   path_ = pattern;
   // 0710 root:workers: a worker opens the name it is given; nobody else may look in.

@@ -17,19 +17,22 @@ namespace fcgi_host {
 class PluginDirectory {
 public:
   // Throws StartupError naming the call. `workers_gid`: -1 for the master's own group.
-  explicit PluginDirectory(gid_t workers_gid);
+  // `root`: where to make it; "" for $TMPDIR or /tmp.
+  explicit PluginDirectory(gid_t workers_gid, const std::string& root = "");
   ~PluginDirectory();
   PluginDirectory(const PluginDirectory&) = delete;
   PluginDirectory& operator=(const PluginDirectory&) = delete;
 
   const std::string& path() const { return path_; }
   gid_t workers_gid() const { return gid_; }
+  const std::string& root() const { return root_; }
   // A fresh name in it for a copy of `source` ("3-libtodo.so").
   std::string next_name(const std::string& source);
 
 private:
   std::string path_;
   gid_t gid_;
+  std::string root_;
   pid_t owner_;
   unsigned copies_ = 0;
 };

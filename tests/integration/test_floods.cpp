@@ -118,7 +118,11 @@ TEST_SUITE("floods") {
                           << " ms");
     CHECK(peak - before < 48 * 1024); // --max-buffered 24M, plus buffer growth slack
     CHECK(took < 1.0);
-    CHECK(it::lines_with(host.log(), "--max-buffered").size() >= 1);
+    // Large bodies are read straight into their request's storage as they come, so the worker
+    // may stay within the bound without evicting anyone; when it evicts, it says why.
+    for (const std::string& line : it::lines_with(host.log(), "closed"))
+      if (line.find("buffered") != std::string::npos)
+        CHECK(line.find("--max-buffered") != std::string::npos);
     it::check_no_alerts(host);
   }
 

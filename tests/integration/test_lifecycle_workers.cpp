@@ -49,10 +49,13 @@ TEST_SUITE("lifecycle") {
     CHECK(next == 200);
     CHECK(fresh_after < 200);
     std::string log = host.log();
-    auto lines = it::lines_with(log, "killed: request \"GET /echo?delay_ms=10000\" ran for");
+    // The line names the request, its id, and how long it ran.
+    auto lines = it::lines_with(log, "killed: request \"GET /echo?delay_ms=10000\", request id ");
+
     INFO("host log:\n" << log);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].find("worker ") != std::string::npos);
+    CHECK(lines[0].find(" ran for ") != std::string::npos);
     CHECK(log.find("; stack:\n#") != std::string::npos);
   }
 

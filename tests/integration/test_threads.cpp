@@ -94,7 +94,7 @@ TEST_SUITE("threads") {
   }
 
   TEST_CASE("a request past --request-timeout is cut (504) while the worker's other requests "
-            "finish with 200; one stack of all threads, the worker replaced") {
+            "finish with 200, one stack of all threads, the worker replaced") {
     HostProcess host(one_worker(4, {"--request-timeout", "2", "--graceful-timeout", "10"}));
     host.allow_log("cut after --request-timeout");
     host.allow_log("stuck in request");

@@ -71,7 +71,7 @@ TEST_CASE("scoreboard: shared with a forked child") {
   CHECK(std::string(Scoreboard::read_request(sb.slot(1)).uri) == "/child");
 }
 
-TEST_CASE("scoreboard: each worker's region is its own pages; a worker cannot write another's") {
+TEST_CASE("scoreboard: each worker's region is its own pages, a worker cannot write another's") {
   Scoreboard sb(3, 4);
   for (std::size_t i = 0; i < 3; ++i)
     sb.prepare(i, 4);
@@ -104,7 +104,7 @@ TEST_CASE("scoreboard: each worker's region is its own pages; a worker cannot wr
   CHECK(sb.slot(2).pid == 1);
 }
 
-TEST_CASE("scoreboard: busy threads count each thread's state; with one thread, the worker's") {
+TEST_CASE("scoreboard: busy threads count each thread's state, with one thread, the worker's") {
   Scoreboard sb(1, 4);
   sb.prepare(0, 1);
   WorkerSlot& s = sb.slot(0);

@@ -330,7 +330,7 @@ TEST_CASE("a handler that is not a Router is one route") {
   CHECK(r.route() == "(handler)");
 }
 
-TEST_CASE("router: a stream route says it reads its body as it arrives; others do not") {
+TEST_CASE("router: a stream route says it reads its body as it arrives, others do not") {
   app::Router r;
   r.post_stream("/up/{name}", says("streamed"));
   r.post("/whole", says("whole"));
@@ -358,7 +358,7 @@ TEST_CASE("request: body_reader() reads a whole body in pieces, from its start, 
   CHECK(again == "abc");
 }
 
-TEST_CASE("request: a streamed body is the stored start, then the stream; body() reads it all") {
+TEST_CASE("request: a streamed body is the stored start, then the stream, body() reads it all") {
   struct Rest : app::BodyReader {
     std::string left = "DEFGHIJ";
     std::size_t read(char* out, std::size_t size) override {

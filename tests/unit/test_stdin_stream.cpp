@@ -74,7 +74,7 @@ TEST_SUITE("stdin stream") {
       }
   }
 
-  TEST_CASE("padding is skipped, also on the empty record; what follows the body is left") {
+  TEST_CASE("padding is skipped, also on the empty record, what follows the body is left") {
     std::string wire = fcgi_test::encode_record(RecordType::Stdin, 1, "hello", 3);
     wire += fcgi_test::encode_record(RecordType::Stdin, 1, "", 5);
     const std::size_t end = wire.size();
@@ -111,7 +111,7 @@ TEST_SUITE("stdin stream") {
     CHECK(run(wire, 7, start(100)).state == State::End);
   }
 
-  TEST_CASE("an abort of the request ends it; another request's record breaks the stream") {
+  TEST_CASE("an abort of the request ends it, another request's record breaks the stream") {
     std::string wire = fcgi_test::encode_record(RecordType::Stdin, 1, "abc");
     CHECK(run(wire + fcgi_test::encode_record(RecordType::AbortRequest, 1, ""), 1, start()).state ==
           State::Aborted);
