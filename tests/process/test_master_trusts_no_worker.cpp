@@ -25,7 +25,7 @@ pid_t g_victim = 0; // set before the master forks: the process the worker names
 int lying_crash(const WorkerContext& ctx) {
   if (probe().boots++ != 0) return serve(ctx);
   ctx.slot.state = WorkerState::Idle; // ready: a crash now is a crash, not a boot failure
-  ctx.slot.request_start_ns = monotonic_ns();
+  ctx.slot.request(0).request_start_ns = monotonic_ns();
   ctx.slot.state = WorkerState::Handling;
   ctx.slot.crash_signal = SIGSEGV;
   ctx.slot.crash_tid = g_victim;
