@@ -146,7 +146,7 @@ TEST_SUITE("threads") {
     CHECK(!host.wait_worker_replaced(before[0], 1).empty());
   }
 
-  TEST_CASE("HUP and USR2 under threaded load lose nothing; --max-requests recycles a threaded "
+  TEST_CASE("HUP and USR2 under threaded load lose nothing, --max-requests recycles a threaded "
             "worker without losing its in-flight requests") {
     HostOptions o;
     o.args = {"--app", kCrashPlugin,     "--workers", "2",         "--threads",
