@@ -185,7 +185,7 @@ TEST_SUITE("trust boundary") {
     }
   }
 
-  TEST_CASE("a socket or log directory writable by others is refused; with the sticky bit it is "
+  TEST_CASE("a socket or log directory writable by others is refused, with the sticky bit it is "
             "taken") {
     if (::geteuid() != 0) {
       return test_support::skip("needs root (the master's checks are those of a root master)");
