@@ -150,8 +150,13 @@ cp "$DEB" "$WORK/"
 INSTALLED=1
 (cd "$WORK" && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./$(basename "$DEB")")
 /usr/bin/fcgi-host --version
+# The unit's ExecStartPre runs --test-config after systemd made RuntimeDirectory (/run/fcgi-host,
+# 0755), where the sockets go: make it as systemd does, and remove it after if it was not there.
+made_run_dir=0
+[[ -d /run/fcgi-host ]] || { install -d -m 0755 /run/fcgi-host && made_run_dir=1; }
 /usr/bin/fcgi-host --config /etc/fcgi-host/fcgi-host.conf --test-config ||
     fail "the shipped config does not pass --test-config"
+if (( made_run_dir )); then rmdir /run/fcgi-host; fi
 getent passwd fcgi-host >/dev/null || fail "no system user fcgi-host after install"
 man -w fcgi-host >/dev/null 2>&1 || [ -f /usr/share/man/man1/fcgi-host.1.gz ] || fail "man page"
 if command -v systemd-analyze >/dev/null; then
