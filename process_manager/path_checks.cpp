@@ -24,9 +24,11 @@ std::string unsafe_directory(const std::string& dir) {
   if (st.st_uid != 0 && st.st_uid != ::geteuid())
     return "directory \"" + dir + "\" is owned by uid " + std::to_string(st.st_uid) +
            " (neither root nor this user)";
-  // Writable by a group other than root's, or by everyone, without the sticky bit: another
-  // user may put a link where the file will be, or swap the file itself.
-  const bool group_writes = (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0;
+  // Writable by a group other than root's and this process's own, or by everyone, without the
+  // sticky bit: another user may put a link where the file will be, or swap the file itself. (A
+  // non-root host in a container gets its socket volume writable by its own group: fsGroup.)
+  const bool group_writes =
+      (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0 && st.st_gid != ::getegid();
   if ((group_writes || (st.st_mode & S_IWOTH) != 0) && (st.st_mode & S_ISVTX) == 0)
     return "directory \"" + dir + "\" is writable by " +
            ((st.st_mode & S_IWOTH) ? "others" : "group " + std::to_string(st.st_gid)) + " (mode " +
