@@ -46,9 +46,18 @@ install_missing() {
   return 0
 }
 
+# Each stage's wall time, printed as it ends, so a slow CI run says where its minutes went.
+stage_started=$SECONDS
+stage_done() {
+  echo "== stage: $1 took $((SECONDS - stage_started)) s (total $SECONDS s)"
+  stage_started=$SECONDS
+}
+
 install_missing
+stage_done "packages"
 cmake -S . -B build-test -DFCGI_HOST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 cmake --build build-test -j"$(nproc)"
+stage_done "build"
 cd build-test
 # Sanitizer reports fail the run; leak checking stays on.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
@@ -66,6 +75,7 @@ if [[ -n $skipped ]]; then
   echo "Skipped here (they could not run on this machine; not counted as passed):"
   sed -E 's/^[[:space:]]*[0-9]+ - /  /; s/ \(Skipped\)$//' <<<"$skipped"
 fi
+stage_done "ctest"
 (( status == 0 )) || exit "$status"
 cd ..
 
@@ -74,6 +84,7 @@ cd ..
 cmake -S . -B build-tsan -DFCGI_HOST_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
 cmake --build build-tsan -j"$(nproc)" --target threads_tests
 TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" build-tsan/tests/threads_tests
+stage_done "threads under ThreadSanitizer"
 cd build-test
 
 # Containers: the images, the Kubernetes manifest played by podman, the pod stopped under load
@@ -86,6 +97,7 @@ if [[ "${FCGI_HOST_KUBE_TEST:-0}" == 1 ]]; then
 else
   echo "kube-test: SKIPPED (set FCGI_HOST_KUBE_TEST=1 to run it)"
 fi
+stage_done "containers"
 
 # The benchmark must keep working for a newcomer: its smoke mode (a few seconds,
 # fcgi-host, the bare libfcgi loop and the limit responder behind nginx) twice in
@@ -98,14 +110,17 @@ if [[ "${FCGI_HOST_SKIP_BENCH_SMOKE:-0}" != 1 ]]; then
   # The direct benchmark (no nginx: its own FastCGI load generator), once.
   echo "bench-direct smoke run"
   timeout 120 bash ../scripts/bench-direct.sh --smoke --build-dir . >/dev/null
+  stage_done "bench smokes"
 fi
 
 # Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang build into build-fuzz/).
 if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then
   (cd .. && bash scripts/fuzz.sh 10)
+  stage_done "fuzz"
 fi
 
 # Packaging: builds, installs and removes the fcgi-host .deb (root only; on in CI).
 if [[ "${FCGI_HOST_PACKAGE_TEST:-0}" == 1 ]]; then
   (cd .. && bash scripts/package-test.sh)
+  stage_done "package"
 fi
