@@ -260,7 +260,8 @@ TEST_SUITE("lifecycle") {
     };
     for (const Form& f : {Form{"abort", "died of SIGABRT"}, Form{"exit", "exited with code [0-9]+"},
                           Form{"hold", "died of SIGKILL"}}) {
-      CAPTURE(f.form);
+      const std::string form = f.form; // CAPTURE of a const char* would print the pointer
+      CAPTURE(form);
       it::HostOptions o;
       o.files = {{"host.conf", "env = FCGI_TEST_BOOT_DEATH=none\n"}};
       o.args = {"--app",          FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "2", "--config",
@@ -273,18 +274,23 @@ TEST_SUITE("lifecycle") {
       HostProcess host(o);
       REQUIRE(host.wait_workers(2).size() == 2);
       std::vector<pid_t> before = host.worker_pids();
-      host.dir().write("host.conf", std::string("env = FCGI_TEST_BOOT_DEATH=") + f.form + "\n");
+      host.dir().write("host.conf", "env = FCGI_TEST_BOOT_DEATH=" + form + "\n");
       host.signal(SIGHUP);
-      if (std::string(f.form) == "hold") { // kill one of the new generation while it boots
-        pid_t booting = 0;
+      if (form == "hold") { // kill one of the new generation while it boots
+        // The master's first new child at HUP is the one that checks the plugin (it runs and is
+        // reaped before the workers are forked); a new generation's workers are the two new
+        // children seen together, both held in their boot.
+        std::vector<pid_t> booting;
         CHECK(it::wait_for(
             [&] {
+              booting.clear();
               for (pid_t p : host.worker_pids())
-                if (std::find(before.begin(), before.end(), p) == before.end()) booting = p;
-              return booting != 0;
+                if (std::find(before.begin(), before.end(), p) == before.end())
+                  booting.push_back(p);
+              return booting.size() == 2;
             },
             Millis{5000}));
-        if (booting) ::kill(booting, SIGKILL);
+        if (booting.size() == 2) ::kill(booting[0], SIGKILL);
       }
       CHECK(host.wait_log(line, Millis{10000}));
       CHECK(host.connect().request("GET", "/after").status == 200);
