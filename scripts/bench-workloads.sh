@@ -66,7 +66,9 @@ Options:
   --host-args "ARGS"    extra fcgi-host arguments, in every scenario
   --out FILE            also write the Markdown report to FILE
   --chart FILE          PNG chart of the overload curves via gnuplot (default:
-                        bench-workloads-chart.png next to --out)
+                        bench-workloads-chart.png next to --out); the threads
+                        scenario's chart (req/s and PSS per contender) goes
+                        beside it as bench-workloads-threads.png
   --build-dir DIR       a Release CMake build directory (default: build-bench/)
   --keep-tmp            keep the temp dir (logs, configs, h2load logs)
   -h, --help            this text
@@ -651,5 +653,29 @@ set xrange [0.5:3.3]
 set grid
 set key top left
 plot ${plot%, }, x with lines dt 2 lc "gray" title "offered", 1 with lines dt 3 lc "black" title "capacity"
+EOF
+fi
+
+if [[ -n $CHART ]] && grep -q '^threads,' "$RES" && have gnuplot; then
+  # The threads scenario: req/s and the PSS of all the processes, one bar per contender.
+  THREADS_CHART="$(dirname "$CHART")/bench-workloads-threads.png"
+  awk -F, '$1 == "threads" { printf "\"%s\" %s %.1f\n", $2, $5, $10 / 1024 }' "$RES" >"$T/threads.dat"
+  gnuplot <<EOF 2>>"$T/log/gnuplot.log" && note "wrote $THREADS_CHART" || note "gnuplot failed"
+set terminal pngcairo size 900,440 font ",10"
+set bmargin 7
+set rmargin 6
+set output "$THREADS_CHART"
+set multiplot layout 1,2 title "A handler that waits ${WAIT_MS} ms, 64 clients through nginx ($(date +%Y-%m-%d), 2 shared cores)"
+set style fill solid 0.7 border -1
+set boxwidth 0.6
+set xtics rotate by -30 nomirror
+set grid ytics
+unset key
+set yrange [0:*]
+set title "requests per second (higher is better)"
+plot "$T/threads.dat" using 0:2:xtic(1) with boxes lc rgb "#3465a4"
+set title "PSS of all its processes, MB (lower is better)"
+plot "$T/threads.dat" using 0:3:xtic(1) with boxes lc rgb "#cc0000"
+unset multiplot
 EOF
 fi
