@@ -663,7 +663,7 @@ if [[ -n $CHART ]] && grep -q '^threads,' "$RES" && have gnuplot; then
   gnuplot <<EOF 2>>"$T/log/gnuplot.log" && note "wrote $THREADS_CHART" || note "gnuplot failed"
 set terminal pngcairo size 900,440 font ",10"
 set bmargin 7
-set rmargin 6
+set rmargin 12
 set output "$THREADS_CHART"
 set multiplot layout 1,2 title "A handler that waits ${WAIT_MS} ms, 64 clients through nginx ($(date +%Y-%m-%d), 2 shared cores)"
 set style fill solid 0.7 border -1
