@@ -278,7 +278,7 @@ callgrind_ir() { # CONTENDER REQUESTS -> "requests instructions" of the busiest 
     v=$(sed -n 's/^summary: \([0-9]*\).*/\1/p; s/^totals: \([0-9]*\).*/\1/p' "$f" | head -1)
     if ((v > ir)); then ir=$v best=$f; fi
   done
-  [[ -n $best ]] && cp "$best" "$T/$ct.callgrind"
+  [[ -n $best ]] && cp "$best" "$T/$ct.callgrind" && cp "$best" "$T/$ct-$2.callgrind" # both kept with --keep-tmp
   echo "$((n + 200)) $ir"
 }
 if ((CALLGRIND)); then

@@ -31,6 +31,11 @@ Scenarios (--scenarios):
             every contender burns about the same CPU time per request: the N of each is
             printed with the results.
   io        /io?ms=5: sleeps 5 ms (a database call) at W = 2, 15; wrk -t1 -c50.
+  threads   /io?ms=20 (a handler that waits 20 ms, as on a database), 64 clients
+            (wrk -t1 -c64): fcgi-host at W x T (--workers x --threads) = 2x32,
+            4x16 and 64x1, php-fpm with 64 children, the libfcgi loop with 64
+            processes: req/s, p50/p99, the PSS of all the contender's processes
+            (master included) at the end of the run, and their CPU time per request.
   updown    uploads (1 MiB POST bodies, wrk -c8) and downloads (10 MiB streamed
             responses, wrk -c4) at W = 2, in MB/s, with the workers' RSS before, at
             the peak during, and after the run, and their system calls and CPU time
@@ -47,20 +52,23 @@ Scenarios (--scenarios):
             see that file): goodput (2xx within 1 s per second), p50/p99 of those,
             errors by kind (503, other 5xx, no answer within 1 s, connection
             errors). fcgi-host runs twice: as is, and with --max-queue-time.
-Default: all four.
+Default: all five.
 
 Options:
-  --scenarios "LIST"    among cpu io updown overload (default: all)
+  --scenarios "LIST"    among cpu io threads updown overload (default: all)
   --contenders "LIST"   among fcgi-host libfcgi php-fpm plack (default: all)
   --duration S          seconds per cell (default 3)
   --cpu-us US           CPU time per /cpu request to calibrate for (default 200)
+  --wait-ms MS          the threads scenario's wait per request (default 20)
   --max-queue-time MS   fcgi-host's shedding threshold in the overload scenario
                         (default 300: under the 1 s client timeout with room for the
                         handler and nginx)
   --host-args "ARGS"    extra fcgi-host arguments, in every scenario
   --out FILE            also write the Markdown report to FILE
   --chart FILE          PNG chart of the overload curves via gnuplot (default:
-                        bench-workloads-chart.png next to --out)
+                        bench-workloads-chart.png next to --out); the threads
+                        scenario's chart (req/s and PSS per contender) goes
+                        beside it as bench-workloads-threads.png
   --build-dir DIR       a Release CMake build directory (default: build-bench/)
   --keep-tmp            keep the temp dir (logs, configs, h2load logs)
   -h, --help            this text
@@ -70,10 +78,11 @@ stopped on exit, Ctrl-C included; every load run is bounded in time.
 EOF
 }
 
-SCENARIOS="cpu io updown overload"
+SCENARIOS="cpu io threads updown overload"
 CONTENDERS="fcgi-host libfcgi php-fpm plack"
 DURATION=3
 CPU_US=200
+WAIT_MS=20
 MAX_QUEUE_MS=300
 HOST_ARGS=""
 OUT=""
@@ -88,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --contenders) need_arg "$@"; CONTENDERS=$2; shift 2 ;;
     --duration) need_arg "$@"; DURATION=$2; shift 2 ;;
     --cpu-us) need_arg "$@"; CPU_US=$2; shift 2 ;;
+    --wait-ms) need_arg "$@"; WAIT_MS=$2; shift 2 ;;
     --max-queue-time) need_arg "$@"; MAX_QUEUE_MS=$2; shift 2 ;;
     --host-args) need_arg "$@"; HOST_ARGS=$2; shift 2 ;;
     --out) need_arg "$@"; OUT=$(realpath -m "$2"); shift 2 ;;
@@ -100,10 +110,11 @@ while [[ $# -gt 0 ]]; do
 done
 positive_ints --duration "$DURATION"
 positive_ints --cpu-us "$CPU_US"
+positive_ints --wait-ms "$WAIT_MS"
 positive_ints --max-queue-time "$MAX_QUEUE_MS"
 # shellcheck disable=SC2086 # the lists are words
 {
-  words_among --scenarios "cpu io updown overload" $SCENARIOS
+  words_among --scenarios "cpu io threads updown overload" $SCENARIOS
   words_among --contenders "fcgi-host libfcgi php-fpm plack" $CONTENDERS
 }
 read -ra HOST_EXTRA <<<"$HOST_ARGS"
@@ -323,6 +334,28 @@ rss_sum_kib() { # the workers' VmRSS, summed, and the largest: "sum max"
   echo "$sum $max"
 }
 
+# Every process of the contender: the master (fcgi-host, php-fpm, plack) and its children, or
+# the spawn-fcgi processes.
+all_procs() { if [[ $CT == libfcgi ]]; then printf '%s\n' "${STOP[@]}"; else echo "${STOP[0]}"; workers_of; fi; }
+
+pss_sum_kib() { # the PSS of all the contender's processes, summed (shared pages split fairly)
+  local p sum=0 r
+  for p in $(all_procs); do
+    r=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
+    sum=$((sum + ${r:-0}))
+  done
+  echo "$sum"
+}
+
+cpu_ticks() { # user + system clock ticks of all the contender's processes (threads included)
+  local p sum=0 t
+  for p in $(all_procs); do
+    t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)
+    sum=$((sum + ${t:-0}))
+  done
+  echo "$sum"
+}
+
 # ---------------------------------------------------------------- results --
 RES="$T/results.csv" # scenario,contender,W,conns,rps,p50,p99,errors,MBps,extra...
 : >"$RES"
@@ -356,6 +389,40 @@ if has "$SCENARIOS" io; then
       note "io       $ct W=$w: $out"
       stop_nginx; stop_contender
     done
+  done
+fi
+
+if has "$SCENARIOS" threads; then
+  # threads_cell LABEL CT W [fcgi-host args...]: wrk -c64 on /io?ms=WAIT_MS after a 1 s warm-up,
+  # then the PSS of every process of the contender (their stacks and arenas touched by the run)
+  # and their CPU time per request (from /proc/PID/stat, before and after).
+  threads_cell() {
+    local label=$1 ct=$2 w=$3 c0 c1 pss reqs cpu_us
+    shift 3
+    start_contender "$ct" "$w" "$@"; start_nginx
+    # One second of the same load first: every process has served (php-fpm's children compile
+    # and warm up, threads are made) before the measured run.
+    wrk -t1 -c64 -d1s "http://127.0.0.1:$NGX_PORT/io?ms=$WAIT_MS" >/dev/null 2>&1 || true
+    c0=$(cpu_ticks)
+    out=$(wrk_run 64 "/io?ms=$WAIT_MS" "$T/out/threads-${label// /_}.txt")
+    pss=$(pss_sum_kib)
+    c1=$(cpu_ticks)
+    reqs=$(awk '/requests in/ { print $1 }' "$T/out/threads-${label// /_}.txt")
+    cpu_us=$(awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="${reqs:-0}" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n }')
+    echo "threads,$label,$w,64,$out,$pss,$cpu_us" >>"$RES"
+    note "threads  $label: $out; PSS of all its processes $pss kB; CPU µs per request $cpu_us"
+    stop_nginx; stop_contender
+  }
+  for ct in "${CTS[@]}"; do
+    case $ct in
+      fcgi-host)
+        threads_cell "fcgi-host 2×32" fcgi-host 2 --threads 32
+        threads_cell "fcgi-host 4×16" fcgi-host 4 --threads 16
+        threads_cell "fcgi-host 64×1" fcgi-host 64 ;;
+      libfcgi) threads_cell "libfcgi 64 processes" libfcgi 64 ;;
+      php-fpm) threads_cell "php-fpm 64 children" php-fpm 64 ;;
+      plack) ;; # 64 Perl processes add nothing the two above do not show
+    esac
   done
 fi
 
@@ -494,6 +561,19 @@ ELAPSED=$(($(date +%s) - START_TS))
         printf "| %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[5], f[6], f[7], f[8],
           (h[f[3]] > 0 ? sprintf("%.2f", f[5] / h[f[3]]) : "–") } }' "$RES"
   done
+  if grep -q "^threads," "$RES"; then
+    echo
+    echo "## Waiting handlers: ${WAIT_MS} ms per request (as on a database), 64 clients"
+    echo
+    echo "wrk -t1 -c64 on /io?ms=$WAIT_MS through nginx; 64 requests in flight at most, so $((64 * 1000 / WAIT_MS)) req/s is the ceiling. fcgi-host W×T = \`--workers W --threads T\`. PSS: the sum over all the contender's processes (master included) from /proc/PID/smaps_rollup, read at the end of the run; CPU: user + system time of those processes over the run, per request (nginx and wrk not included)."
+    echo
+    echo "| contender | workers | req/s | p50 ms | p99 ms | errors | PSS MB | CPU µs / request | req/s ÷ fcgi-host 4×16 | PSS ÷ fcgi-host 4×16 |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F, '$1 == "threads" { if ($2 == "fcgi-host 4×16") { hr = $5; hp = $10 } row[++n] = $0 }
+      END { for (i = 1; i <= n; i++) { split(row[i], f, ",")
+        printf "| %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", f[2], f[3], f[5], f[6], f[7], f[8], f[10] / 1024,
+          (f[11] == "" ? "–" : f[11]), (hr > 0 ? sprintf("%.2f", f[5] / hr) : "–"), (hp > 0 ? sprintf("%.2f", f[10] / hp) : "–") } }' "$RES"
+  fi
   if grep -q "^upload,\|^download," "$RES"; then
     echo
     echo "## Uploads (1 MiB POST, wrk -c8) and downloads (10 MiB, wrk -c4), W = 2"
@@ -573,5 +653,29 @@ set xrange [0.5:3.3]
 set grid
 set key top left
 plot ${plot%, }, x with lines dt 2 lc "gray" title "offered", 1 with lines dt 3 lc "black" title "capacity"
+EOF
+fi
+
+if [[ -n $CHART ]] && grep -q '^threads,' "$RES" && have gnuplot; then
+  # The threads scenario: req/s and the PSS of all the processes, one bar per contender.
+  THREADS_CHART="$(dirname "$CHART")/bench-workloads-threads.png"
+  awk -F, '$1 == "threads" { printf "\"%s\" %s %.1f\n", $2, $5, $10 / 1024 }' "$RES" >"$T/threads.dat"
+  gnuplot <<EOF 2>>"$T/log/gnuplot.log" && note "wrote $THREADS_CHART" || note "gnuplot failed"
+set terminal pngcairo size 900,440 font ",10"
+set bmargin 7
+set rmargin 12
+set output "$THREADS_CHART"
+set multiplot layout 1,2 title "A handler that waits ${WAIT_MS} ms, 64 clients through nginx ($(date +%Y-%m-%d), 2 shared cores)"
+set style fill solid 0.7 border -1
+set boxwidth 0.6
+set xtics rotate by -30 nomirror
+set grid ytics
+unset key
+set yrange [0:*]
+set title "requests per second (higher is better)"
+plot "$T/threads.dat" using 0:2:xtic(1) with boxes lc rgb "#3465a4"
+set title "PSS of all its processes, MB (lower is better)"
+plot "$T/threads.dat" using 0:3:xtic(1) with boxes lc rgb "#cc0000"
+unset multiplot
 EOF
 fi

@@ -141,12 +141,21 @@ cleanup() {
   if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
 }
 
+# unix_listening PATH: a socket is at PATH and listening. fcgi-host binds its socket as
+# DIR/.NAME-XXXXXX/s and renames it to PATH, so ss shows that first name.
+unix_listening() {
+  [[ -S $1 ]] || return 1
+  ss -Hlx | awk -v p="$1" -v d="$(dirname "$1")/.$(basename "$1")-" '
+    { for (i = 1; i <= NF; i++) if ($i == p || (index($i, d) == 1 && $i ~ /\/s$/)) f = 1 }
+    END { exit !f }'
+}
+
 # wait_listening ADDR: ADDR is unix:/path or 127.0.0.1:PORT. Bounded: 10 s.
 wait_listening() {
   local addr=$1 i
   for ((i = 0; i < 200; i++)); do
     if [[ $addr == unix:* ]]; then
-      ss -Hlx | grep -qF " ${addr#unix:} " && return 0
+      unix_listening "${addr#unix:}" && return 0
     else
       [[ -n $(ss -Hltn "sport = :${addr##*:}") ]] && return 0
     fi
