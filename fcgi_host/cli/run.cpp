@@ -20,6 +20,7 @@
 #include "fcgi_host/pools/supervisor.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "fcgi_host/worker/handed_logs.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
@@ -319,6 +320,7 @@ void prepare_reload(Host& host) {
     process_manager::Log::get().reopen();
     AccessLog::get().reopen();
   };
+  host.options.log_fds = logs_to_hand; // the workers cannot reopen root's files themselves
 }
 
 // Workers' stdout and stderr go to the log, prefixed with their pid.
