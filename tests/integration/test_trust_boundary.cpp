@@ -246,6 +246,54 @@ TEST_SUITE("trust boundary") {
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
   }
 
+  TEST_CASE("a config file or an included one that another user can change is refused as root") {
+    if (::geteuid() != 0) {
+      return test_support::skip("needs root (the check is a root master's)");
+    }
+    passwd* nobody = ::getpwnam("nobody");
+    REQUIRE(nobody);
+    it::TempDir d;
+    const std::string pool = "[a]\nlisten = unix:" + d.file("a.sock") + "\napp = hello\n";
+    d.write("pools.d/a.conf", pool);
+    const std::string main = d.write("main.conf", "include = pools.d/*.conf\n");
+    it::Command safe = it::run_binary("--config " + main + " --test-config");
+    CHECK_MESSAGE(safe.status == 0, safe.output);
+
+    const std::string included = d.file("pools.d/a.conf");
+    REQUIRE(::chmod(included.c_str(), 0666) == 0);
+    it::Command writable = it::run_binary("--config " + main + " --test-config");
+    CHECK(writable.status == 2);
+    CHECK_MESSAGE(has(writable.output, "\"" + included +
+                                           "\" refused: writable by others (mode "
+                                           "0666)"),
+                  writable.output);
+    REQUIRE(::chmod(included.c_str(), 0644) == 0);
+    REQUIRE(::chown(included.c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+    it::Command theirs = it::run_binary("--config " + main + " --test-config");
+    CHECK(theirs.status == 2);
+    CHECK_MESSAGE(has(theirs.output, "owned by uid " + std::to_string(nobody->pw_uid)),
+                  theirs.output);
+    REQUIRE(::chown(included.c_str(), 0, 0) == 0);
+    REQUIRE(::chmod(d.file("pools.d").c_str(), 0777) == 0);
+    it::Command open_dir = it::run_binary("--config " + main + " --test-config");
+    CHECK(open_dir.status == 2);
+    CHECK_MESSAGE(has(open_dir.output, "is writable by others (mode 0777)"), open_dir.output);
+  }
+
+  TEST_CASE("workers as root and the echo app are said at warn level at every start") {
+    std::vector<std::string> args = {"--app", "echo", "--workers", "1"};
+    const bool root = ::geteuid() == 0;
+    if (root) args.insert(args.end(), {"--user", "root"});
+    HostProcess host(args);
+    CHECK(host.wait_log(R"(\[warn\] [0-9]+: app echo is the built-in test app)"));
+    if (root) CHECK(host.wait_log(R"(\[warn\] [0-9]+: workers run as root \(user = root\))"));
+    it::Command check = it::run_binary("--app echo --test-config");
+    CHECK(check.status == 0);
+    CHECK(has(check.output, "fcgi-host: warning: app echo is the built-in test app"));
+    it::Command hello = it::run_binary("--app hello --test-config");
+    CHECK_FALSE(has(hello.output, "warning"));
+  }
+
   TEST_CASE("log rotation with workers of another user: after USR1 the master hands them the new "
             "files") {
     it::ThrowawayUser user;
