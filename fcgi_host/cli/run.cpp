@@ -187,6 +187,8 @@ bool read_config(Host& host) {
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n"
             << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
+  for (const std::string& risk : risky_settings(host.config))
+    std::cout << "fcgi-host: warning: " << risk << "\n";
   return false;
 }
 
@@ -503,6 +505,8 @@ int serve(Host& host) {
              " with " + std::to_string(host.config.workers) + " workers" +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
+  for (const std::string& risk : risky_settings(host.config))
+    PM_LOG(LogLevel::Warn, risk);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
