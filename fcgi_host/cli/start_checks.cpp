@@ -294,7 +294,8 @@ std::vector<std::string> risky_settings(const Config& config) {
   if (::geteuid() == 0 && !workers.run_as.empty() && workers.uid == 0)
     said.push_back("workers run as root (user = root): a flaw in the application is a flaw "
                    "with every privilege; give them a user of their own");
-  if (config.exec.empty() && config.app == "echo")
+  // A config file is how a host is deployed; `--app echo` on a command line is a trial.
+  if (config.exec.empty() && config.app == "echo" && !config.config_file.empty())
     said.push_back("app echo is the built-in test app: it shows every request's cookies and "
                    "Authorization header back, and crashes on /crash; not for production");
   return said;

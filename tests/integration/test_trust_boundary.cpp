@@ -280,18 +280,24 @@ TEST_SUITE("trust boundary") {
     CHECK_MESSAGE(has(open_dir.output, "is writable by others (mode 0777)"), open_dir.output);
   }
 
-  TEST_CASE("workers as root and the echo app are said at warn level at every start") {
-    std::vector<std::string> args = {"--app", "echo", "--workers", "1"};
+  TEST_CASE("workers as root and the echo app in a config file are said at warn level at every "
+            "start") {
     const bool root = ::geteuid() == 0;
-    if (root) args.insert(args.end(), {"--user", "root"});
-    HostProcess host(args);
+    HostProcess host(it::HostOptions{
+        .args = {"--config", "{dir}/host.conf"},
+        .files = {{"host.conf",
+                   std::string("app = echo\nworkers = 1\n") + (root ? "user = root\n" : "")}},
+    });
     CHECK(host.wait_log(R"(\[warn\] [0-9]+: app echo is the built-in test app)"));
     if (root) CHECK(host.wait_log(R"(\[warn\] [0-9]+: workers run as root \(user = root\))"));
-    it::Command check = it::run_binary("--app echo --test-config");
+    it::Command check =
+        it::run_binary("--config " + host.dir().file("host.conf") + " --test-config");
     CHECK(check.status == 0);
     CHECK(has(check.output, "fcgi-host: warning: app echo is the built-in test app"));
-    it::Command hello = it::run_binary("--app hello --test-config");
-    CHECK_FALSE(has(hello.output, "warning"));
+    // On the command line it is a trial, not a deployment: nothing said.
+    it::Command trial = it::run_binary("--app echo --test-config");
+    CHECK(trial.status == 0);
+    CHECK_FALSE(has(trial.output, "warning"));
   }
 
   TEST_CASE("log rotation with workers of another user: after USR1 the master hands them the new "
