@@ -24,10 +24,14 @@ public:
   void open(const std::string& path);
   // USR1: reopen the same path (after rotation); stderr is left alone.
   void reopen();
+  // A worker: the file the master reopened for it (LogFile::adopt).
+  void adopt(int fd) { file_.adopt(fd); }
   void set_level(LogLevel l) { level_ = l; }
   LogLevel level() const { return level_; }
   bool enabled(LogLevel l) const { return l >= level_; }
   int fd() const { return file_.is_open() ? file_.fd() : stderr_fd_; }
+  // The --error-log file's descriptor, handed to the workers after a reopen; -1 on stderr.
+  int file_fd() const { return file_.fd(); }
   // A worker whose stderr the master captures keeps logging to (a copy of) the original stderr.
   void keep_stderr(int fd) { stderr_fd_ = fd; }
 

@@ -47,6 +47,12 @@ bool LogFile::reopen(std::string& why) {
   return true;
 }
 
+void LogFile::adopt(int fd) {
+  if (fd < 0) return;
+  if (fd_ >= 0 && fd != fd_) ::dup3(fd, fd_, O_CLOEXEC);
+  if (fd != fd_) ::close(fd);
+}
+
 void write_line(int fd, std::string_view line) {
   const char* p = line.data();
   std::size_t left = line.size();

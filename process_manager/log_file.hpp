@@ -24,6 +24,10 @@ public:
   // The same path again, after rotation. False with `why` when it cannot be opened: the old file
   // stays open and gets the lines, rather than losing them.
   bool reopen(std::string& why);
+  // A worker after rotation: `fd` (the file the master opened again, log_handover.hpp) takes the
+  // place of the current one, by dup3 over the same number. `fd` is closed; ignored when this
+  // log is not open.
+  void adopt(int fd);
 
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }

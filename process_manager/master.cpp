@@ -106,9 +106,22 @@ void Master::Impl::on_usr1() {
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error, std::string("reopen logs: ") + e.what());
   }
-  // A worker still starting has no USR1 handler yet, and the default action would kill it.
-  for (Worker& w : table.all())
-    if (!w.stopping() && ready(w) && w.reopen_logs_signal) ::kill(w.pid, w.reopen_logs_signal);
+  // The files just opened go to every worker first (a worker still starting takes them when its
+  // loop begins), then the signal: a worker still starting has no USR1 handler yet, and the
+  // default action would kill it. Sent before the ready check, so that a worker cannot become
+  // ready between the two and miss both.
+  std::vector<int> fds = options.log_fds ? options.log_fds() : std::vector<int>{};
+  std::size_t unsent = 0;
+  for (Worker& w : table.all()) {
+    if (w.stopping() || !w.reopen_logs_signal) continue;
+    if (!fds.empty() && w.log_handover.valid() && !w.log_handover.send(fds)) ++unsent;
+    if (ready(w)) ::kill(w.pid, w.reopen_logs_signal);
+  }
+  if (unsent > 0)
+    PM_LOG(LogLevel::Error, "USR1: the new log files could not be handed to " +
+                                std::to_string(unsent) +
+                                " worker(s) (their channel is full: they do not read it); they "
+                                "keep writing to the old files");
   PM_LOG(LogLevel::Notice, "USR1: logs reopened");
 }
 

@@ -23,6 +23,10 @@ struct MasterOptions {
   std::function<std::optional<Generation>()> reload;
   // USR1: reopen log files (the master also signals workers to do the same).
   std::function<void()> reopen_logs;
+  // After reopen_logs: the descriptors handed to every worker in place of its own (at most
+  // kMaxHandedLogs, by position, -1 for none: log_handover.hpp). Unset: workers reopen their
+  // logs themselves, which a worker of another user than the master cannot.
+  std::function<std::vector<int>()> log_fds;
   // Extra fds the master loop waits on (a status socket the master serves itself), and what to
   // do when one is readable. Called from the loop, never from a signal handler.
   std::vector<int> watch_fds;

@@ -109,7 +109,16 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   std::vector<int> master_fds = options.watch_fds;
   master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
   if (upgrade.pipe_fd() >= 0) master_fds.push_back(upgrade.pipe_fd());
-  pid_t pid = spawner.spawn(*slot, current_gen(), current().worker_main, master_fds);
+  // The master's ends of every log channel, this one's too: a worker must not be able to hand
+  // files to another worker as if it were the master.
+  LogHandover handover;
+  if (current().pool.reopen_logs_signal != 0) handover = LogHandover::make();
+  for (const Worker& other : table.all())
+    if (other.log_handover.valid()) master_fds.push_back(other.log_handover.master_fd());
+  if (handover.valid()) master_fds.push_back(handover.master_fd());
+  pid_t pid =
+      spawner.spawn(*slot, current_gen(), current().worker_main, master_fds, handover.worker_fd());
+  handover.close_worker_end();
   if (pid == -1) {
     table.release_slot(*slot);
     spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
@@ -124,12 +133,13 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   w.request_timeout = current().pool.request_timeout;
   w.retire_signal = current().pool.retire_signal;
   w.reopen_logs_signal = current().pool.reopen_logs_signal;
+  w.log_handover = std::move(handover);
   w.stack_trace_on_timeout = current().pool.stack_trace_on_timeout;
   w.resend_stop_every = current().pool.resend_stop_every;
   w.nudge_after = current().pool.nudge_after;
   w.boot_window = current().pool.boot_window;
   w.slow_stack_after = current().pool.slow_stack_after;
-  table.add(w);
+  table.add(std::move(w));
   PM_LOG(LogLevel::Info, name(w) + " spawned");
   return true;
 }

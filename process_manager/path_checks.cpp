@@ -62,6 +62,19 @@ std::string unsafe_file(const struct stat& st) {
   return "";
 }
 
+std::string unsafe_config_file(const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return "owned by uid " + std::to_string(st.st_uid) + " (neither root nor this user)";
+  const bool group_writes =
+      (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0 && st.st_gid != ::getegid();
+  if (group_writes || (st.st_mode & S_IWOTH) != 0)
+    return std::string("writable by ") +
+           ((st.st_mode & S_IWOTH) ? "others" : "group " + std::to_string(st.st_gid)) + " (mode " +
+           octal(st.st_mode) + ")";
+  return "";
+}
+
 int open_checked(const std::string& path, int flags, mode_t mode) {
   auto refuse = [&path](int err, const std::string& why) {
     throw std::system_error(err, std::generic_category(), "open(\"" + path + "\") refused: " + why);

@@ -18,6 +18,11 @@ std::string unsafe_directory_of(const std::string& path);
 // "" when `st` (an open file's fstat) is a regular file owned by this process's user; else why.
 std::string unsafe_file(const struct stat& st);
 
+// "" when `st` (a file the master reads its orders from: a config file) is a regular file owned
+// by root or this process's user, writable by nobody else (group write only for root's group or
+// this process's); else why. A root master runs what such a file says (`user = root`, `exec`).
+std::string unsafe_config_file(const struct stat& st);
+
 // open(2) of a file the master writes (a log, the pidfile): O_NOFOLLOW | O_CLOEXEC | O_NOCTTY
 // added to `flags`, then checked as above (unsafe_directory_of() first, unsafe_file() on the
 // open descriptor). Throws std::system_error naming the path and why; a file that exists but

@@ -15,7 +15,7 @@ namespace process_manager {
 
 pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
                      const std::function<int(const WorkerContext&)>& worker_main,
-                     std::span<const int> master_fds) {
+                     std::span<const int> master_fds, int log_channel) {
   // The slot is marked Starting before the fork: were the parent to write it after, it could
   // overwrite the child's first Idle and the worker would never look ready.
   scoreboard_.prepare(slot, 1); // the worker says how many threads it runs
@@ -25,7 +25,7 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
 
   pid_t master = getpid();
   pid_t pid = fork_clean([&](const sigset_t& mask) {
-    run_child(master, mask, slot, generation, worker_main, master_fds);
+    run_child(master, mask, slot, generation, worker_main, master_fds, log_channel);
   });
   if (pid == -1) {
     const int fork_errno = errno;
@@ -40,7 +40,7 @@ pid_t Spawner::spawn(std::size_t slot, std::uint32_t generation,
 void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                         std::uint32_t generation,
                         const std::function<int(const WorkerContext&)>& worker_main,
-                        std::span<const int> master_fds) {
+                        std::span<const int> master_fds, int log_channel) {
   signals_.close_in_child();
   // Close-on-exec does not help a worker that is only forked: a handler must not be able to
   // read the master's sockets.
@@ -59,7 +59,7 @@ void Spawner::run_child(pid_t master, const sigset_t& mask, std::size_t slot,
 
   int code = exit_code::kWorkerError;
   try {
-    code = worker_main(WorkerContext{slot, s, generation, scoreboard_});
+    code = worker_main(WorkerContext{slot, s, generation, scoreboard_, log_channel});
   } catch (const std::exception& e) {
     PM_LOG(LogLevel::Error, std::string("worker exception: ") + e.what());
   } catch (...) {

@@ -20,16 +20,16 @@ public:
   // Forks a worker for `slot` of `generation`. Parent: returns the child's pid, or -1 with errno
   // set when fork() failed. Child: closes `master_fds` (what only the master serves: a status
   // socket, the read end of the workers' output), runs `worker_main` and _exit()s with its
-  // result.
+  // result. `log_channel`: the worker's end of its log handover (WorkerContext::log_channel).
   pid_t spawn(std::size_t slot, std::uint32_t generation,
               const std::function<int(const WorkerContext&)>& worker_main,
-              std::span<const int> master_fds = {});
+              std::span<const int> master_fds = {}, int log_channel = -1);
 
 private:
   [[noreturn]] void run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                               std::uint32_t generation,
                               const std::function<int(const WorkerContext&)>& worker_main,
-                              std::span<const int> master_fds);
+                              std::span<const int> master_fds, int log_channel);
 
   Scoreboard& scoreboard_;
   SignalPipe& signals_;

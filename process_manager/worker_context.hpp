@@ -15,6 +15,9 @@ struct WorkerContext {
   WorkerSlot& slot;
   std::uint32_t generation;
   Scoreboard& scoreboard;
+  // Where the master hands the worker its logs after a rotation (log_handover.hpp); -1: none,
+  // the worker reopens them itself.
+  int log_channel = -1;
 };
 
 // A worker's entry point returns this when it cannot boot (a handler's start hook threw, the

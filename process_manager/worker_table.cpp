@@ -1,6 +1,7 @@
 #include "process_manager/worker_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace process_manager {
 
@@ -21,7 +22,7 @@ std::optional<std::size_t> WorkerTable::allocate_slot() {
 std::optional<Worker> WorkerTable::remove(pid_t pid) {
   auto it = std::find_if(workers_.begin(), workers_.end(), [&](auto& w) { return w.pid == pid; });
   if (it == workers_.end()) return std::nullopt;
-  Worker w = *it;
+  Worker w = std::move(*it);
   workers_.erase(it);
   release_slot(w.slot);
   return w;

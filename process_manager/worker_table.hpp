@@ -1,5 +1,6 @@
 #pragma once
 // The master's record of its live workers, and which scoreboard slots they hold.
+#include "process_manager/log_handover.hpp"
 #include "process_manager/master_state.hpp"
 
 #include <chrono>
@@ -21,6 +22,9 @@ struct Worker {
   std::chrono::milliseconds request_timeout{0};
   int retire_signal = 0;
   int reopen_logs_signal = 0;
+  // Where the master hands this worker its logs after USR1 (invalid: the worker reopens them
+  // itself). Closed when the worker is reaped.
+  LogHandover log_handover;
   bool stack_trace_on_timeout = false;
   std::chrono::milliseconds resend_stop_every{0};
   std::chrono::milliseconds nudge_after{0};
@@ -63,7 +67,7 @@ public:
     return true;
   }
 
-  void add(const Worker& w) { workers_.push_back(w); }
+  void add(Worker w) { workers_.push_back(std::move(w)); }
   // Forgets the worker and frees its slot.
   std::optional<Worker> remove(pid_t pid);
   Worker* find(pid_t pid);

@@ -1,14 +1,17 @@
 #include "fcgi_host/cli/config_file.hpp"
 
 #include "fcgi_host/cli/config.hpp"
+#include "process_manager/path_checks.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <glob.h>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fcgi_host {
 namespace {
@@ -77,6 +80,22 @@ std::vector<std::string> expand_include(const std::string& where, const std::str
   return files;
 }
 
+// Started as root, the master does what its files say (`user = root`, `exec`): a file another
+// user can write, or put in place, is refused (path_checks.hpp). "" when safe, or not root.
+std::string unsafe_for_root(const std::string& path) {
+  if (::geteuid() != 0) return "";
+  if (std::string why = process_manager::unsafe_directory_of(path); !why.empty()) return why;
+  // A link's target is read: its directories count too.
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
+    std::string target = real;
+    std::free(real);
+    if (std::string why = process_manager::unsafe_directory_of(target); !why.empty()) return why;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::string("stat() failed: ") + std::strerror(errno);
+  return process_manager::unsafe_config_file(st);
+}
+
 class Reader {
 public:
   ConfigFile file;
@@ -90,6 +109,10 @@ public:
     if (!in)
       throw ConfigError(prefix(included_from) + "cannot read \"" + path +
                         "\": " + std::strerror(errno));
+    if (std::string why = unsafe_for_root(path); !why.empty())
+      throw ConfigError(prefix(included_from) + "\"" + path + "\" refused: " + why +
+                        "; a master started as root reads only config files no other user can "
+                        "change");
     if (!open_files_.insert(st.st_ino).second)
       throw ConfigError(included_from + ": include cycle: \"" + path + "\" is already being read");
     PoolSection* section = nullptr;

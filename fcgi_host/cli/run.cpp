@@ -20,6 +20,7 @@
 #include "fcgi_host/pools/supervisor.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "fcgi_host/worker/handed_logs.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
@@ -186,6 +187,8 @@ bool read_config(Host& host) {
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n"
             << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
+  for (const std::string& risk : risky_settings(host.config))
+    std::cout << "fcgi-host: warning: " << risk << "\n";
   return false;
 }
 
@@ -319,6 +322,7 @@ void prepare_reload(Host& host) {
     process_manager::Log::get().reopen();
     AccessLog::get().reopen();
   };
+  host.options.log_fds = logs_to_hand; // the workers cannot reopen root's files themselves
 }
 
 // Workers' stdout and stderr go to the log, prefixed with their pid.
@@ -501,6 +505,8 @@ int serve(Host& host) {
              " with " + std::to_string(host.config.workers) + " workers" +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
+  for (const std::string& risk : risky_settings(host.config))
+    PM_LOG(LogLevel::Warn, risk);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();

@@ -288,6 +288,19 @@ void check_before_start(const Config& config) {
     check.run(config);
 }
 
+std::vector<std::string> risky_settings(const Config& config) {
+  std::vector<std::string> said;
+  const Credentials workers = credentials(config);
+  if (::geteuid() == 0 && !workers.run_as.empty() && workers.uid == 0)
+    said.push_back("workers run as root (user = root): a flaw in the application is a flaw "
+                   "with every privilege; give them a user of their own");
+  // A config file is how a host is deployed; `--app echo` on a command line is a trial.
+  if (config.exec.empty() && config.app == "echo" && !config.config_file.empty())
+    said.push_back("app echo is the built-in test app: it shows every request's cookies and "
+                   "Authorization header back, and crashes on /crash; not for production");
+  return said;
+}
+
 namespace {
 
 // Whether a server accepts connections at `a` now (a TCP address on every interface is tried on

@@ -24,6 +24,11 @@ void check_pools_master(const Config& config);
 // before its reload or upgrade (which keep the sockets), so they are notes, not refusals.
 std::vector<std::string> addresses_in_use(const Config& config);
 
+// What a start allows but says at warn level every time (and --test-config prints), one line
+// each: workers that run as root (--user root), the built-in echo app named in a config file (a
+// test app: it shows a request's cookies and Authorization header back and crashes on /crash).
+std::vector<std::string> risky_settings(const Config& config);
+
 // What that list checks, one line each (for the docs and the tests that hold them together).
 std::vector<std::string> start_check_list();
 

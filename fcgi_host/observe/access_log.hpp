@@ -3,7 +3,8 @@
 // it with one write(2) on an O_APPEND descriptor, so lines of different workers never mix. The
 // format is parsed once; a line is built in a buffer the worker reuses (no allocation once it has
 // grown), and %t formats the time only once per second. USR1 reopens the file (after rotation)
-// in the master and in every worker, swapping the descriptor with dup3 so no line is lost.
+// in the master, which hands the new descriptor to every worker (log_handover.hpp); each swaps
+// it in with dup3 so no line is lost.
 #include "app/request.hpp"
 #include "app/response.hpp"
 #include "fcgi_host/config/option_table.hpp"
@@ -30,6 +31,10 @@ public:
   // std::system_error naming the file, std::invalid_argument for a bad format.
   void open(const std::string& path, std::string_view format);
   void reopen();
+  // A worker: the file the master reopened for it (LogFile::adopt).
+  void adopt(int fd) { file_.adopt(fd); }
+  // The descriptor the master hands its workers after a reopen; -1 when not logging.
+  int fd() const { return file_.fd(); }
   bool enabled() const { return file_.is_open(); }
 
   struct Entry {

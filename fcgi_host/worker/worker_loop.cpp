@@ -25,8 +25,8 @@
 #include "fcgi_host/worker/worker_loop.hpp"
 
 #include "app/host_access.hpp"
-#include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "fcgi_host/worker/handed_logs.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -135,6 +135,9 @@ int WorkerLoop::run() {
     return process_manager::boot_failure(context_, error);
   SlowHandlerWatch::Hold hold(watch_); // given up only while a handler runs (serve_request.cpp)
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
+  // Logs rotated while this worker started (after Idle: the master hands them before it looks
+  // whether to signal, so a rotation is either taken here or signalled).
+  if (context_.log_channel >= 0) take_handed_logs(context_.log_channel);
   while (!finished()) {
     if (recycle_if_due() || accept_without_waiting()) continue;
     if (!wait_and_dispatch()) return exit_code::kWorkerError;
@@ -266,8 +269,7 @@ void WorkerLoop::take_signals() {
       break;
     case SIGUSR1:
       try {
-        process_manager::Log::get().reopen();
-        AccessLog::get().reopen();
+        take_handed_logs(context_.log_channel);
       } catch (const std::exception& e) {
         PM_LOG(LogLevel::Error, e.what());
       }

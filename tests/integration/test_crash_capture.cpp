@@ -153,6 +153,18 @@ TEST_SUITE("crash capture") {
     CHECK(has(capture, "query:password"));
   }
 
+  TEST_CASE("replay shows a captured URI's control bytes escaped, never as a terminal escape") {
+    CaptureDir d;
+    HostProcess host(capture_args(d));
+    crash_once(host, "/crash/segv?x=\x1b[2J\x07"); // ESC, BEL: a terminal would act on them
+    REQUIRE(host.wait_log("request captured to", Millis{5000}));
+    it::TempDir scratch;
+    Replay r = replay(scratch, {d.file(1), "--app", "echo"});
+    INFO("replay:\n" << r.output);
+    CHECK(r.status == 0);
+    CHECK(has(r.output, "fcgi-host replay: GET /crash/segv?x=\\x1b[2J\\x07 (captured"));
+  }
+
   TEST_CASE("under gdb the replay stops in the plugin's function") {
     CaptureDir d;
     HostProcess host(capture_args(d));

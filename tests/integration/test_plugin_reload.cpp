@@ -8,6 +8,7 @@
 #include "harness.hpp"
 #include "lifecycle_load.hpp"
 #include "support/skip.hpp"
+#include "throwaway_user.hpp"
 
 #include <doctest/doctest.h>
 
@@ -330,19 +331,11 @@ TEST_SUITE("plugin reload") {
 
   TEST_CASE("no plugin code runs as root: start, HUP, USR2, --test-config and pools load it as "
             "the workers' user") {
-    if (::geteuid() != 0) {
-      return test_support::skip("not root: no throwaway user can be made");
+    it::ThrowawayUser throwaway;
+    if (!throwaway.made()) {
+      return test_support::skip(throwaway.why_not());
     }
-    const std::string user = "fcgi-t" + std::to_string(::getpid());
-    it::Command add =
-        it::run_shell("useradd --system --no-create-home --shell /usr/sbin/nologin " + user);
-    if (add.status != 0) {
-      return test_support::skip("useradd failed: " + add.output);
-    }
-    struct Remove {
-      std::string user;
-      ~Remove() { it::run_shell("userdel " + user); }
-    } remove{user};
+    const std::string& user = throwaway.name();
     it::TempDir shared; // the euid log: the throwaway user writes it
     ::chmod(shared.path().c_str(), 0711);
     const std::string euids = shared.write("euid.log", "");

@@ -5,9 +5,11 @@
 // the snippet's internal location serves only the directory it names.
 #include "checks.hpp"
 #include "support/skip.hpp"
+#include "throwaway_user.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <csignal>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
@@ -242,6 +244,108 @@ TEST_SUITE("trust boundary") {
     CHECK(r.status == 2);
     CHECK(has(r.output, "--status-listen: a TCP status listener needs --status-allow"));
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
+
+  TEST_CASE("a config file or an included one that another user can change is refused as root") {
+    if (::geteuid() != 0) {
+      return test_support::skip("needs root (the check is a root master's)");
+    }
+    passwd* nobody = ::getpwnam("nobody");
+    REQUIRE(nobody);
+    it::TempDir d;
+    const std::string pool = "[a]\nlisten = unix:" + d.file("a.sock") + "\napp = hello\n";
+    d.write("pools.d/a.conf", pool);
+    const std::string main = d.write("main.conf", "include = pools.d/*.conf\n");
+    it::Command safe = it::run_binary("--config " + main + " --test-config");
+    CHECK_MESSAGE(safe.status == 0, safe.output);
+
+    const std::string included = d.file("pools.d/a.conf");
+    REQUIRE(::chmod(included.c_str(), 0666) == 0);
+    it::Command writable = it::run_binary("--config " + main + " --test-config");
+    CHECK(writable.status == 2);
+    CHECK_MESSAGE(has(writable.output, "\"" + included +
+                                           "\" refused: writable by others (mode "
+                                           "0666)"),
+                  writable.output);
+    REQUIRE(::chmod(included.c_str(), 0644) == 0);
+    REQUIRE(::chown(included.c_str(), nobody->pw_uid, nobody->pw_gid) == 0);
+    it::Command theirs = it::run_binary("--config " + main + " --test-config");
+    CHECK(theirs.status == 2);
+    CHECK_MESSAGE(has(theirs.output, "owned by uid " + std::to_string(nobody->pw_uid)),
+                  theirs.output);
+    REQUIRE(::chown(included.c_str(), 0, 0) == 0);
+    REQUIRE(::chmod(d.file("pools.d").c_str(), 0777) == 0);
+    it::Command open_dir = it::run_binary("--config " + main + " --test-config");
+    CHECK(open_dir.status == 2);
+    CHECK_MESSAGE(has(open_dir.output, "is writable by others (mode 0777)"), open_dir.output);
+  }
+
+  TEST_CASE("workers as root and the echo app in a config file are said at warn level at every "
+            "start") {
+    const bool root = ::geteuid() == 0;
+    HostProcess host(it::HostOptions{
+        .args = {"--config", "{dir}/host.conf"},
+        .files = {{"host.conf",
+                   std::string("app = echo\nworkers = 1\n") + (root ? "user = root\n" : "")}},
+    });
+    CHECK(host.wait_log(R"(\[warn\] [0-9]+: app echo is the built-in test app)"));
+    if (root) CHECK(host.wait_log(R"(\[warn\] [0-9]+: workers run as root \(user = root\))"));
+    it::Command check =
+        it::run_binary("--config " + host.dir().file("host.conf") + " --test-config");
+    CHECK(check.status == 0);
+    CHECK(has(check.output, "fcgi-host: warning: app echo is the built-in test app"));
+    // On the command line it is a trial, not a deployment: nothing said.
+    it::Command trial = it::run_binary("--app echo --test-config");
+    CHECK(trial.status == 0);
+    CHECK_FALSE(has(trial.output, "warning"));
+  }
+
+  TEST_CASE("log rotation with workers of another user: after USR1 the master hands them the new "
+            "files") {
+    it::ThrowawayUser user;
+    if (!user.made()) {
+      return test_support::skip(user.why_not());
+    }
+    HostProcess host({"--app", "echo", "--workers", "2", "--user", user.name(), "--error-log",
+                      "{dir}/error.log", "--access-log", "{dir}/access.log", "--access-format",
+                      "%m %u %s %p"});
+    const std::string access = host.dir().file("access.log");
+    const std::string error = host.dir().file("error.log");
+    auto lines = [](const std::string& file, const std::string& what) {
+      return it::lines_with(it::read_file(file), what).size();
+    };
+    for (int i = 0; i < 4; ++i)
+      CHECK(host.connect().request("GET", "/before").status == 200);
+    REQUIRE(it::wait_for([&] { return lines(access, "GET /before") == 4; }, Millis{5000}));
+
+    // logrotate's way: rename, then USR1. The workers cannot open the new root-owned files in
+    // the root-only directory themselves.
+    REQUIRE(::rename(access.c_str(), (access + ".1").c_str()) == 0);
+    REQUIRE(::rename(error.c_str(), (error + ".1").c_str()) == 0);
+    host.signal(SIGUSR1);
+    REQUIRE(host.wait_log("USR1: logs reopened"));
+    REQUIRE(it::wait_for(
+        [&] {
+          auto workers = host.worker_pids();
+          return workers.size() == 2 && std::none_of(workers.begin(), workers.end(), [&](pid_t w) {
+                   return it::holds_open(w, access + ".1") || it::holds_open(w, error + ".1");
+                 });
+        },
+        Millis{5000}));
+    for (int i = 0; i < 6; ++i)
+      CHECK(host.connect().request("GET", "/after").status == 200);
+    REQUIRE(it::wait_for([&] { return lines(access, "GET /after") == 6; }, Millis{5000}));
+    CHECK(lines(access + ".1", "GET /after") == 0);
+    CHECK(lines(access + ".1", "GET /before") == 4);
+    CHECK(lines(error, "could not") == 0);
+    CHECK(lines(error + ".1", "reopen") == 0); // no worker failed to reopen
+    // Nothing was made the workers' user's: the new files are the master's, 0640.
+    for (const std::string& file : {access, error}) {
+      struct stat st {};
+      REQUIRE(::stat(file.c_str(), &st) == 0);
+      CHECK(st.st_uid == 0);
+      CHECK((st.st_mode & 0777) == 0640);
+    }
   }
 
   TEST_CASE("the master's Unix status socket is owner-only") {
