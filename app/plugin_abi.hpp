@@ -5,9 +5,12 @@
 // standard library's ABI or the compiler family changes a number, and the host refuses the
 // plugin before any of its handler code runs, naming the first number that differs.
 //
-// Not covered: a virtual function added to app::Handler without any other change (its size stays
-// the same); a release that does so changes FCGI_HOST_PLUGIN_ABI_VERSION in plugin.hpp.
+// A change that keeps every size (a virtual function added to app::Handler, a member function
+// of Request or Response changed) changes the last number: the hash of the handler API's
+// declarations (app/plugin_abi_declarations.hpp, written from the public headers by
+// cmake/plugin_abi_declarations.cmake, kept true by a test).
 #include "app/handler.hpp"
+#include "app/plugin_abi_declarations.hpp"
 
 #include <array>
 #include <cstddef>
@@ -41,7 +44,8 @@ inline constexpr std::array kLayoutNames = {
     "the C++ standard library",
     "the standard library's string ABI (_GLIBCXX_USE_CXX11_ABI)",
     "the compiler family",
-    "sizeof(void*)"};
+    "sizeof(void*)",
+    "the hash of the handler API's declarations (its public headers)"};
 
 // 1: libstdc++, 2: libc++, 3: another.
 inline constexpr std::uint32_t standard_library() {
@@ -96,6 +100,7 @@ constexpr std::array<std::uint32_t, kLayoutNames.size()> kLayout = {
     string_abi(),
     compiler_family(),
     sizeof(void*),
+    kDeclarations,
 };
 
 // One number for the whole identity (FNV-1a over kLayout): what `fcgi-host --version` prints.

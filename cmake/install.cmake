@@ -62,6 +62,7 @@ install(FILES
         ${PROJECT_SOURCE_DIR}/app/router.hpp
         ${PROJECT_SOURCE_DIR}/app/plugin.hpp
         ${PROJECT_SOURCE_DIR}/app/plugin_abi.hpp
+        ${PROJECT_SOURCE_DIR}/app/plugin_abi_declarations.hpp
         ${PROJECT_SOURCE_DIR}/app/builtin_apps.hpp
         ${PROJECT_SOURCE_DIR}/app/args.hpp
         ${PROJECT_SOURCE_DIR}/app/cookies.hpp

@@ -22,12 +22,6 @@
 
 namespace process_manager {
 
-namespace {
-bool in_request(WorkerState s) {
-  return is_busy(s);
-}
-} // namespace
-
 int Master::Impl::run() {
   start();
   std::vector<int> ready;
@@ -161,7 +155,7 @@ void Master::Impl::reap() {
     Scoreboard::RequestInfo last = Scoreboard::read_request(s);
     std::string boot_error = std::strcmp(last.method, kBootFailureMethod) == 0 ? last.uri : "";
     // A request its worker died in is one of its route's, as a `crashed` outcome.
-    if (!w->stopping() && (in_request(s.state) || busy_threads(s) > 0) &&
+    if (!w->stopping() && (is_busy(s.state) || busy_threads(s) > 0) &&
         !(c.kind == ExitedChild::Kind::Exited && c.code == exit_code::kWorkerDone))
       scoreboard.count_crashed_request(w->slot);
     ExitFacts facts;
@@ -263,8 +257,7 @@ void Master::Impl::take_crash_stacks() {
 // fatal signal its handler did not catch (a handler the application installed instead). The
 // request in flight, no stack. (An --exec program's slot never shows a request.)
 void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
-  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !in_request(s.state))
-    return;
+  if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !is_busy(s.state)) return;
   if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
     w.crash_block = describe_crash(s, monotonic_ns(),
                                    "no stack trace: SIGKILL, not sent by the master (the kernel's "

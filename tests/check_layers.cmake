@@ -9,6 +9,7 @@
 # - The worker's side of process_manager is worker_context.hpp: a worker, a runner and the
 #   spawner never see the Master.
 # - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
+# - protocol/ (the wire) reads net/ (socket writes, connect) and config/ only; net/ reads config/.
 # - The ground room config/ (the option table, the version, the limits) includes no other.
 # - The handler API (app/, not its examples) knows no host.
 set(rules
@@ -18,6 +19,10 @@ set(rules
     "#include \"fcgi_host/pools/"
     "fcgi_host/(worker|runners)/|process_manager/spawner\\."
     "#include \"process_manager/master\\.hpp\""
+    "fcgi_host/protocol/"
+    "#include \"fcgi_host/(cli|pools|runners|worker|observe)/"
+    "fcgi_host/net/"
+    "#include \"fcgi_host/(cli|pools|runners|worker|observe|protocol)/"
     "fcgi_host/config/"
     "#include \"(fcgi_host/(cli|protocol|net|observe|worker|runners|testing)|process_manager|app)/"
     "fcgi_host/observe/"

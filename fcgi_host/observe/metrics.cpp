@@ -120,10 +120,6 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
 
 namespace {
 
-bool busy(WorkerState s) {
-  return process_manager::is_busy(s);
-}
-
 // One pass over the slots and the retired totals. The retire sequence tells whether the master
 // moved an exited worker's numbers meanwhile (then the caller reads again).
 void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
@@ -193,14 +189,14 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     w.last_cpu_ns = h.last_cpu_ns.load(std::memory_order_relaxed);
     w.threads = static_cast<std::uint32_t>(std::max<std::size_t>(s.thread_count(), 1));
     w.busy_threads = process_manager::busy_threads(s);
-    w.active = busy(st) || w.busy_threads > 0;
+    w.active = process_manager::is_busy(st) || w.busy_threads > 0;
     // The request shown: the one running longest (with one thread: the worker's).
     std::uint64_t oldest = 0;
     std::size_t shown = 0;
     for (std::size_t t = 0; w.threads > 1 && t < w.threads; ++t) {
       const process_manager::RequestSlot& r = s.request(t);
       std::uint64_t start = r.request_start_ns.load(std::memory_order_relaxed);
-      if (busy(r.state.load(std::memory_order_relaxed)) && start != 0 &&
+      if (process_manager::is_busy(r.state.load(std::memory_order_relaxed)) && start != 0 &&
           (oldest == 0 || start < oldest)) {
         oldest = start;
         shown = t;
@@ -219,7 +215,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     }
     if (st != WorkerState::Starting) {
       ++snap.total;
-      ++(busy(st) ? snap.active : snap.idle);
+      ++(process_manager::is_busy(st) ? snap.active : snap.idle);
       snap.threads_total += w.threads;
       snap.threads_busy += w.busy_threads;
     }

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -29,8 +30,8 @@ InProcessHost::InProcessHost(const WorkerSettings& settings, HandlerFactory make
 
 void InProcessHost::start(const WorkerSettings& given, HandlerFactory make_handler) {
   WorkerSettings settings = given;
-  char tmpl[] = "/tmp/fcgi-host-test-XXXXXX";
-  if (!mkdtemp(tmpl)) throw StartupError(sys_error("mkdtemp", tmpl));
+  std::string tmpl = (std::filesystem::temp_directory_path() / "fcgi-host-test-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw StartupError(sys_error("mkdtemp", tmpl));
   dir_ = tmpl;
   ListenOptions options;
   options.address.kind = ListenAddress::Kind::Unix;

@@ -3,8 +3,12 @@
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/sys_error.hpp"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace fcgi_host {
@@ -46,13 +50,81 @@ bool copy_bytes(int from, int to, const std::string& from_name, const std::strin
   }
 }
 
+constexpr const char* kPrefix = "fcgi-host-plugins.";
+
+std::string root_or_tmp(const std::string& root) {
+  if (!root.empty()) return root;
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp == '/' ? tmp : "/tmp";
+}
+
+// The owner's pid in "fcgi-host-plugins.<pid>.XXXXXX"; 0 for any other name.
+pid_t owner_in_name(const std::string& name) {
+  const std::string prefix = kPrefix;
+  if (name.compare(0, prefix.size(), prefix) != 0) return 0;
+  pid_t pid = 0;
+  std::size_t i = prefix.size();
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && pid < 100000000; ++i)
+    pid = pid * 10 + (name[i] - '0');
+  if (i == prefix.size() || i >= name.size() || name[i] != '.' || name.size() - i - 1 != 6)
+    return 0;
+  return pid;
+}
+
+bool runs(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+// Unlinks every entry of the directory open at `dir` (the copies: plain files; a subdirectory,
+// which a master never makes, stays and keeps the directory).
+void unlink_entries(int dir) {
+  int listing = ::dup(dir);
+  if (listing < 0) return;
+  DIR* d = ::fdopendir(listing);
+  if (!d) {
+    ::close(listing);
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") ::unlinkat(dir, e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 } // namespace
+
+int sweep_dead_plugin_directories(const std::string& root) {
+  const std::string where = root_or_tmp(root);
+  Fd parent{::open(where.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (parent.fd < 0) return 0;
+  int listing = ::dup(parent.fd);
+  DIR* d = listing < 0 ? nullptr : ::fdopendir(listing);
+  if (!d) {
+    if (listing >= 0) ::close(listing);
+    return 0;
+  }
+  int removed = 0;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = owner_in_name(e->d_name);
+    if (pid <= 0 || pid == ::getpid() || runs(pid)) continue;
+    // A symlink planted under the name is not followed; someone else's directory is not ours.
+    Fd dir{::openat(parent.fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    struct stat st {};
+    if (dir.fd < 0 || ::fstat(dir.fd, &st) != 0 || st.st_uid != ::geteuid()) continue;
+    // Two masters starting at once: one sweeps, the other passes by.
+    if (::flock(dir.fd, LOCK_EX | LOCK_NB) != 0) continue;
+    unlink_entries(dir.fd);
+    if (::unlinkat(parent.fd, e->d_name, AT_REMOVEDIR) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
 
 PluginDirectory::PluginDirectory(gid_t workers_gid, const std::string& root)
     : gid_(workers_gid), root_(root), owner_(::getpid()) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = (!root.empty() ? root : std::string(tmp && *tmp == '/' ? tmp : "/tmp")) +
-                        "/fcgi-host-plugins.XXXXXX";
+  sweep_dead_plugin_directories(root);
+  std::string pattern = root_or_tmp(root) + "/" + kPrefix + std::to_string(owner_) + ".XXXXXX";
   if (!::mkdtemp(pattern.data())) throw StartupError(sys_error("mkdtemp", pattern));
   path_ = pattern;
   // 0710 root:workers: a worker opens the name it is given; nobody else may look in.

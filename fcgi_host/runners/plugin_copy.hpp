@@ -11,9 +11,11 @@
 
 namespace fcgi_host {
 
-// A directory made with mkdtemp() under $TMPDIR (or /tmp): mode 0710, its group the workers'
-// (they may open a file they are told the name of, not list or change it). Removed with what
-// is left in it by the process that made it.
+// A directory made with mkdtemp() under $TMPDIR (or /tmp), named after the master that owns it
+// ("fcgi-host-plugins.<pid>.XXXXXX"): mode 0710, its group the workers' (they may open a file
+// they are told the name of, not list or change it). Removed with what is left in it by the
+// process that made it; one left by a master that was killed is removed by the next master
+// that makes one in the same place (sweep_dead_plugin_directories).
 class PluginDirectory {
 public:
   // Throws StartupError naming the call. `workers_gid`: -1 for the master's own group.
@@ -36,6 +38,15 @@ private:
   pid_t owner_;
   unsigned copies_ = 0;
 };
+
+// Removes from `root` ("" for $TMPDIR or /tmp) the plugin directories of masters that are gone:
+// only ones named "fcgi-host-plugins.<pid>.*" whose pid no longer runs, that are directories
+// (never a symlink followed) and owned by this process's user; a master sweeping at the same
+// moment holds the directory's flock and is left to it. The entries are unlinked through the
+// directory's descriptor, so a name swapped meanwhile is never followed. Returns how many were
+// removed. (A master whose pid this namespace cannot see counts as gone: masters in different
+// pid namespaces need different TMPDIRs, as they have in containers.)
+int sweep_dead_plugin_directories(const std::string& root);
 
 // What a file was when it was copied: a later stat() that differs means it changed on disk.
 struct FileIdentity {

@@ -3,6 +3,7 @@
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/testing/fcgi_test_client.hpp"
 #include "notes_app.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -17,8 +18,8 @@ namespace {
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    char tmpl[] = "/tmp/notes-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
+    std::string tmpl = test_support::temp_template("notes-test");
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
     path = tmpl;
   }
   ~TempDir() { std::filesystem::remove_all(path); }

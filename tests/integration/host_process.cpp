@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <regex>
 #include <unistd.h>
 
@@ -86,13 +87,36 @@ HostProcess::HostProcess(HostOptions o) : expected_(o.expect_log), allowed_(o.al
   }
 }
 
+namespace {
+
+// A master killed here leaves its plugin directory ("fcgi-host-plugins.<pid>.*"). Under $TMPDIR
+// that is the case's scratch directory, removed after it; with --private-tmp it is in /dev/shm,
+// removed here (the next master would sweep it too: plugin_copy.hpp).
+void remove_plugin_directories(const std::vector<pid_t>& masters) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/dev/shm", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    for (pid_t pid : masters)
+      if (name.starts_with("fcgi-host-plugins." + std::to_string(pid) + ".")) {
+        std::error_code ignored;
+        std::filesystem::remove_all(it->path(), ignored);
+      }
+  }
+}
+
+} // namespace
+
 HostProcess::~HostProcess() {
+  std::vector<pid_t> masters = pids_in_group(pid_); // a pool's master among them
+  masters.push_back(pid_);
   if (!exit_status_) kill_group_and_reap(pid_);
   // Workers may have left the group or outlived the master (the very thing some tests check).
   for (pid_t w : known_workers_)
     if (process_alive(w) && ::getpgid(w) == pid_) ::kill(w, SIGKILL);
   for (pid_t p : pids_in_group(pid_))
     ::kill(p, SIGKILL);
+  remove_plugin_directories(masters);
   if (!log_checked_) check_log();
 }
 

@@ -17,8 +17,8 @@ using fcgi_test::Error;
 // ---- TempDir -----------------------------------------------------------------------------------
 
 TempDir::TempDir() {
-  char tmpl[] = "/tmp/fcgi-it-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw Error(std::string("mkdtemp: ") + std::strerror(errno));
+  std::string tmpl = test_support::temp_template("fcgi-it");
+  if (!::mkdtemp(tmpl.data())) throw Error(std::string("mkdtemp: ") + std::strerror(errno));
   path_ = tmpl;
 }
 

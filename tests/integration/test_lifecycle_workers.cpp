@@ -307,6 +307,7 @@ TEST_SUITE("lifecycle") {
               "--graceful-timeout", "5", "--exec", FCGI_TEST_LIBFCGI_ECHO};
     o.status_socket = true;
     HostProcess host(o);
+    INFO("host log:\n" << host.log()); // read when a check fails
     auto pids = host.wait_workers(2);
     REQUIRE(pids.size() == 2);
     std::set<std::string> served_by;
@@ -338,7 +339,6 @@ TEST_SUITE("lifecycle") {
     REQUIRE(host.wait_log("in the handler for delay_ms=1000"));
     auto before = host.worker_pids();
     host.signal(SIGHUP);
-    INFO("host log:\n" << host.log());
     CHECK(slow.read_response(id).status == 200);
     CHECK(it::wait_for(
         [&] {

@@ -3,13 +3,13 @@
 // TCP stop window, and respawns under random kill -9 of healthy workers.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "support/proc.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,13 +41,6 @@ std::optional<FileId> file_id(const std::string& path) {
 
 std::string pidfile_text(const std::string& path) {
   return it::read_file(path);
-}
-
-char proc_state(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  auto close = text.rfind(')');
-  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
 }
 
 // A listening Unix socket bound by the test itself: someone else's server at a path.
@@ -146,7 +139,11 @@ TEST_SUITE("master faults") {
     REQUIRE(old.wait_workers(2).size() == 2);
     REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == old.pid(); }, Millis{5000}));
     ::kill(old.pid(), SIGKILL); // not reaped: the test process is its parent
-    REQUIRE(it::wait_for([&] { return proc_state(old.pid()) == 'Z'; }, Millis{5000}));
+    REQUIRE(it::wait_for(
+        [&] {
+          return test_support::proc_stat(old.pid()).value_or(test_support::ProcStat{}).state == 'Z';
+        },
+        Millis{5000}));
     CHECK(it::read_pid(pidfile) == old.pid()); // the file names a pid kill(pid, 0) finds
     auto t0 = Clock::now();
     HostOptions o{

@@ -2,6 +2,7 @@
 
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
+#include "support/files.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -135,8 +136,8 @@ MasterUnderTest::MasterUnderTest(Generation first, MasterOptions options) {
   void* p = mmap(nullptr, sizeof(Probe), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
   g_probe = new (p) Probe;
-  char tmpl[] = "/tmp/pm-test-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string tmpl = test_support::temp_template("pm-test");
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
   dir_ = tmpl;
   log_path_ = dir_ + "/master.log";
   options.scoreboard_capacity = 16;

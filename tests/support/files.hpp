@@ -1,5 +1,6 @@
 #pragma once
-// Reading files and picking lines out of logs.
+// Reading files, picking lines out of logs, and naming temporary directories.
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -7,6 +8,13 @@
 #include <vector>
 
 namespace test_support {
+
+// A mkdtemp() template under $TMPDIR (the scratch directory tests/doctest_main.cpp gives every
+// case, removed after it) or /tmp: "$TMPDIR/name-XXXXXX".
+inline std::string temp_template(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/" + name + "-XXXXXX";
+}
 
 // The whole file; "" when it is missing.
 inline std::string read_file(const std::string& path) {

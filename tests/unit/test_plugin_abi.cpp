@@ -53,6 +53,17 @@ TEST_SUITE("plugin abi") {
     CHECK(fcgi_host::plugin_abi_mismatch(lib.plugin).starts_with("the C++ standard library"));
   }
 
+  TEST_CASE("headers whose declarations differ with every size the same are refused") {
+    // A virtual function added to app::Handler: no size moves, the headers' hash does.
+    Table t;
+    const std::size_t declarations =
+        index_of("the hash of the handler API's declarations (its public headers)");
+    CHECK(t.layout[declarations] == app::plugin_abi::kDeclarations);
+    t.layout[declarations] ^= 1;
+    CHECK(fcgi_host::plugin_abi_mismatch(t.plugin).starts_with(
+        "the hash of the handler API's declarations"));
+  }
+
   TEST_CASE("another table version, or a table without its layout, is refused") {
     Table t;
     t.plugin.abi_version = 3;

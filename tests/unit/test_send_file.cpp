@@ -2,6 +2,7 @@
 #include "app/content_types.hpp"
 #include "app/response.hpp"
 #include "app/testing.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,8 +19,8 @@ namespace {
 struct Files {
   std::filesystem::path dir;
   Files() {
-    char tmpl[] = "/tmp/fcgi-send-file-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl));
+    std::string tmpl = test_support::temp_template("fcgi-send-file");
+    REQUIRE(::mkdtemp(tmpl.data()));
     dir = tmpl;
   }
   ~Files() { std::filesystem::remove_all(dir); }
