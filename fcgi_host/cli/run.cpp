@@ -73,8 +73,13 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials,
-                      config.clear_env,   config.env,  settings.sandbox};
+    ExecSettings exec{plumbing.listen_fd,
+                      config.exec,
+                      settings.credentials,
+                      config.clear_env,
+                      config.env,
+                      settings.sandbox,
+                      {config.script_root, config.script_extensions}};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };

@@ -182,6 +182,15 @@ TEST_SUITE("sandbox") {
           "--sandbox-exec: must be on or off");
     CHECK(error_of({"--sandbox", "on", "--script-root", "/srv"})
               .starts_with("--script-root: is for --exec programs"));
+    CHECK(error_of({"--script-extensions", ".php"})
+              .starts_with("--script-extensions: is for --exec programs"));
+    CHECK(error_of({"--script-extensions", "php", "--exec", "php-cgi"}) ==
+          "--script-extensions: \"php\" is not a suffix such as .php");
+    // The host's script check needs no --sandbox.
+    Config gate = parse(
+        {"--script-root", "/srv/site", "--script-extensions", ".php .phar", "--exec", "php-cgi"});
+    CHECK(gate.script_root == "/srv/site");
+    CHECK(gate.script_extensions == std::vector<std::string>{".php", ".phar"});
   }
 
   TEST_CASE("describe_sandbox: one line of what applies") {
