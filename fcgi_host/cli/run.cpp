@@ -190,7 +190,7 @@ bool read_config(Host& host) {
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n"
-            << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
+            << "fcgi-host: sandbox " << sandbox_line(host.config) << "\n";
   return false;
 }
 

@@ -3,6 +3,7 @@
 // the options that describe it.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/sandbox_landlock.hpp"
 #include "fcgi_host/worker/sandbox_seccomp.hpp"
@@ -27,6 +28,16 @@ Config parse(std::vector<std::string> args) {
   std::ostringstream out;
   parse_config(static_cast<int>(argv.size()), argv.data(), c, out);
   return c;
+}
+
+// The start checks' refusal of a well-formed config, "" when it passes.
+std::string start_refusal(std::vector<std::string> args) {
+  try {
+    check_before_start(parse(std::move(args)));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string error_of(std::vector<std::string> args) {
@@ -191,6 +202,10 @@ TEST_SUITE("sandbox") {
         {"--script-root", "/srv/site", "--script-extensions", ".php .phar", "--exec", "php-cgi"});
     CHECK(gate.script_root == "/srv/site");
     CHECK(gate.script_extensions == std::vector<std::string>{".php", ".phar"});
+    CHECK(sandbox_line(gate) == "off; scripts under /srv/site, .php .phar (404 by the host)");
+    CHECK(sandbox_line(parse({"--script-extensions", ".php", "--exec", "php-cgi"})) ==
+          "off; scripts .php (404 by the host)");
+    CHECK(sandbox_line(parse({})) == "off");
   }
 
   TEST_CASE("describe_sandbox: one line of what applies") {
@@ -204,5 +219,26 @@ TEST_SUITE("sandbox") {
     CHECK(on.starts_with("on: landlock "));
     CHECK(on.find("seccomp deny-list (exec refused)") != std::string::npos);
     CHECK(on.ends_with("private /tmp; read 1, write 0 paths"));
+  }
+
+  TEST_CASE("start checks: the lists' paths exist, --script-root is a directory") {
+    const std::vector<std::string> at = {"--listen", "127.0.0.1:9", "--sandbox", "best-effort"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), at.begin(), at.end());
+      return more;
+    };
+    CHECK(start_refusal(with({"--sandbox-read", "/etc/hostname"})) == "");
+    CHECK(start_refusal(with({"--sandbox-read", "/nonexistent/conf"})) ==
+          "--sandbox-read: \"/nonexistent/conf\": No such file or directory");
+    CHECK(start_refusal(with({"--sandbox-write", "/nonexistent/data"})) ==
+          "--sandbox-write: \"/nonexistent/data\": No such file or directory");
+    CHECK(start_refusal(with({"--script-root", "/etc/hostname", "--exec", "/bin/true"})) ==
+          "--script-root: \"/etc/hostname\" is not a directory");
+    CHECK(start_refusal(with({"--script-root", "/nonexistent", "--exec", "/bin/true"})) ==
+          "--script-root: \"/nonexistent\": No such file or directory");
+    // Without --sandbox too: the host's script check needs its root.
+    CHECK(start_refusal({"--listen", "127.0.0.1:9", "--script-root", "/nonexistent", "--exec",
+                         "/bin/true"}) ==
+          "--script-root: \"/nonexistent\": No such file or directory");
   }
 }
