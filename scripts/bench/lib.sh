@@ -146,6 +146,9 @@ wait_listening() {
   local addr=$1 i
   for ((i = 0; i < 200; i++)); do
     if [[ $addr == unix:* ]]; then
+      # fcgi-host binds in a private directory and renames the socket into place (ss shows
+      # the bound name): the socket at its path is the sign.
+      [[ -S ${addr#unix:} ]] && return 0
       ss -Hlx | grep -qF " ${addr#unix:} " && return 0
     else
       [[ -n $(ss -Hltn "sport = :${addr##*:}") ]] && return 0
