@@ -57,7 +57,7 @@ std::string params(const std::vector<std::pair<std::string, std::string>>& pairs
 } // namespace
 
 TEST_SUITE("script gate") {
-  TEST_CASE("--script-root: a script inside runs; outside, .. and a symlink out are refused") {
+  TEST_CASE("--script-root: a script inside runs, outside, .. and a symlink out are refused") {
     Site site;
     ScriptGate g = gate({site.file("root"), {}});
     CHECK(g.refusal(site.file("root/index.php")) == "");
@@ -112,7 +112,7 @@ TEST_SUITE("script gate") {
     CHECK(any_dir.refusal(site.file("root/notes.txt")) != "");
   }
 
-  TEST_CASE("requested_script: SCRIPT_FILENAME, else PATH_TRANSLATED; twice or cut is refused") {
+  TEST_CASE("requested_script: SCRIPT_FILENAME, else PATH_TRANSLATED, twice or cut is refused") {
     std::string why;
     CHECK(ScriptGate::requested_script(
               params({{"SCRIPT_FILENAME", "/a.php"}, {"PATH_TRANSLATED", "/b.php"}}), why) ==
