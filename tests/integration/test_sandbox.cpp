@@ -5,6 +5,7 @@
 // the host lets through (it answers 404 for the others); a kernel without
 // Landlock (simulated) is refused at start and by --test-config unless best-effort.
 #include "checks.hpp"
+#include "support/skip.hpp"
 
 #include <set>
 #include <sys/stat.h>
@@ -184,7 +185,7 @@ TEST_SUITE("sandbox") {
   TEST_CASE("php-cgi under --script-root: a script inside is served, outside, .. and a symlink "
             "out answered 404 by the host") {
     if (::access("/usr/bin/php-cgi", X_OK) != 0) {
-      MESSAGE("SKIPPED: php-cgi not installed (apt-get install php8.2-cgi)");
+      test_support::skip("php-cgi not installed (apt-get install php8.2-cgi)");
       return;
     }
     it::TempDir site;
@@ -238,7 +239,7 @@ TEST_SUITE("sandbox") {
   TEST_CASE("php-cgi behind the host: a connection the client does not keep is closed after "
             "its answer, and the program's exit ends its worker, which is replaced") {
     if (::access("/usr/bin/php-cgi", X_OK) != 0) {
-      MESSAGE("SKIPPED: php-cgi not installed (apt-get install php8.2-cgi)");
+      test_support::skip("php-cgi not installed (apt-get install php8.2-cgi)");
       return;
     }
     it::TempDir site;
