@@ -236,8 +236,8 @@ TEST_SUITE("sandbox") {
     }
   }
 
-  TEST_CASE("php-cgi behind the host: a connection the client does not keep is closed after "
-            "its answer, and the program's exit ends its worker, which is replaced") {
+  TEST_CASE("php-cgi behind the host: 1 MiB each way passes, a connection the client does not keep "
+            "is closed after its answer, the program's exit ends its worker, which is replaced") {
     if (::access("/usr/bin/php-cgi", X_OK) != 0) {
       test_support::skip("php-cgi not installed (apt-get install php8.2-cgi)");
       return;
@@ -258,5 +258,17 @@ TEST_SUITE("sandbox") {
       programs.insert(r.body);
     }
     CHECK(programs.size() == 3); // 2 + 2 + 1 requests
+    // A body and an answer larger than the sockets' buffers go through the relay both ways.
+    std::string echo = site.write("root/echo.php", "<?php $in = file_get_contents('php://input');"
+                                                   " echo strlen($in), ' ', md5($in), ' ',"
+                                                   " str_repeat('y', 1 << 20);");
+    std::string body(1 << 20, 'x');
+    auto c = host.connect();
+    fcgi_test::Response big =
+        c.request("POST", "/echo.php", body,
+                  {{"SCRIPT_FILENAME", echo}, {"CONTENT_TYPE", "application/octet-stream"}});
+    CHECK(big.status == 200);
+    CHECK(big.body.starts_with("1048576 "));
+    CHECK(big.body.size() == std::string("1048576 ").size() + 32 + 1 + (1u << 20));
   }
 }
