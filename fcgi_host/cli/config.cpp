@@ -6,6 +6,7 @@
 #include "fcgi_host/net/client_filter.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/runners/plugin.hpp" // plugin_abi_text
+#include "fcgi_host/runners/script_gate.hpp"
 #include "process_manager/cpu_quota.hpp"
 #include "process_manager/log.hpp"
 
@@ -494,12 +495,18 @@ void read_sandbox(const Values& v, Config& c) {
       if (!p.starts_with("/")) throw v.error(name, "\"" + p + "\" is not an absolute path");
   if (v.has("script-root") && !c.script_root.starts_with("/"))
     throw v.error("script-root", "must be an absolute path");
+  for (const std::string& text : v.list("script-extensions")) {
+    std::string why;
+    if (!parse_script_extensions(text, c.script_extensions, why))
+      throw v.error("script-extensions", why);
+  }
   if (c.sandbox == "off")
-    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec", "script-root"})
+    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec"})
       if (v.given(name)) throw v.error(name, "has no effect without --sandbox");
-  if (v.has("script-root") && c.exec.empty())
-    throw v.error("script-root", "is for --exec programs (a built-in handler reads what its "
-                                 "own code opens: list it with --sandbox-read)");
+  for (const char* name : {"script-root", "script-extensions"})
+    if (v.has(name) && c.exec.empty())
+      throw v.error(name, "is for --exec programs (a built-in handler reads what its own code "
+                          "opens: list it with --sandbox-read)");
 }
 
 // In --exec mode the workers are another program: what only the host's own workers do is refused

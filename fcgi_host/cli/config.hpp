@@ -89,6 +89,7 @@ struct Config {
   bool sandbox_exec = false;
   bool private_tmp = false;
   std::string script_root; // --exec: the only tree the program may read scripts from
+  std::vector<std::string> script_extensions; // --exec: the suffixes a script may have
   // Pools: a cgroup v2 of the pool's own, made by the master of the pools (pools/cgroups.hpp).
   std::optional<unsigned long long> memory_max; // bytes, or kUnlimited ("max")
   std::optional<int> cpu_weight;

@@ -69,7 +69,7 @@ PoolSpec spec_of(const std::vector<std::string>& args, const std::string& name, 
   p.cpu_weight = c.cpu_weight;
   p.where_memory_max = c.where("memory-max");
   p.where_cpu_weight = c.where("cpu-weight");
-  p.sandbox = describe_sandbox(sandbox_settings(c));
+  p.sandbox = sandbox_line(c);
   p.settings = c.settings_text + "code " + code_identity(c) + "\n";
   p.socket = socket_settings(c);
   return p;

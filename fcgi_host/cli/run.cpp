@@ -74,8 +74,13 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
   if (!config.exec.empty()) {
-    ExecSettings exec{plumbing.listen_fd, config.exec, settings.credentials,
-                      config.clear_env,   config.env,  settings.sandbox};
+    ExecSettings exec{plumbing.listen_fd,
+                      config.exec,
+                      settings.credentials,
+                      config.clear_env,
+                      config.env,
+                      settings.sandbox,
+                      {config.script_root, config.script_extensions}};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
@@ -186,7 +191,7 @@ bool read_config(Host& host) {
   std::cout << "fcgi-host: configuration"
             << (host.config.config_file.empty() ? "" : " in " + host.config.config_file)
             << " is valid\n"
-            << "fcgi-host: sandbox " << describe_sandbox(sandbox_settings(host.config)) << "\n";
+            << "fcgi-host: sandbox " << sandbox_line(host.config) << "\n";
   for (const std::string& risk : risky_settings(host.config))
     std::cout << "fcgi-host: warning: " << risk << "\n";
   return false;

@@ -60,7 +60,7 @@ ObservabilitySettings observability_settings(const Config& config) {
   s.status_allow = ClientFilter(config.status_allow);
   s.pool_mode = config.pm;
   if (!config.pool.empty()) s.pool_name = config.pool;
-  s.sandbox = describe_sandbox(sandbox_settings(config));
+  s.sandbox = sandbox_line(config);
   return s;
 }
 
@@ -94,6 +94,17 @@ SandboxSettings sandbox_settings(const Config& config) {
   for (const std::string* own : {&config.error_log, &config.access_log, &config.capture_dir})
     if (!own->empty()) s.host_write.push_back(*own);
   return s;
+}
+
+std::string sandbox_line(const Config& config) {
+  std::string line = describe_sandbox(sandbox_settings(config));
+  if (config.script_root.empty() && config.script_extensions.empty()) return line;
+  line += "; scripts";
+  if (!config.script_root.empty()) line += " under " + config.script_root;
+  for (std::size_t i = 0; i < config.script_extensions.size(); ++i)
+    line +=
+        (i == 0 ? (config.script_root.empty() ? " " : ", ") : " ") + config.script_extensions[i];
+  return line + " (404 by the host)";
 }
 
 process_manager::PoolSettings pool_settings(const Config& config, bool handoff_channel) {

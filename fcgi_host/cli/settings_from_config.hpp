@@ -36,6 +36,9 @@ AdmissionSettings admission_settings(const Config& config);
 CaptureSettings capture_settings(const Config& config);
 // --sandbox and its lists, --private-tmp, --script-root (the namespace is opened by the caller).
 SandboxSettings sandbox_settings(const Config& config);
+// The one line of the status page and --test-config: describe_sandbox, and the --exec script
+// check when there is one ("; scripts under /srv/www, .php (404 by the host)").
+std::string sandbox_line(const Config& config);
 
 // With `handoff_channel` (built-in workers, a channel made), --handoff-after nudges slow workers.
 // --exec programs are libfcgi's: their own stop and log signals, ready by time.

@@ -277,7 +277,8 @@ constexpr StartCheck kStartChecks[] = {
        check_writable_file(c, "pidfile", c.pidfile);
      }},
     {"capture-crashes is a directory the workers' user may write", check_capture_dir},
-    {"sandbox-read and sandbox-write exist; the kernel has what sandbox and private-tmp need",
+    {"sandbox-read and sandbox-write exist, script-root is a directory; the kernel has what "
+     "sandbox and private-tmp need",
      check_sandbox},
 };
 

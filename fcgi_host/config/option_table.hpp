@@ -112,9 +112,14 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "give the workers a /tmp of their own, shared by the pool's workers and empty at start (a "
      "tmpfs in a mount namespace; needs fcgi-host started as root)"},
     {"script-root", 0, "DIR", "",
-     "--exec with --sandbox: the program may read scripts only under DIR (its Landlock read "
-     "list); a script outside DIR, reached by .. or by a symlink out, cannot be opened (the "
-     "program answers it with its own error: php-cgi's 403)"},
+     "--exec: the host checks each request's SCRIPT_FILENAME, resolved (.. and symbolic links "
+     "followed), and answers 404 itself, with a log line, for a script outside DIR; the "
+     "program sees only the others (the worker relays them); with --sandbox, DIR is in the "
+     "program's Landlock read list too"},
+    {"script-extensions", 0, "SUFFIXES", "",
+     "--exec: the suffixes a script may have (\".php\", \".php .phar\"; repeatable): the host "
+     "answers 404 for any other, as php-fpm's security.limit_extensions (default: any)",
+     OptionKind::List},
     {"memory-max", 0, "BYTES", "",
      "pools: the memory limit (memory.max) of a cgroup v2 of the pool's own, which its master "
      "and workers run in: a size with K, M, G, or max; needs a delegated cgroup v2 subtree "

@@ -1,6 +1,7 @@
 #include "fcgi_host/runners/exec_worker.hpp"
 
 #include "fcgi_host/net/fd_flags.hpp"
+#include "fcgi_host/runners/script_relay.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
 #include "process_manager/argv.hpp"
@@ -52,8 +53,14 @@ int run_exec_worker(const process_manager::WorkerContext& context, const ExecSet
   unsetenv("WATCHDOG_USEC");
   unsetenv("WATCHDOG_PID");
 
+  if (settings.script.enabled()) return run_script_relay(context, settings);
+  return exec_program(context, settings, settings.listen_fd);
+}
+
+int exec_program(const process_manager::WorkerContext& context, const ExecSettings& settings,
+                 int listen_fd) {
   int log_fd = process_manager::Log::get().fd();
-  if (::dup2(settings.listen_fd, 0) != 0 || (log_fd != 1 && ::dup2(log_fd, 1) != 1) ||
+  if (::dup2(listen_fd, 0) != 0 || (log_fd != 1 && ::dup2(log_fd, 1) != 1) ||
       (log_fd != 2 && ::dup2(log_fd, 2) != 2)) {
     return process_manager::boot_failure(context, "--exec: " + sys_error("dup2", "fd 0, 1, 2"));
   }

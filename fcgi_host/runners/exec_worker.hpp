@@ -7,16 +7,17 @@
 //  - --user/--group, --clear-env and --env apply as for built-in workers;
 //  - --sandbox and --private-tmp apply to the program: set before the exec, they hold for it
 //    (Landlock with the program and /usr readable and executable, no_new_privs, capabilities
-//    dropped, the seccomp filter without its exec rule). --script-root DIR is in its read list:
-//    a script outside DIR cannot be opened (the program answers with its own error: php-cgi,
-//    403). The host does not see an exec'd program's requests (it accepts on the socket
-//    itself), so the kernel, not the host, keeps it inside DIR.
+//    dropped, the seccomp filter without its exec rule). --script-root DIR is in its read list.
+//  - --script-root and --script-extensions put the host in front of the program
+//    (script_relay.hpp): the worker relays each request to its program after checking the
+//    script, and answers 404 itself for a script outside DIR or of another suffix.
 // The program cannot write the scoreboard: it counts as ready once it has lived
 // kExecBootWindow (the master then marks its slot idle; a death before that, while its
 // generation was never ready, is a boot failure: `--exec /bin/false` stops the master at start
 // instead of looping), and --request-timeout and the status page see it as idle. Signals
 // (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
 // USR1 (libfcgi takes it as a stop).
+#include "fcgi_host/runners/script_gate.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox_settings.hpp"
 #include "process_manager/worker_context.hpp"
@@ -38,10 +39,16 @@ struct ExecSettings {
   bool clear_env = false;
   std::vector<std::string> env;
   SandboxSettings sandbox;
+  ScriptRule script; // --script-root, --script-extensions: the relay checks each request
 };
 
 // The worker's entry point; returns only when exec failed (a boot failure: the master stops
 // with one clear line instead of respawning a program that cannot start).
 int run_exec_worker(const process_manager::WorkerContext& context, const ExecSettings& settings);
+
+// The program's start once the worker's privileges are dropped: `listen_fd` as its fd 0, the log
+// as 1 and 2, the sandbox, the exec. Returns only when that failed (a boot failure).
+int exec_program(const process_manager::WorkerContext& context, const ExecSettings& settings,
+                 int listen_fd);
 
 } // namespace fcgi_host

@@ -3,6 +3,7 @@
 // the options that describe it.
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/cli/start_checks.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/sandbox_landlock.hpp"
 #include "fcgi_host/worker/sandbox_seccomp.hpp"
@@ -10,8 +11,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sstream>
 #include <string>
+#include <sys/syscall.h>
 #include <vector>
 
 using namespace fcgi_host;
@@ -27,6 +33,16 @@ Config parse(std::vector<std::string> args) {
   std::ostringstream out;
   parse_config(static_cast<int>(argv.size()), argv.data(), c, out);
   return c;
+}
+
+// The start checks' refusal of a well-formed config, "" when it passes.
+std::string start_refusal(std::vector<std::string> args) {
+  try {
+    check_before_start(parse(std::move(args)));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::string error_of(std::vector<std::string> args) {
@@ -47,6 +63,62 @@ const LandlockRule* rule_for(const std::vector<LandlockRule>& rules, const std::
 bool denies(const std::vector<SeccompDenial>& list, std::string_view name) {
   return std::any_of(list.begin(), list.end(),
                      [&](const SeccompDenial& d) { return d.name == name; });
+}
+
+// The verdict of a classic BPF seccomp program for one call, and how many instructions it ran:
+// the few operations libseccomp emits, run as the kernel would (an unknown one fails the test).
+struct Verdict {
+  std::uint32_t action = 0;
+  int steps = 0;
+};
+Verdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0) {
+  std::vector<sock_filter> prog(bpf.size() / sizeof(sock_filter));
+  std::memcpy(prog.data(), bpf.data(), prog.size() * sizeof(sock_filter));
+  seccomp_data data{};
+  data.nr = nr;
+  data.arch = AUDIT_ARCH_X86_64;
+  data.args[0] = arg0;
+  std::uint32_t a = 0;
+  Verdict v;
+  for (std::size_t pc = 0; pc < prog.size() && v.steps < 1000; ++v.steps) {
+    const sock_filter& i = prog[pc];
+    auto jump = [&](bool taken) { pc += 1 + (taken ? i.jt : i.jf); };
+    switch (i.code) {
+    case BPF_LD | BPF_W | BPF_ABS:
+      REQUIRE(i.k + 4 <= sizeof data);
+      std::memcpy(&a, reinterpret_cast<const char*>(&data) + i.k, 4);
+      ++pc;
+      break;
+    case BPF_JMP | BPF_JEQ | BPF_K:
+      jump(a == i.k);
+      break;
+    case BPF_JMP | BPF_JGT | BPF_K:
+      jump(a > i.k);
+      break;
+    case BPF_JMP | BPF_JGE | BPF_K:
+      jump(a >= i.k);
+      break;
+    case BPF_JMP | BPF_JSET | BPF_K:
+      jump((a & i.k) != 0);
+      break;
+    case BPF_JMP | BPF_JA:
+      pc += 1 + i.k;
+      break;
+    case BPF_ALU | BPF_AND | BPF_K:
+      a &= i.k;
+      ++pc;
+      break;
+    case BPF_RET | BPF_K:
+      v.action = i.k;
+      ++v.steps;
+      return v;
+    default:
+      FAIL("BPF operation " << i.code << " not known to the test");
+      return v;
+    }
+  }
+  FAIL("the program ran off its end");
+  return v;
 }
 
 } // namespace
@@ -155,6 +227,34 @@ TEST_SUITE("sandbox") {
     CHECK(logging != strict); // SECCOMP_RET_LOG instead of SECCOMP_RET_ERRNO
   }
 
+  TEST_CASE("the filter's verdicts: listed calls EPERM, clone with a namespace flag refused, "
+            "the hot calls allowed in a few steps (a tree, not a list)") {
+#if defined(__x86_64__)
+    std::vector<unsigned char> bpf;
+    REQUIRE(build_seccomp_filter(seccomp_denials(false), false, bpf) == "");
+    const std::uint32_t eperm = SECCOMP_RET_ERRNO | 1;
+    for (int nr : {SYS_ptrace, SYS_mount, SYS_unshare, SYS_bpf, SYS_execve, SYS_keyctl})
+      CHECK_MESSAGE(run_filter(bpf, nr).action == eperm, "call " << nr);
+    CHECK(run_filter(bpf, SYS_clone3).action == (SECCOMP_RET_ERRNO | ENOSYS));
+    CHECK(run_filter(bpf, SYS_clone, CLONE_NEWUSER).action == eperm);
+    CHECK(run_filter(bpf, SYS_clone, CLONE_VM | CLONE_THREAD).action == SECCOMP_RET_ALLOW);
+    int most = 0;
+    for (int nr : {SYS_read, SYS_write, SYS_sendto, SYS_recvfrom, SYS_epoll_wait, SYS_accept4,
+                   SYS_openat, SYS_close, SYS_getppid}) {
+      Verdict v = run_filter(bpf, nr);
+      CHECK_MESSAGE(v.action == SECCOMP_RET_ALLOW, "call " << nr);
+      most = std::max(most, v.steps);
+    }
+    // A list would compare each of the ~35 listed calls in turn.
+    CHECK(most <= 16);
+    std::vector<unsigned char> logging;
+    REQUIRE(build_seccomp_filter(seccomp_denials(false), true, logging) == "");
+    CHECK(run_filter(logging, SYS_ptrace).action == SECCOMP_RET_LOG);
+#else
+    MESSAGE("SKIPPED: the test's BPF run assumes x86-64 call numbers");
+#endif
+  }
+
   TEST_CASE("options: modes, lists, and what needs --sandbox or --exec") {
     Config c = parse({"--sandbox", "on", "--sandbox-read", "/srv/a", "--sandbox-read", "/srv/b",
                       "--sandbox-write", "/srv/w", "--private-tmp", "on", "--error-log",
@@ -182,6 +282,19 @@ TEST_SUITE("sandbox") {
           "--sandbox-exec: must be on or off");
     CHECK(error_of({"--sandbox", "on", "--script-root", "/srv"})
               .starts_with("--script-root: is for --exec programs"));
+    CHECK(error_of({"--script-extensions", ".php"})
+              .starts_with("--script-extensions: is for --exec programs"));
+    CHECK(error_of({"--script-extensions", "php", "--exec", "php-cgi"}) ==
+          "--script-extensions: \"php\" is not a suffix such as .php");
+    // The host's script check needs no --sandbox.
+    Config gate = parse(
+        {"--script-root", "/srv/site", "--script-extensions", ".php .phar", "--exec", "php-cgi"});
+    CHECK(gate.script_root == "/srv/site");
+    CHECK(gate.script_extensions == std::vector<std::string>{".php", ".phar"});
+    CHECK(sandbox_line(gate) == "off; scripts under /srv/site, .php .phar (404 by the host)");
+    CHECK(sandbox_line(parse({"--script-extensions", ".php", "--exec", "php-cgi"})) ==
+          "off; scripts .php (404 by the host)");
+    CHECK(sandbox_line(parse({})) == "off");
   }
 
   TEST_CASE("describe_sandbox: one line of what applies") {
@@ -195,5 +308,26 @@ TEST_SUITE("sandbox") {
     CHECK(on.starts_with("on: landlock "));
     CHECK(on.find("seccomp deny-list (exec refused)") != std::string::npos);
     CHECK(on.ends_with("private /tmp; read 1, write 0 paths"));
+  }
+
+  TEST_CASE("start checks: the lists' paths exist, --script-root is a directory") {
+    const std::vector<std::string> at = {"--listen", "127.0.0.1:9", "--sandbox", "best-effort"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), at.begin(), at.end());
+      return more;
+    };
+    CHECK(start_refusal(with({"--sandbox-read", "/etc/hostname"})) == "");
+    CHECK(start_refusal(with({"--sandbox-read", "/nonexistent/conf"})) ==
+          "--sandbox-read: \"/nonexistent/conf\": No such file or directory");
+    CHECK(start_refusal(with({"--sandbox-write", "/nonexistent/data"})) ==
+          "--sandbox-write: \"/nonexistent/data\": No such file or directory");
+    CHECK(start_refusal(with({"--script-root", "/etc/hostname", "--exec", "/bin/true"})) ==
+          "--script-root: \"/etc/hostname\" is not a directory");
+    CHECK(start_refusal(with({"--script-root", "/nonexistent", "--exec", "/bin/true"})) ==
+          "--script-root: \"/nonexistent\": No such file or directory");
+    // Without --sandbox too: the host's script check needs its root.
+    CHECK(start_refusal({"--listen", "127.0.0.1:9", "--script-root", "/nonexistent", "--exec",
+                         "/bin/true"}) ==
+          "--script-root: \"/nonexistent\": No such file or directory");
   }
 }
