@@ -101,12 +101,10 @@ podman info >"$work/info.log" 2>&1 || skip "podman info fails: $(grep -m1 -i err
 started=$SECONDS
 say "building the images (scripts/image.sh --tag $tag)"
 bash scripts/image.sh --tag "$tag" ${binary:+--binary "$binary"} | sed 's/^image.sh: /kube-test: image /'
-# The same binary asks the master from outside (status, ping, through the container's root).
-outside=${binary:-$PWD/build-image/fcgi_host/fcgi-host}
 # A sanitizer build runs as it does in the suite, but for the leak check at exit: LeakSanitizer
 # stops the process's threads with ptrace, which a pod's seccomp profile may refuse.
 sanitized=0
-ldd "$outside" | grep -q libasan && sanitized=1
+[[ -n $binary ]] && ldd "$binary" | grep -q libasan && sanitized=1
 if ! podman run --rm "localhost/fcgi-host:$tag" --version >"$work/run.log" 2>&1; then
   skip "podman cannot run a container here: $(head -c 300 "$work/run.log" | tr '\n' ' ')"
 fi
@@ -223,8 +221,9 @@ say "ok: read-only root file system, runAsUser 10001"
 # The stop under load, in the kubelet's order, the pod already out of the Service (the load
 # stops starting requests), slow requests in flight through nginx and the host: each image's
 # stop signal to its PID 1 (nginx's QUIT; then, once nginx stopped listening, the host's TERM).
-# During the drain the liveness command asks the master from outside, through the container's
-# root: the same binary, its status socket.
+# During the drain the master's status socket is asked from outside, through the container's
+# root, as the liveness command asks it (the same FastCGI request; no process started per
+# question, which a sanitizer build makes slow).
 nginx_signal=$(podman inspect "$nginx" --format '{{.Config.StopSignal}}')
 host_signal=$(podman inspect "$host" --format '{{.Config.StopSignal}}')
 [[ $nginx_signal == 3 && $host_signal == 15 ]] ||
@@ -234,10 +233,10 @@ nginx_pid=$(podman inspect "$nginx" --format '{{.State.Pid}}')
 host_pid=$(podman inspect "$host" --format '{{.State.Pid}}')
 say "stopping the pod under load, 2 slow requests (6 s) in flight"
 drain_ok=1
-python3 - "$ip" "$nginx_pid" "$host_pid" "$outside" <<'EOF' || drain_ok=0
-import http.client, json, os, random, signal, subprocess, sys, threading, time
-ip, nginx_pid, host_pid, fcgi_host = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-master = "unix:/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
+python3 - "$ip" "$nginx_pid" "$host_pid" <<'EOF' || drain_ok=0
+import http.client, json, os, random, signal, socket, struct, sys, threading, time
+ip, nginx_pid, host_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+master = "/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
 results, lock = [], threading.Lock()
 started, written, in_flight_now = [0], [0], [0]  # the load's and the slow requests, under lock
 serving = threading.Event()
@@ -297,10 +296,54 @@ def nginx_accept_queue():
                 queued = (queued or 0) + int(f[4].split(":")[1], 16)
     return queued
 
+def ask_master(path, query=""):
+    """One FastCGI request to the master's status socket, as `fcgi-host status` and `ping`
+    send it: (HTTP status, body); (None, b"") when it cannot be asked."""
+    def record(kind, content):
+        return struct.pack("!BBHHBx", 1, kind, 1, len(content), 0) + content
+    def pair(name, value):
+        name, value = name.encode(), value.encode()
+        return bytes([len(name), len(value)]) + name + value  # each under 128 bytes
+    uri = path + ("?" + query if query else "")
+    params = b"".join(pair(n, v) for n, v in (
+        ("GATEWAY_INTERFACE", "CGI/1.1"), ("SERVER_PROTOCOL", "HTTP/1.1"),
+        ("REQUEST_METHOD", "GET"), ("REQUEST_URI", uri), ("SCRIPT_NAME", path),
+        ("DOCUMENT_URI", path), ("QUERY_STRING", query), ("CONTENT_LENGTH", "")))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    out, data = b"", b""
+    try:
+        s.connect(master)
+        s.sendall(record(1, struct.pack("!HB5x", 1, 0)) + record(4, params) + record(4, b"") +
+                  record(5, b""))
+        ended = False
+        while not ended:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            while len(data) >= 8:
+                _, kind, _, length, padding = struct.unpack("!BBHHB", data[:7])
+                if len(data) < 8 + length + padding:
+                    break
+                if kind == 6:
+                    out += data[8:8 + length]
+                ended |= kind == 3
+                data = data[8 + length + padding:]
+    except OSError:
+        return (None, b"")
+    finally:
+        s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    status = 200
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"status:"):
+            status = int(line.split()[1])
+    return (status, body)
+
 def master_status():
-    st = subprocess.run([fcgi_host, "status", "--connect", master, "--json"],
-                        capture_output=True, text=True)
-    return json.loads(st.stdout) if st.returncode == 0 else {}
+    status, body = ask_master("/status", "json")
+    return json.loads(body) if status == 200 else {}
 
 def client(n):
     i = 0
@@ -369,9 +412,7 @@ os.kill(host_pid, signal.SIGTERM)
 t_term = time.monotonic()
 ping_503, in_flight = None, None
 while time.monotonic() - t_term < 10 and not gone(host_pid):
-    p = subprocess.run([fcgi_host, "ping", "--connect", master, "--timeout", "2"],
-                       capture_output=True, text=True)
-    if p.returncode != 0 and "503" in p.stdout + p.stderr:
+    if ask_master("/ping")[0] == 503:
         ping_503 = time.monotonic() - t_term
         in_flight = master_status().get("active processes")
         break
