@@ -11,7 +11,9 @@
 #                                      plugin (conf/containers/Containerfile.notes, second stage)
 # Prints each image's size. The Containerfiles are in conf/containers/.
 #
-# Usage: scripts/image.sh [--notes] [--build-dir DIR] [--tag VERSION]
+# Usage: scripts/image.sh [--notes] [--build-dir DIR] [--tag VERSION] [--binary FILE]
+#   --binary FILE  the fcgi-host to put in the image as it is, with the libraries it loads,
+#                  instead of a Release build in DIR (scripts/kube-test.sh: the test build's)
 # Environment: PODMAN (default: podman), CONTAINERS_CONF as podman reads it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,12 +21,14 @@ root_dir=$PWD
 
 build_dir=build-image
 notes=0
+binary=
 tag=$(sed -n 's/.*kVersion = "\(.*\)";.*/\1/p' fcgi_host/config/version.hpp)
 while (($#)); do
   case $1 in
   --notes) notes=1 ;;
   --build-dir) build_dir=$2; shift ;;
   --tag) tag=$2; shift ;;
+  --binary) binary=$2; shift ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -33,15 +37,22 @@ done
 podman=${PODMAN:-podman}
 uid=10001
 
-targets=(fcgi-host)
-((notes)) && targets+=(notes_app)
-echo "image.sh: building ${targets[*]} (Release) in $build_dir"
-mkdir -p "$build_dir"
-if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF &&
-  cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"; } >"$build_dir/image-build.log" 2>&1; then
-  tail -30 "$build_dir/image-build.log"
-  echo "image.sh: the build failed (whole log: $build_dir/image-build.log)" >&2
-  exit 1
+if [[ -n $binary ]]; then
+  ((!notes)) || { echo "image.sh: --notes builds in --build-dir; not with --binary" >&2; exit 2; }
+  [[ -f $binary && -x $binary ]] || { echo "image.sh: --binary $binary: no such program" >&2; exit 2; }
+  echo "image.sh: fcgi-host from $binary (not built here)"
+else
+  targets=(fcgi-host)
+  ((notes)) && targets+=(notes_app)
+  echo "image.sh: building ${targets[*]} (Release) in $build_dir"
+  mkdir -p "$build_dir"
+  if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF &&
+    cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"; } >"$build_dir/image-build.log" 2>&1; then
+    tail -30 "$build_dir/image-build.log"
+    echo "image.sh: the build failed (whole log: $build_dir/image-build.log)" >&2
+    exit 1
+  fi
+  binary=$build_dir/fcgi_host/fcgi-host
 fi
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/fcgi-host-image.XXXXXX")
@@ -90,7 +101,7 @@ build() { # build NAME CONTEXT CONTAINERFILE [ARGS...]
 
 # The host.
 host=$stage/host
-add_program "$host/fs" "$build_dir/fcgi_host/fcgi-host" /usr/bin/fcgi-host
+add_program "$host/fs" "$binary" /usr/bin/fcgi-host
 strip --strip-unneeded "$host/fs/usr/bin/fcgi-host"
 add_program "$host/fs" "$(command -v sleep)" /usr/bin/sleep
 install -D -m 644 LICENSE "$host/fs/usr/share/doc/fcgi-host/LICENSE"

@@ -3,24 +3,39 @@
 # builds the images (scripts/image.sh), starts the pod, sends requests through its nginx, runs the
 # probes (the readiness GET through nginx, the liveness exec in the host's container), reads the
 # metrics port, then stops the pod as the kubelet does, under load with slow requests in flight
-# (QUIT to nginx, TERM to the host once nginx stopped listening): every request that had been
-# accepted must be answered, the ping must answer 503 during the drain, both containers exit 0.
+# (the load stops and nginx has accepted what it sent, as after the preStop pause; QUIT to
+# nginx, TERM to the host once nginx stopped listening): every request that had been accepted
+# must be answered, the ping must answer 503 during the drain, both containers exit 0.
 # Removes every pod, container, volume, network and image it made.
 #
 # podman is configured here, not by the system: a CONTAINERS_CONF of its own (runc, cgroupfs,
 # ulimits within this shell's hard limits). Where podman cannot run containers (not installed, not
 # root, no runtime, a sandbox that forbids it) it prints one line, "kube-test: SKIPPED: why", and
-# exits 0. Run by scripts/test.sh.
+# exits 0. Run by scripts/test.sh, with the test build's binary.
+#
+# Usage: scripts/kube-test.sh [--binary FILE]
+#   --binary FILE  the fcgi-host for the image (scripts/image.sh --binary), e.g. the sanitizer
+#                  build's: no Release build then (the default, in build-image/)
 #
 # What the play copy changes, and why (the manifest itself stays as shipped):
 #   - names get a suffix of this run (pods, ConfigMaps, the volumes podman makes of them);
 #   - the images get this run's tag;
 #   - one replica, and no containerPort: podman 4.3 publishes every containerPort on the host
 #     (8080 may be taken on a shared machine); the test reaches the pod at its own address;
+#   - with a sanitizer build, ASAN_OPTIONS for the host (no leak check at exit, see below);
 #   - restartPolicy Never: the test stops the containers itself, as the kubelet does, by their
 #     stop signals (podman 4.3 runs no preStop hook), and they must stay stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+binary=
+while (($#)); do
+  case $1 in
+  --binary) binary=$(realpath "$2"); shift ;;
+  *) echo "kube-test: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 say() { echo "kube-test: $*"; }
 skip() {
@@ -85,16 +100,20 @@ podman info >"$work/info.log" 2>&1 || skip "podman info fails: $(grep -m1 -i err
 
 started=$SECONDS
 say "building the images (scripts/image.sh --tag $tag)"
-bash scripts/image.sh --tag "$tag" | sed 's/^image.sh: /kube-test: image /'
+bash scripts/image.sh --tag "$tag" ${binary:+--binary "$binary"} | sed 's/^image.sh: /kube-test: image /'
+# A sanitizer build runs as it does in the suite, but for the leak check at exit: LeakSanitizer
+# stops the process's threads with ptrace, which a pod's seccomp profile may refuse.
+sanitized=0
+[[ -n $binary ]] && ldd "$binary" | grep -q libasan && sanitized=1
 if ! podman run --rm "localhost/fcgi-host:$tag" --version >"$work/run.log" 2>&1; then
   skip "podman cannot run a container here: $(head -c 300 "$work/run.log" | tr '\n' ' ')"
 fi
 
 # The play copy (see the top) and a check that the nginx ConfigMap is the image's config.
 python3 - "$run" "$tag" conf/kubernetes/fcgi-host.yaml "$work/play.yaml" \
-  conf/containers/nginx-sidecar.conf <<'EOF'
+  conf/containers/nginx-sidecar.conf "$sanitized" <<'EOF'
 import sys, yaml
-run, tag, source, target, sidecar = sys.argv[1:]
+run, tag, source, target, sidecar, sanitized = sys.argv[1:]
 docs = [d for d in yaml.safe_load_all(open(source)) if d]
 def meaningful(text):
     return [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
@@ -112,6 +131,8 @@ for d in docs:
         for c in pod["containers"]:
             c["image"] = c["image"].rsplit(":", 1)[0] + ":" + tag
             c.pop("ports", None)
+            if sanitized == "1" and c["name"] == "fcgi-host":
+                c["env"] = [{"name": "ASAN_OPTIONS", "value": "detect_leaks=0"}]
         for v in pod["volumes"]:
             if "configMap" in v:
                 v["configMap"]["name"] += "-" + run
@@ -136,7 +157,9 @@ ip=$(podman inspect "$infra" --format '{{range .NetworkSettings.Networks}}{{.IPA
 fail() {
   say "FAILED: $*"
   echo "--- fcgi-host's log"; podman logs "$host" 2>&1 | tail -30
-  echo "--- nginx's log"; podman logs "$nginx" 2>&1 | tail -30
+  echo "--- nginx's errors and its last lines"
+  podman logs "$nginx" 2>&1 | grep -E '\[(warn|error|crit|alert|emerg)\]| 50[0-9] ' | tail -20
+  podman logs "$nginx" 2>&1 | tail -10
   exit 1
 }
 
@@ -198,8 +221,9 @@ say "ok: read-only root file system, runAsUser 10001"
 # The stop under load, in the kubelet's order, the pod already out of the Service (the load
 # stops starting requests), slow requests in flight through nginx and the host: each image's
 # stop signal to its PID 1 (nginx's QUIT; then, once nginx stopped listening, the host's TERM).
-# During the drain the liveness command asks the master from outside, through the container's
-# root: the same binary, its status socket.
+# During the drain the master's status socket is asked from outside, through the container's
+# root, as the liveness command asks it (the same FastCGI request; no process started per
+# question, which a sanitizer build makes slow).
 nginx_signal=$(podman inspect "$nginx" --format '{{.Config.StopSignal}}')
 host_signal=$(podman inspect "$host" --format '{{.Config.StopSignal}}')
 [[ $nginx_signal == 3 && $host_signal == 15 ]] ||
@@ -208,45 +232,123 @@ say "ok: stop signals: nginx QUIT, fcgi-host TERM (from the images)"
 nginx_pid=$(podman inspect "$nginx" --format '{{.State.Pid}}')
 host_pid=$(podman inspect "$host" --format '{{.State.Pid}}')
 say "stopping the pod under load, 2 slow requests (6 s) in flight"
-python3 - "$ip" "$nginx_pid" "$host_pid" "$PWD/build-image/fcgi_host/fcgi-host" <<'EOF'
-import http.client, json, os, signal, subprocess, sys, threading, time
-ip, nginx_pid, host_pid, fcgi_host = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-master = "unix:/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
+drain_ok=1
+python3 - "$ip" "$nginx_pid" "$host_pid" <<'EOF' || drain_ok=0
+import http.client, json, os, random, signal, socket, struct, sys, threading, time
+ip, nginx_pid, host_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+master = "/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
 results, lock = [], threading.Lock()
-in_flight_now = [0]
+started, written, in_flight_now = [0], [0], [0]  # the load's and the slow requests, under lock
 serving = threading.Event()
 serving.set()
 
-def one(path, timeout=30, port=8080):
+def begin():
+    """A request of the load (or a slow one) starts, unless the pod left the Service."""
+    with lock:
+        if not serving.is_set():
+            return False
+        started[0] += 1
+        in_flight_now[0] += 1
+        return True
+
+def one(path, timeout=30, port=8080, counted=False):
+    """GET on a new connection: (status, or "refused" / "failed"; text; seconds; body; start)."""
     t0 = time.monotonic()
     c = http.client.HTTPConnection(ip, port, timeout=timeout)
+    settled = False
+    def settle():  # written to nginx, or failed before
+        nonlocal settled
+        if counted and not settled:
+            settled = True
+            with lock:
+                written[0] += 1
     try:
-        c.connect()
-    except OSError as e:
-        return ("refused", str(e), 0.0, b"")
-    with lock:
-        in_flight_now[0] += 1
-    try:
+        try:
+            c.connect()
+        except OSError as e:
+            return ("refused", str(e), 0.0, b"", t0)
         c.request("GET", path)
+        settle()
         r = c.getresponse()
         body = r.read()
-        return (r.status, body[:80], time.monotonic() - t0, body)
+        return (r.status, body[:80], time.monotonic() - t0, body, t0)
     except OSError as e:
-        return ("failed", repr(e), time.monotonic() - t0, b"")
+        return ("failed", repr(e), time.monotonic() - t0, b"", t0)
     finally:
         c.close()
-        with lock:
-            in_flight_now[0] -= 1
+        settle()
+        if counted:
+            with lock:
+                in_flight_now[0] -= 1
+
+def nginx_accept_queue():
+    """Connections to :8080 that nginx has not accepted yet (a listening socket's rx_queue in
+    /proc/net/tcp of the pod's network namespace); None once nothing listens there."""
+    queued = None
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = open("/proc/%d/net/%s" % (nginx_pid, table)).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[1].endswith(":1F90") and f[3] == "0A":
+                queued = (queued or 0) + int(f[4].split(":")[1], 16)
+    return queued
+
+def ask_master(path, query=""):
+    """One FastCGI request to the master's status socket, as `fcgi-host status` and `ping`
+    send it: (HTTP status, body); (None, b"") when it cannot be asked."""
+    def record(kind, content):
+        return struct.pack("!BBHHBx", 1, kind, 1, len(content), 0) + content
+    def pair(name, value):
+        name, value = name.encode(), value.encode()
+        return bytes([len(name), len(value)]) + name + value  # each under 128 bytes
+    uri = path + ("?" + query if query else "")
+    params = b"".join(pair(n, v) for n, v in (
+        ("GATEWAY_INTERFACE", "CGI/1.1"), ("SERVER_PROTOCOL", "HTTP/1.1"),
+        ("REQUEST_METHOD", "GET"), ("REQUEST_URI", uri), ("SCRIPT_NAME", path),
+        ("DOCUMENT_URI", path), ("QUERY_STRING", query), ("CONTENT_LENGTH", "")))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    out, data = b"", b""
+    try:
+        s.connect(master)
+        s.sendall(record(1, struct.pack("!HB5x", 1, 0)) + record(4, params) + record(4, b"") +
+                  record(5, b""))
+        ended = False
+        while not ended:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            while len(data) >= 8:
+                _, kind, _, length, padding = struct.unpack("!BBHHB", data[:7])
+                if len(data) < 8 + length + padding:
+                    break
+                if kind == 6:
+                    out += data[8:8 + length]
+                ended |= kind == 3
+                data = data[8 + length + padding:]
+    except OSError:
+        return (None, b"")
+    finally:
+        s.close()
+    head, _, body = out.partition(b"\r\n\r\n")
+    status = 200
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"status:"):
+            status = int(line.split()[1])
+    return (status, body)
 
 def master_status():
-    st = subprocess.run([fcgi_host, "status", "--connect", master, "--json"],
-                        capture_output=True, text=True)
-    return json.loads(st.stdout) if st.returncode == 0 else {}
+    status, body = ask_master("/status", "json")
+    return json.loads(body) if status == 200 else {}
 
 def client(n):
     i = 0
-    while serving.is_set() and i < 100000:
-        r = one("/echo?client=%d&i=%d" % (n, i))
+    while i < 100000 and begin():
+        r = one("/echo?client=%d&i=%d" % (n, i), counted=True)
         with lock:
             results.append(r)
         i += 1
@@ -273,16 +375,32 @@ while len(results) < 500 and time.monotonic() - t_load < 30:  # under load: 500 
 rate = len(results) / (time.monotonic() - t_load)
 slow = []
 def slow_one():
-    slow.append(one("/echo?delay_ms=6000"))
+    if begin():
+        slow.append(one("/echo?delay_ms=6000", counted=True))
 slow_threads = [threading.Thread(target=slow_one) for _ in range(2)]
+# A few ms apart, at random: the first worker's kept connections are passed on (--handoff-after,
+# 2 ms) to the other just as it may take the second slow request; the stop must still find them.
 for t in slow_threads:
     t.start()
+    time.sleep(random.uniform(0, 0.004))
 # Both slow requests inside the host's workers (the master's status page: the workers are busy),
 # load requests queued behind them.
 deadline = time.monotonic() + 10
 while time.monotonic() < deadline and master_status().get("active processes", 0) < 2:
     time.sleep(0.02)
-serving.clear()  # the endpoint is gone: no new request comes
+with lock:
+    serving.clear()  # the pod left the Service's endpoints: no new request comes
+    begun = started[0]
+# What the preStop pause is for: the requests sent before the endpoint went have reached nginx
+# (written, and accepted off its listen queue; one still queued at QUIT would be reset as nginx
+# closes its listening socket).
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    with lock:
+        all_written = written[0] >= begun
+    if all_written and not nginx_accept_queue():
+        break
+    time.sleep(0.01)
 t_quit = time.monotonic()
 with lock:
     at_quit = in_flight_now[0]
@@ -294,9 +412,7 @@ os.kill(host_pid, signal.SIGTERM)
 t_term = time.monotonic()
 ping_503, in_flight = None, None
 while time.monotonic() - t_term < 10 and not gone(host_pid):
-    p = subprocess.run([fcgi_host, "ping", "--connect", master, "--timeout", "2"],
-                       capture_output=True, text=True)
-    if p.returncode != 0 and "503" in p.stdout + p.stderr:
+    if ask_master("/ping")[0] == 503:
         ping_503 = time.monotonic() - t_term
         in_flight = master_status().get("active processes")
         break
@@ -320,7 +436,8 @@ print("kube-test: TERM to fcgi-host %.2f s after QUIT: its ping answered 503 aft
          in_flight, t_host_gone - t_term))
 if failed:
     sys.exit("kube-test: FAILED: %d accepted requests failed: %s"
-             % (len(failed), [r[:3] for r in failed[:5]]))
+             % (len(failed), ["%s %s after %.2f s, begun %.2f s before QUIT"
+                              % (r[0], r[1], r[2], t_quit - r[4]) for r in failed[:5]]))
 if len(slow) != 2:
     sys.exit("kube-test: FAILED: a slow request did not end")
 if ping_503 is None:
@@ -328,11 +445,13 @@ if ping_503 is None:
 if not in_flight:
     sys.exit("kube-test: FAILED: no request was in flight when the host's drain began")
 EOF
+((drain_ok)) || fail "the stop under load (nginx's and fcgi-host's logs below)"
 for c in "$host" "$nginx"; do
   code=$(podman inspect "$c" --format '{{.State.ExitCode}}')
   [[ $code == 0 ]] || fail "$c exited with code $code"
 done
 host_log=$(podman logs "$host" 2>&1)
 [[ $host_log == *"all workers gone; master exits with code 0"* ]] || fail "no clean drain in the log"
+[[ $host_log != *"left in the handoff channel"* ]] || fail "kept connections closed unanswered"
 say "ok: both containers exited 0 (fcgi-host: \"all workers gone; master exits with code 0\")"
 say "passed in $((SECONDS - started)) s"

@@ -530,6 +530,14 @@ int serve(Host& host) {
   int code = master.run();
   // A stop that never began (the loop failed): the socket file is still ours to remove.
   if (!host.handed_over) host.adopted_file.remove_if_ours();
+  // The last worker is gone: a kept connection still in the channel was passed on and never
+  // taken, and a request the web server wrote on it goes unanswered (nginx: 502). A stopping
+  // worker takes what waits there, so this is a defect when it is said.
+  if (!host.handed_over && host.handoff.enabled())
+    if (std::size_t left = host.handoff.close_waiting(); left > 0)
+      PM_LOG(LogLevel::Error, std::to_string(left) +
+                                  " kept connection(s) left in the handoff channel, closed "
+                                  "unanswered (a request on one is lost)");
   // After a failure the master's last line already said why and that it exits.
   PM_LOG(code == exit_code::kOk ? LogLevel::Notice : LogLevel::Debug, "fcgi-host stopped");
   return code;

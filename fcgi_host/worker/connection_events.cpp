@@ -66,10 +66,11 @@ bool WorkerLoop::accept_one() {
   return true;
 }
 
-// A kept connection another worker could not serve soon: its bytes come with it.
-void WorkerLoop::take_over_one() {
+// A kept connection another worker could not serve soon: its bytes come with it. False when
+// none was waiting.
+bool WorkerLoop::take_over_one() {
   int fd = settings_.handoff.receive(handoff_bytes_);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   Connection& c = add_connection(fd, process_manager::monotonic_ns());
   if (!handoff_bytes_.empty()) {
     c.in.reserve_more(handoff_bytes_.size());
@@ -81,6 +82,7 @@ void WorkerLoop::take_over_one() {
     c.bytes_in = 1; // it served requests before: more progress than a connection never used
   }
   if (read_more(c)) process(c);
+  return true;
 }
 
 Connection& WorkerLoop::add_connection(int fd, std::uint64_t now) {

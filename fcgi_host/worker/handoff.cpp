@@ -75,4 +75,12 @@ int HandoffChannel::receive(std::string& buffered) const {
   return fd;
 }
 
+std::size_t HandoffChannel::close_waiting() const {
+  std::size_t closed = 0;
+  std::string bytes;
+  for (int fd; (fd = receive(bytes)) >= 0; ++closed)
+    ::close(fd);
+  return closed;
+}
+
 } // namespace fcgi_host

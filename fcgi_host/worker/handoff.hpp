@@ -30,6 +30,10 @@ struct HandoffChannel {
   // Takes one connection off the channel: its fd (close-on-exec, non-blocking) and its bytes.
   // -1 when none is waiting.
   int receive(std::string& buffered) const;
+
+  // Takes every connection still waiting and closes it; how many there were. For the master
+  // once its last worker is gone: nobody is left to take them.
+  std::size_t close_waiting() const;
 };
 
 // The master's side: a non-blocking socket pair with room for many connections in flight.

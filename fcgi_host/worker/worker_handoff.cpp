@@ -5,7 +5,7 @@
 //    recycling) passes on each kept connection between two requests, or with the part of a
 //    request it read, from its own loop: at once, after each response, and at each idle
 //    deadline while the channel was full. It never closes one, and it never passes one to a
-//    worker that stops too (a stopping worker does not watch the channel): nginx does not
+//    worker that stops too (a retiring worker does not watch the channel): nginx does not
 //    retry a POST that failed on a kept connection, and any close of a kept connection may
 //    meet a request already on its way. The channel holds a connection in flight until a
 //    worker that goes on reads it, even one not started yet (a recycled single worker's
@@ -13,6 +13,8 @@
 //  - A worker whose handler runs long cannot look at its other connections: the master nudges
 //    it, and the worker's SlowHandlerWatch thread (slow_handler_watch.hpp) calls on_nudge()
 //    with the table lock held, which passes the waiting connections on.
+// When the whole host stops (TERM) nobody goes on: each worker then takes what waits in the
+// channel as it stops (worker_loop.cpp, begin_stop()), and never passes one on.
 #include "fcgi_host/worker/worker_loop.hpp"
 
 #include "process_manager/clock.hpp"

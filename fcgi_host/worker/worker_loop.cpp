@@ -138,7 +138,7 @@ int WorkerLoop::run() {
   // Logs rotated while this worker started (after Idle: the master hands them before it looks
   // whether to signal, so a rotation is either taken here or signalled).
   if (context_.log_channel >= 0) take_handed_logs(context_.log_channel);
-  while (!finished()) {
+  while (!done()) {
     if (recycle_if_due() || accept_without_waiting()) continue;
     if (!wait_and_dispatch()) return exit_code::kWorkerError;
   }
@@ -258,6 +258,14 @@ void WorkerLoop::watch_channel(bool on) {
   watching_channel_ = on;
 }
 
+bool WorkerLoop::take_left_in_channel() {
+  if (stop_ != Stop::Drain || !watching_channel_) return false;
+  bool took = false;
+  while (take_over_one())
+    took = true;
+  return took;
+}
+
 void WorkerLoop::take_signals() {
   while (int signo = signals_.take()) {
     switch (signo) {
@@ -287,13 +295,19 @@ void WorkerLoop::begin_stop(Stop how) {
     while (accept_one()) {}
   }
   set_accepting(false);
+  // The whole host stops, so no worker goes on to take what waits in the handoff channel: a
+  // kept connection another worker passed on, seeing this one free just before it became busy,
+  // with a request written on it. This worker takes them, now and until it leaves (another
+  // worker's nudge may pass one on while this one stops), as it takes its queued connections.
+  // Left there, they would close unanswered when the master exits (nginx: 502).
+  if (how == Stop::Drain) take_left_in_channel();
   if (settings_.close_listen_fd_on_stop) {
     // Nothing more is accepted here: once every process has let go of the socket, the kernel
     // refuses new connections instead of queueing them for a reset at the last close.
     ::close(listen_fd_);
     listen_fd_ = -1;
   }
-  watch_channel(false);
+  if (how != Stop::Drain) watch_channel(false); // a retiring worker leaves them to those going on
   // Kept connections are not closed: nginx may be writing a request on one right now, and a
   // request written to a connection we close is lost (nginx retries a GET, not a POST). They
   // move to a worker that goes on (the new generation on a reload, the new master's workers

@@ -72,11 +72,14 @@ private:
   // Connections of requests cut by --request-timeout whose threads never returned stay open
   // (their threads may still look at them) and do not hold a stop.
   bool finished() const { return stop_ != Stop::No && table_.open() == abandoned_; }
+  bool done() { return finished() && !take_left_in_channel(); }
   bool stopping() const { return stop_ != Stop::No; }
 
   // ---- one connection's events (connection_events.cpp)
   bool accept_one();
-  void take_over_one();
+  bool take_over_one();
+  // A stop of the whole host (TERM): the connections other workers passed on and nobody took.
+  bool take_left_in_channel();
   Connection& add_connection(int fd, std::uint64_t now);
   // Inline: on the path of every request on a kept connection.
   void on_ready(Connection& c) {
