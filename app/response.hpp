@@ -115,8 +115,9 @@ public:
   // "event: <event>", "id: <id>" when given, a "data:" line per line of `data`, a blank line.
   bool send(std::string_view data, std::string_view event = {}, std::string_view id = {});
   // A comment line (": <text>"): keeps an idle stream open past the proxies' read timeouts
-  // (nginx's fastcgi_read_timeout: 60 s). A handler that waits for its next event calls it
-  // every kHeartbeatEverySeconds or so.
+  // (nginx's fastcgi_read_timeout: 60 s). With --threads above 1 the host sends one itself on
+  // a stream quiet for --event-heartbeat (default kHeartbeatEverySeconds); with one thread a
+  // handler that waits for its next event calls it about that often.
   bool heartbeat(std::string_view text = "heartbeat");
   static constexpr int kHeartbeatEverySeconds = 15;
 

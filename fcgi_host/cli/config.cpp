@@ -315,6 +315,7 @@ void read_pool(const Values& v, Config& c) {
     c.workers_from = cpus.why;
   }
   c.threads = static_cast<int>(v.integer("threads", 1, 256));
+  c.event_heartbeat = v.seconds("event-heartbeat", true);
   c.app = v.text("app");
   c.app_given = v.given("app");
   if (c.app.empty()) throw v.error("app", "must not be empty");

@@ -42,6 +42,7 @@ struct Config {
   int workers = 1;
   std::string workers_from; // without --workers: why this many ("CPU quota 1.5"), for the log
   int threads = 1;          // handler threads per worker (--threads)
+  std::chrono::milliseconds event_heartbeat = default_duration("event-heartbeat");
   std::string app{find_option("app")->default_text};
   bool app_given = false; // --app was set (a program serving its own handler refuses it)
   Limits limits;

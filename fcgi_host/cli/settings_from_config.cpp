@@ -141,6 +141,8 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
   settings.limits = config.limits;
   settings.max_requests = config.max_requests;
   settings.threads = static_cast<unsigned>(config.threads);
+  settings.event_heartbeat_ns =
+      static_cast<std::uint64_t>(std::chrono::nanoseconds(config.event_heartbeat).count());
   settings.request_timeout_ns =
       static_cast<std::uint64_t>(std::chrono::nanoseconds(config.request_timeout).count());
   settings.max_requests_jitter = config.max_requests_jitter;

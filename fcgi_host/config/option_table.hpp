@@ -60,6 +60,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"threads", 0, "N", "1",
      "handler threads per worker: the worker's loop hands complete requests to N threads, each "
      "with its own handler instance unless the app is thread-safe (1: the loop runs the handler)"},
+    {"event-heartbeat", 0, "SECONDS", "15",
+     "with --threads above 1: an event stream (text/event-stream) quiet this long gets a "
+     "heartbeat comment from the host, so that proxies keep it open (0: never)"},
     {"app", 'a', "NAME|PATH.so", "hello",
      "built-in app (hello, echo) or the path of a plugin library"},
     {"exec", 0, "PROGRAM", "",

@@ -95,7 +95,9 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
   std::uint64_t now = process_manager::monotonic_ns();
   duration_ns_ = now > start_ns_ ? now - start_ns_ : 0;
   cpu_ns_ = -1;
-  if (cpu_start_ >= 0) {
+  if (cpu_start_ >= 0 && cpu_on_other_thread_) {
+    cpu_ns_ = cpu_other_thread_ns_;
+  } else if (cpu_start_ >= 0) {
     std::int64_t cpu_end = static_cast<std::int64_t>(thread_cpu_ns());
     cpu_ns_ = cpu_end > cpu_start_ ? cpu_end - cpu_start_ : 0;
   }

@@ -54,8 +54,8 @@ public:
   void begin(std::uint64_t start_ns) {
     start_ns_ = start_ns;
     cpu_start_ = -1;
-    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0 && sample_cpu_)
-      cpu_start_ = static_cast<std::int64_t>(thread_cpu_ns());
+    if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
+      cpu_start_ = cpu_on_other_thread_ ? 0 : static_cast<std::int64_t>(thread_cpu_ns());
   }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
   // with kAbortedStatus). Records the call under `route`; logs it when slow (with the
@@ -64,8 +64,12 @@ public:
   void end(std::string_view route, int status, const app::Request& request, bool need_duration,
            bool aborted = false);
 
-  // No CPU samples (a handler thread's requests, measured on the worker's loop thread).
-  void sample_no_cpu() { sample_cpu_ = false; }
+  // A handler thread's requests, which begin() and end() see on the worker's loop thread: the
+  // handler thread reads its own CPU clock around the handler when cpu_due() (the same samples),
+  // and the loop gives its figure to set_cpu_ns() before end().
+  void measure_cpu_on_other_thread() { cpu_on_other_thread_ = true; }
+  bool cpu_due() const { return cpu_start_ >= 0; }
+  void set_cpu_ns(std::int64_t ns) { cpu_other_thread_ns_ = ns; }
 
   std::uint64_t duration_ns() const { return duration_ns_; }
   std::int64_t cpu_ns() const { return cpu_ns_; } // -1 when this request was not sampled
@@ -82,7 +86,8 @@ private:
   std::int64_t cpu_start_ = -1;
   std::int64_t cpu_ns_ = -1;
   unsigned sample_counter_ = 0;
-  bool sample_cpu_ = true;
+  bool cpu_on_other_thread_ = false;
+  std::int64_t cpu_other_thread_ns_ = -1;
   // Private index from a route name's hash to its entry in the slot's table: the common case is
   // one hash and one compare. 0: empty, else index + 1.
   static constexpr std::size_t kIndexSize = 256;

@@ -373,9 +373,14 @@ void WorkerLoop::make_room(std::uint64_t now) {
 
 void WorkerLoop::expire_deadlines(std::uint64_t now) {
   table_.for_each([&](Connection& c) {
-    // (A handler thread's connection has the request's deadline instead: cut_overrun_requests.)
-    if (c.in_epoll && c.deadline_ns <= now && c.phase != Connection::Phase::Serving)
-      on_deadline(c, now);
+    // (A handler thread's connection is in epoll only while its response waits for the client:
+    // its deadline is --write-timeout's.)
+    if (c.in_epoll && c.deadline_ns <= now) {
+      if (c.phase != Connection::Phase::Serving)
+        on_deadline(c, now);
+      else
+        write_timed_out(c);
+    }
   });
 }
 

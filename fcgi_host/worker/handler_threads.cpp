@@ -90,6 +90,8 @@ void HandlerThreads::hand_over(Lane& lane) {
   lane.refused_head = 0;
   lane.delivered = 0;
   lane.on_thread = true;
+  lane.event_stream = lane.between_events = false;
+  lane.thread_cpu_ns = -1;
   lane.changed.notify_all();
 }
 
@@ -98,10 +100,12 @@ void HandlerThreads::release(Lane& lane) {
   lane.busy = false;
   --busy_;
   lane.fd = -1;
+  lane.events = lane.write_timed_out = false;
   std::lock_guard lock(lane.mutex);
   lane.output.clear();
   lane.done = false;
   lane.on_thread = false;
+  lane.event_stream = lane.between_events = false;
 }
 
 std::vector<Lane*> HandlerThreads::take_news() {
@@ -139,6 +143,7 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   Lane& lane = *static_cast<Lane*>(context);
   std::unique_lock lock(lane.mutex);
   if (lane.client_gone) return false;
+  lane.between_events = false; // until the flush that delivers this ends (LaneSink::flush)
   lane.output.append(data, size);
   lane.delivered += size;
   if (!lane.on_thread) return true; // made on the loop: it takes the bytes itself, after
@@ -146,6 +151,30 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   lane.changed.wait(lock,
                     [&lane] { return lane.output.size() <= kLaneOutputBound || lane.client_gone; });
   return !lane.client_gone;
+}
+
+void LaneSink::send_head(const app::Response& response) {
+  {
+    std::lock_guard lock(lane_.mutex);
+    lane_.between_events = false;
+    lane_.event_stream = response.header("Content-Type").starts_with("text/event-stream");
+  }
+  lane_.codec.sink().send_head(response);
+}
+
+bool LaneSink::send_body(std::string_view chunk) {
+  {
+    std::lock_guard lock(lane_.mutex);
+    lane_.between_events = false;
+  }
+  return lane_.codec.sink().send_body(chunk);
+}
+
+bool LaneSink::flush() {
+  bool ok = lane_.codec.sink().flush();
+  std::lock_guard lock(lane_.mutex);
+  lane_.between_events = true;
+  return ok;
 }
 
 Lane* HandlerThreads::lane_of_thread(pid_t tid) {

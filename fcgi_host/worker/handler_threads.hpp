@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,22 @@ namespace fcgi_host {
 inline constexpr std::size_t kLaneOutputBound = 64 * 1024;
 
 class HandlerThreads;
+struct Lane;
+
+// The sink a handler thread's streamed response goes through: the codec's, plus what the loop
+// needs to keep an idle event stream open with a heartbeat comment of its own, placed between
+// two events and never inside one (a flush() ends what the handler wrote: EventStream sends and
+// flushes each event whole).
+class LaneSink final : public app::BodySink {
+public:
+  explicit LaneSink(Lane& lane) : lane_(lane) {}
+  void send_head(const app::Response& response) override;
+  bool send_body(std::string_view chunk) override;
+  bool flush() override;
+
+private:
+  Lane& lane_;
+};
 
 // One handler thread and the request it serves.
 struct Lane {
@@ -50,6 +67,7 @@ struct Lane {
   app::Handler* handler = nullptr;
   HandlerPtr own{nullptr, [](app::Handler*) {}};
   RequestCodec codec;
+  LaneSink sink{*this}; // the response's (codec.sink() and the event-stream state below)
   app::Request request;
   app::Response response;
   RequestMetrics metrics;
@@ -66,16 +84,23 @@ struct Lane {
   std::uint64_t id_prefix = 0;      // of the worker's generated request ids
   std::uint64_t request_number = 0; // this request's
   void* connection = nullptr;       // for the request's abort probe (on the thread)
+  std::uint64_t last_output_ns = 0; // when the loop last took bytes of it (heartbeat timing)
+  bool events = false;              // the loop saw its head say text/event-stream
+  bool write_timed_out = false;     // its client did not read it within --write-timeout
 
   // Between the loop and the thread, under `mutex`.
   std::mutex mutex;
   std::condition_variable changed;
-  bool job = false;         // a request waits for the thread
-  bool done = false;        // the thread finished it (its last bytes are in `output`)
-  bool client_gone = false; // the loop will take no more bytes
-  bool quit = false;        // the thread ends
-  std::string output;       // encoded response bytes the loop has not taken yet
-  bool on_thread = false;   // the response is being made on the thread (it may wait)
+  bool job = false;                // a request waits for the thread
+  bool done = false;               // the thread finished it (its last bytes are in `output`)
+  bool client_gone = false;        // the loop will take no more bytes
+  bool quit = false;               // the thread ends
+  std::string output;              // encoded response bytes the loop has not taken yet
+  bool on_thread = false;          // the response is being made on the thread (it may wait)
+  bool event_stream = false;       // the head said text/event-stream
+  bool between_events = false;     // all the handler wrote is out of the codec, nothing partial:
+                                   // a heartbeat record may go next
+  std::int64_t thread_cpu_ns = -1; // the thread's CPU time for a sampled request (metrics)
   // What the thread leaves for the loop once done (read after `done`, under the mutex).
   bool failed_after_head = false;
   bool aborted = false; // the client went away while the handler ran

@@ -11,10 +11,15 @@
 // 504, or a cut response when its head went out), the worker takes no more work, and the
 // master, which sees the thread's slot overrun too, takes one stack of all threads and stops
 // the worker gracefully: its other requests finish. The stuck thread ends with the process.
+//
+// A response whose client reads slower than its thread writes is cut at --write-timeout, as a
+// response written by the loop without threads; an event stream quiet for --event-heartbeat
+// gets a heartbeat comment from the loop (keep_streams_alive).
 #include "app/host_access.hpp"
 #include "fcgi_host/net/socket_write.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/protocol/records.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
@@ -25,6 +30,7 @@
 
 #include <cerrno>
 #include <exception>
+#include <string_view>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,6 +40,9 @@ namespace {
 
 using process_manager::WorkerState;
 using Kind = ClientErrorLog::Kind;
+
+// What keep_streams_alive() sends on an idle event stream: an SSE comment.
+constexpr std::string_view kHeartbeatComment = ": heartbeat\n\n";
 
 // Called from the crash handler in the faulting thread: its own request's route and identity.
 void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads) {
@@ -60,7 +69,7 @@ std::string WorkerLoop::start_threads() {
           process_manager::format_generated_id(lane.id_prefix, lane.request_number, out);
         },
         &lane);
-    lane.metrics.sample_no_cpu(); // the loop's clock: CPU time is the handler thread's
+    lane.metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
   }
   process_manager::set_crash_describer(describe_thread_for_crash, threads_.get());
   std::string error = threads_->start(handler_, thread_safe_, *make_handler_,
@@ -147,7 +156,9 @@ bool WorkerLoop::decode_into(Connection& c, Lane& lane) {
     rs.state.store(WorkerState::Handling, std::memory_order_relaxed);
     lane.metrics.begin(lane.start_ns);
   }
-  lane.response.reset(&lane.codec.sink());
+  lane.response.reset(&lane.sink);
+  lane.thread_cpu_ns = -1;
+  lane.last_output_ns = lane.start_ns;
   Outcome out;
   out.endpoint = endpoint;
   bool on_loop = true;
@@ -180,6 +191,10 @@ bool WorkerLoop::decode_into(Connection& c, Lane& lane) {
 
 // On the lane's thread: the handler inside its exception boundary, then its response encoded.
 void WorkerLoop::respond_on_thread(Lane& lane) {
+  // CPU time per route: this thread's own clock (a system call), on the requests the metrics
+  // sample (one in kCpuSampleEvery), as the loop does for its own requests without threads.
+  const bool sample_cpu = lane.metrics.cpu_due();
+  const std::uint64_t cpu_start = sample_cpu ? thread_cpu_ns() : 0;
   try {
     lane.handler->handle(lane.request, lane.response);
   } catch (const std::exception& e) {
@@ -191,7 +206,7 @@ void WorkerLoop::respond_on_thread(Lane& lane) {
     if (lane.response.head_sent()) {
       lane.failed_after_head = true;
     } else {
-      lane.response.reset(&lane.codec.sink());
+      lane.response.reset(&lane.sink);
       lane.response.status = 500;
       lane.response.set_content("Internal Server Error\n", "text/plain");
     }
@@ -201,6 +216,7 @@ void WorkerLoop::respond_on_thread(Lane& lane) {
     lane.aborted = true;
   encode(lane);
   if (lane.failed_after_head) lane.response.status = 500; // for the metrics and the access log
+  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
 }
 
 // The response's bytes through the lane (RequestCodec::deliver_to), then the end of the request.
@@ -249,7 +265,9 @@ void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
   bool done;
   {
     std::lock_guard lock(lane.mutex);
+    lane.events = lane.event_stream;
     if (c.backlog.size() < kLaneOutputBound && !lane.output.empty()) {
+      lane.last_output_ns = process_manager::monotonic_ns();
       if (c.backlog.empty())
         c.backlog.swap(lane.output);
       else
@@ -270,7 +288,12 @@ void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
       c.backlog.erase(0, static_cast<std::size_t>(n));
     }
     HandlerThreads::output_taken(lane);
-    if (!c.backlog.empty()) watch_for_write(c, true);
+    if (!c.backlog.empty()) {
+      // The client reads slower than the thread writes: the thread waits (the bound), at most
+      // until the response's --write-timeout, as a response written by the loop itself.
+      c.deadline_ns = policy_.write_deadline(lane.start_ns);
+      watch_for_write(c, true);
+    }
   }
   if (done) finish_lane(c, lane);
 }
@@ -303,9 +326,10 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
   out.whole = lane.whole;
   out.start_ns = lane.start_ns;
   out.failed_after_head = lane.failed_after_head;
-  out.ending = lane.ending;
+  out.ending = lane.write_timed_out ? RequestCodec::Ending::WriteFailed : lane.ending;
   out.aborted = lane.aborted || c.guard.aborted() ||
-                (out.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head);
+                (out.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head &&
+                 !lane.write_timed_out);
   if (!lane.failure.empty())
     client_errors_.write(Kind::Handler, "handler failed on " + std::string(lane.request.method()) +
                                             " " + std::string(lane.request.uri()) +
@@ -321,6 +345,7 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
                                             std::to_string(settings_.max_response_head) +
                                             "): answered 500");
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
+  lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
   observe(out, lane.request, lane.response, lane.metrics, lane.shed, lane.queue_ns);
   release_large_buffers(lane.request, lane.response);
   if (lane.counted) {
@@ -347,14 +372,18 @@ void WorkerLoop::publish_lanes() {
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
 }
 
+// The nearest --request-timeout of a request on a thread, or heartbeat of an idle event stream.
 std::uint64_t WorkerLoop::next_lane_deadline() const {
-  if (request_timeout_ns_ == 0) return 0;
   std::uint64_t earliest = 0;
+  auto consider = [&earliest](std::uint64_t due) {
+    if (earliest == 0 || due < earliest) earliest = due;
+  };
   for (std::size_t i = 0; i < threads_->size(); ++i) {
     const Lane& lane = const_cast<HandlerThreads&>(*threads_).lane(i);
     if (!lane.busy || lane.cut) continue;
-    std::uint64_t due = lane.start_ns + request_timeout_ns_;
-    if (earliest == 0 || due < earliest) earliest = due;
+    if (request_timeout_ns_) consider(lane.start_ns + request_timeout_ns_);
+    if (event_heartbeat_ns_ && lane.events && !lane.write_timed_out)
+      consider(lane.last_output_ns + event_heartbeat_ns_);
   }
   return earliest;
 }
@@ -404,6 +433,55 @@ void WorkerLoop::cut(Lane& lane) {
                            "): answered 504; the worker takes no more requests and is replaced");
   // Its kept connections go to workers that go on.
   if (can_hand_off(false)) hand_off_waiting(-1);
+}
+
+// An event stream whose handler sent nothing for event_heartbeat_ns: a comment record (":
+// heartbeat") so that the web server and the client keep it open (nginx's
+// fastcgi_read_timeout). Only between two events (LaneSink: the handler's last write was
+// flushed whole), and only when the client took all before it; a handler that is writing, or
+// waits for a slow client, is left alone and looked at again after another interval.
+void WorkerLoop::keep_streams_alive(std::uint64_t now) {
+  if (event_heartbeat_ns_ == 0) return;
+  for (std::size_t i = 0; i < threads_->size(); ++i) {
+    Lane& lane = threads_->lane(i);
+    if (!lane.busy || lane.cut || !lane.events || lane.write_timed_out ||
+        lane.last_output_ns + event_heartbeat_ns_ > now)
+      continue;
+    lane.last_output_ns = now;
+    Connection* c = table_.find(lane.fd);
+    if (!c || !c->backlog.empty()) continue;
+    {
+      std::lock_guard lock(lane.mutex);
+      if (!lane.between_events || lane.done || lane.client_gone || !lane.output.empty()) continue;
+      records::append_record(lane.output, records::Type::Stdout, c->guard.request_id(),
+                             kHeartbeatComment);
+    }
+    take_lane_output(*c, lane);
+  }
+}
+
+// A response on a thread whose client did not read it within --write-timeout: it ends there,
+// with one line, as without threads; the thread's next write fails (it waits no more), and the
+// connection closes when it returns.
+void WorkerLoop::write_timed_out(Connection& c) {
+  Lane& lane = threads_->lane(static_cast<std::size_t>(c.lane));
+  {
+    std::lock_guard lock(lane.mutex);
+    lane.client_gone = true;
+    lane.output.clear();
+  }
+  HandlerThreads::output_taken(lane);
+  lane.write_timed_out = true;
+  c.backlog.clear();
+  epoll_.remove(c.fd);
+  c.in_epoll = c.wants_write = false;
+  ::shutdown(c.fd, SHUT_RDWR);
+  client_errors_.write(
+      Kind::Connection,
+      "response to " + std::string(lane.request.method()) + " " + std::string(lane.request.uri()) +
+          " (request id " + std::string(lane.request.request_id()) + ", thread " +
+          std::to_string(lane.index) + ") cut: the client did not read it within --write-timeout");
+  take_lane_output(c, lane); // a thread already done: the request ends now
 }
 
 } // namespace fcgi_host

@@ -46,6 +46,10 @@ struct WorkerSettings {
   // --request-timeout, enforced by the worker itself for a request on a handler thread: the
   // request is cut and the worker takes no more work (the master stops it gracefully). 0: off.
   std::uint64_t request_timeout_ns = 0;
+  // An event stream on a handler thread that sent nothing for this long gets a heartbeat
+  // comment from the loop (docs/threads.md). 0: none.
+  std::uint64_t event_heartbeat_ns =
+      std::uint64_t{app::EventStream::kHeartbeatEverySeconds} * 1'000'000'000u;
   // The health gate (--ready-path): empty, or a path the handler must answer 2xx before the
   // worker serves (worker/ready_check.hpp).
   std::string ready_path;

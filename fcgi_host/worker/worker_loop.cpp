@@ -88,7 +88,8 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
       queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
       table_(settings.limits.request, settings.server_values), make_handler_(make_handler),
-      thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns) {
+      thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns),
+      event_heartbeat_ns_(settings.event_heartbeat_ns) {
   request_.set_spill_threshold(settings.limits.spill_threshold);
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
@@ -180,7 +181,10 @@ bool WorkerLoop::wait_and_dispatch() {
     dispatch(events[i].data.fd);
   const std::uint64_t now = process_manager::monotonic_ns(); // one read for what follows
   expire_deadlines(now);
-  if (threads_) cut_overrun_requests(now);
+  if (threads_) {
+    cut_overrun_requests(now);
+    keep_streams_alive(now);
+  }
   client_errors_.flush_due(now);
   if (!accepting_ && !stopping() && now >= accept_paused_until_ && admitting()) set_accepting(true);
   return true;

@@ -138,6 +138,8 @@ private:
   std::uint64_t next_lane_deadline() const;
   void cut_overrun_requests(std::uint64_t now);
   void cut(Lane& lane);
+  void keep_streams_alive(std::uint64_t now);
+  void write_timed_out(Connection& c);
   bool admitting() const { return !threads_ || (!threads_->all_busy() && !quarantined_); }
 
   // ---- --capture-crashes (crash_capture_hook.cpp)
@@ -229,6 +231,7 @@ private:
   std::size_t abandoned_ = 0; // connections of cut requests whose threads never returned
   bool quarantined_ = false;  // a request was cut: no new work until the master stops us
   std::uint64_t request_timeout_ns_ = 0;
+  std::uint64_t event_heartbeat_ns_ = 0;
 };
 
 } // namespace fcgi_host

@@ -54,6 +54,57 @@ std::vector<int> concurrent_gets(int port, const std::vector<std::string>& targe
   return statuses;
 }
 
+// A GET through nginx read as its bytes come (bounded: 10 s, until the close), with the arrival
+// of each read.
+struct Streamed {
+  std::string text;
+  std::vector<std::pair<std::size_t, std::chrono::steady_clock::time_point>> reads; // end, when
+  // When the byte at `offset` arrived at the client.
+  std::chrono::steady_clock::time_point arrival(std::size_t offset) const {
+    for (const auto& [end, at] : reads)
+      if (offset < end) return at;
+    return {};
+  }
+  // The offsets of each occurrence of `needle`.
+  std::vector<std::size_t> find_all(const std::string& needle) const {
+    std::vector<std::size_t> all;
+    for (std::size_t at = text.find(needle); at != std::string::npos;
+         at = text.find(needle, at + 1))
+      all.push_back(at);
+    return all;
+  }
+};
+
+Streamed stream_through(int port, const std::string& target) {
+  Streamed s;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  std::string get = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  REQUIRE(::write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size()));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    s.text.append(buf, static_cast<std::size_t>(n));
+    s.reads.emplace_back(s.text.size(), std::chrono::steady_clock::now());
+  }
+  ::close(fd);
+  return s;
+}
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
 // A host of one worker with `threads` handler threads of the crash plugin, its status socket on.
 HostOptions one_worker(int threads, std::vector<std::string> more = {}) {
   HostOptions o;
@@ -208,45 +259,79 @@ TEST_SUITE("threads") {
   TEST_CASE("server-sent events through nginx arrive one by one, as the handler sends them") {
     HostProcess host(one_worker(2));
     it::NginxProcess nginx({host.address()});
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(nginx.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    std::string get = "GET /events?n=3&gap_ms=400 HTTP/1.1\r\nHost: localhost\r\n"
-                      "Connection: close\r\n\r\n";
-    REQUIRE(::write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size()));
-    // Each event's arrival, read as the bytes come (bounded: 10 s, until the close).
-    std::string seen;
-    std::vector<std::chrono::steady_clock::time_point> arrivals;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 500) <= 0) continue;
-      char buf[4096];
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) break;
-      seen.append(buf, static_cast<std::size_t>(n));
-      std::size_t events = 0;
-      for (std::size_t at = seen.find("data: event "); at != std::string::npos;
-           at = seen.find("data: event ", at + 1))
-        ++events;
-      while (arrivals.size() < events)
-        arrivals.push_back(std::chrono::steady_clock::now());
-    }
-    ::close(fd);
-    INFO("response:\n" << seen);
-    CHECK(has(seen, "Content-Type: text/event-stream"));
-    CHECK(has(seen, "event: tick\nid: 1\ndata: event 1\n\n"));
-    REQUIRE(arrivals.size() == 3);
-    auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    MESSAGE("events arrived at +0, +" << ms(arrivals[1] - arrivals[0]) << ", +"
-                                      << ms(arrivals[2] - arrivals[0]) << " ms");
+    Streamed seen = stream_through(nginx.port(), "/events?n=3&gap_ms=400");
+    INFO("response:\n" << seen.text);
+    CHECK(has(seen.text, "Content-Type: text/event-stream"));
+    CHECK(has(seen.text, "event: tick\nid: 1\ndata: event 1\n\n"));
+    std::vector<std::size_t> events = seen.find_all("data: event ");
+    REQUIRE(events.size() == 3);
+    auto t0 = seen.arrival(events[0]);
+    MESSAGE("events arrived at +0, +" << ms_between(t0, seen.arrival(events[1])) << ", +"
+                                      << ms_between(t0, seen.arrival(events[2])) << " ms");
     // Sent 400 ms apart: all at the end would arrive together.
-    CHECK(ms(arrivals[2] - arrivals[0]) > 500);
-    CHECK(ms(arrivals[1] - arrivals[0]) > 250);
+    CHECK(ms_between(t0, seen.arrival(events[2])) > 500);
+    CHECK(ms_between(t0, seen.arrival(events[1])) > 250);
+  }
+
+  TEST_CASE("an event stream quiet past --event-heartbeat gets heartbeat comments through nginx, "
+            "between its events") {
+    HostProcess host(one_worker(2, {"--event-heartbeat", "0.3"}));
+    it::NginxProcess nginx({host.address()});
+    Streamed seen = stream_through(nginx.port(), "/events?n=2&gap_ms=1500");
+    INFO("response:\n" << seen.text);
+    std::vector<std::size_t> events = seen.find_all("data: event ");
+    // (Each in a chunk of its own: nginx passes them on as they come.)
+    std::vector<std::size_t> beats = seen.find_all("\n: heartbeat\n\n");
+    REQUIRE(events.size() == 2);
+    REQUIRE(!beats.empty());
+    auto t0 = seen.arrival(events[0]);
+    for (std::size_t b : beats)
+      MESSAGE("heartbeat arrived at +" << ms_between(t0, seen.arrival(b + 1)) << " ms");
+    MESSAGE("second event arrived at +" << ms_between(t0, seen.arrival(events[1])) << " ms");
+    // Each between the two events, none inside one, and each as it was sent: before the second.
+    for (std::size_t b : beats) {
+      CHECK(b > events[0]);
+      CHECK(b < events[1]);
+      CHECK(seen.arrival(b + 1) < seen.arrival(events[1]));
+    }
+    it::check_no_alerts(host);
+  }
+
+  TEST_CASE("a client that stops reading a streamed response holds its thread only until "
+            "--write-timeout: one line, the handler's write fails, the worker serves on") {
+    HostProcess host(one_worker(2, {"--write-timeout", "1"}));
+    host.allow_log("did not read it within --write-timeout");
+    fcgi_test::Client stalled = host.connect();
+    fcgi_test::Request request;
+    request.uri = "/flood";
+    stalled.send_request(request); // and never reads
+    REQUIRE(host.wait_log(R"(response to GET /flood \(request id \w+, thread \d\) cut: the client )"
+                          R"(did not read it within --write-timeout)",
+                          Millis{10000}));
+    REQUIRE(host.wait_log("flood ended: write refused", Millis{10000}));
+    CHECK(stalled.read_until_closed(Millis{10000}).status == fcgi_test::IoStatus::Closed);
+    CHECK(host.connect().request("GET", "/id").status == 200);
+    CHECK(it::lines_with(host.log(), "within --write-timeout").size() == 1);
+  }
+
+  TEST_CASE("--threads 4: CPU time per route is the handler thread's own, sampled as with one "
+            "thread") {
+    HostProcess host(one_worker(4));
+    fcgi_test::Client c = host.connect();
+    // One kept connection: its requests take the first free thread, whose samples are 1 in 64.
+    for (int i = 0; i < 128; ++i)
+      REQUIRE(c.request("GET", "/spin?ms=2").status == 200);
+    std::string json = host.status_json(true);
+    std::smatch m;
+    REQUIRE(std::regex_search(json, m,
+                              std::regex(R"re("route":"[^"]*/spin","calls":(\d+),"5xx":\d+,)re"
+                                         R"re("crashed":\d+,"wall seconds":[\d.]+,)re"
+                                         R"re("cpu seconds":([\d.]+),"cpu samples":(\d+))re")));
+    INFO("status: " << json);
+    CHECK(std::stol(m[1]) == 128);
+    CHECK(std::stol(m[3]) >= 1);
+    // Each call spins 2 ms of its thread's CPU: the estimate is at least 128 x 2 ms.
+    CHECK(std::stod(m[2]) >= 0.25);
   }
 
   TEST_CASE("--threads with --exec is refused at start, naming the option") {

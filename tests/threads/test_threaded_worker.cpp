@@ -10,7 +10,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,7 +23,9 @@ namespace {
 constexpr int kClients = 8;
 constexpr int kRequestsEach = 40;
 
-// Shared by every thread: only atomics.
+using namespace std::chrono_literals;
+
+// Shared by every thread: only atomics, and the stream's gate under its mutex.
 class SharedCounter : public app::Router {
 public:
   SharedCounter() {
@@ -32,8 +37,36 @@ public:
       for (int i = 0; i < 3; ++i)
         events.send("tick " + std::to_string(i));
     });
+    // One event, then quiet until the test saw the host's heartbeat (bounded), then the last.
+    get("/quiet-stream", [this](const app::Request&, app::Response& res) {
+      app::EventStream events = res.event_stream();
+      events.send("first");
+      {
+        std::unique_lock lock(mutex_);
+        released_.wait_for(lock, 10s, [this] { return release_; });
+      }
+      events.send("last");
+    });
+    // Writes until the client is found gone (bounded: 20 s), and says how it ended.
+    get("/flood", [this](const app::Request&, app::Response& res) {
+      const std::string chunk(64 * 1024, 'x');
+      auto until = std::chrono::steady_clock::now() + 20s;
+      bool refused = false;
+      while (!refused && std::chrono::steady_clock::now() < until)
+        refused = !res.write(chunk);
+      flood_ended_ = refused ? 1 : 2;
+    });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    release_ = true;
+    released_.notify_all();
   }
   std::atomic<int> calls_{0};
+  std::atomic<int> flood_ended_{0}; // 1: a write returned false, 2: it never did
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool release_ = false;
 };
 
 // One instance per thread: plain members, which a second thread would race on.
@@ -102,4 +135,67 @@ TEST_CASE("threads: one handler instance per thread (on_thread_start each), hamm
   }
   CHECK(g_instances == 5); // the worker's own, and one per thread
   CHECK(g_thread_starts == 4);
+}
+
+TEST_CASE("threads: an event stream quiet past the heartbeat interval gets a heartbeat comment "
+          "from the loop, between two events") {
+  auto shared = std::make_shared<SharedCounter>();
+  fcgi_host::WorkerSettings settings = threaded(2, true);
+  settings.event_heartbeat_ns = 50'000'000; // 50 ms
+  fcgi_host::InProcessHost host(
+      settings, [shared] { return fcgi_host::HandlerPtr(shared.get(), [](app::Handler*) {}); });
+  auto client = fcgi_test::Client::connect(host.address());
+  fcgi_test::Request request;
+  request.uri = "/quiet-stream";
+  client.send_request(request);
+  // The records as they come: the handler waits until a heartbeat followed its first event.
+  std::string out;
+  bool ended = false;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) {
+    fcgi_test::RecordResult r = client.read_record(fcgi_test::Millis{10000});
+    REQUIRE(r.status == fcgi_test::IoStatus::Ok);
+    if (r.record.type == fcgi_test::RecordType::Stdout) out += r.record.content;
+    ended = r.record.type == fcgi_test::RecordType::EndRequest;
+    std::size_t first = out.find("data: first\n\n");
+    if (first != std::string::npos && out.find(": heartbeat\n\n", first) != std::string::npos)
+      shared->release();
+  }
+  shared->release();
+  INFO("stream:\n" << out);
+  CHECK(ended);
+  std::size_t first = out.find("data: first\n\n");
+  std::size_t beat = out.find("\n\n: heartbeat\n\n");
+  std::size_t last = out.find("\n\ndata: last\n\n");
+  REQUIRE(first != std::string::npos);
+  CHECK(beat != std::string::npos);
+  CHECK(last != std::string::npos);
+  CHECK(first < beat);
+  CHECK(beat < last);
+  // The connection serves on.
+  CHECK(client.request("GET", "/count").status == 200);
+}
+
+TEST_CASE("threads: a client that stops reading a streamed response holds its handler thread "
+          "only until --write-timeout, and the worker serves on") {
+  auto shared = std::make_shared<SharedCounter>();
+  fcgi_host::WorkerSettings settings = threaded(2, true);
+  settings.limits.write_timeout = std::chrono::milliseconds(300);
+  fcgi_host::InProcessHost host(
+      settings, [shared] { return fcgi_host::HandlerPtr(shared.get(), [](app::Handler*) {}); });
+  auto stalled = fcgi_test::Client::connect(host.address());
+  fcgi_test::Request request;
+  request.uri = "/flood";
+  stalled.send_request(request); // and never reads
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (shared->flood_ended_ == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  CHECK(shared->flood_ended_ == 1); // its write returned false: the thread is free again
+  // Both threads serve: the stalled one's came back.
+  auto a = fcgi_test::Client::connect(host.address());
+  auto b = fcgi_test::Client::connect(host.address());
+  CHECK(a.request("GET", "/count").status == 200);
+  CHECK(b.request("GET", "/count").status == 200);
+  // The stalled client's connection was ended: what it reads now ends in a close.
+  CHECK(stalled.read_until_closed(fcgi_test::Millis{10000}).status == fcgi_test::IoStatus::Closed);
 }
