@@ -36,6 +36,13 @@ Scenarios (--scenarios):
             4x16 and 64x1, php-fpm with 64 children, the libfcgi loop with 64
             processes: req/s, p50/p99, the PSS of all the contender's processes
             (master included) at the end of the run, and their CPU time per request.
+  sqlite    /sqlite: one indexed lookup by a random key in a 10 000-row SQLite file
+            the script creates, one connection per thread (fcgi-host: each handler
+            thread's instance opens its own in on_thread_start(),
+            scripts/bench/sqlite_plugin.cpp), per child (php-fpm, persistent PDO,
+            work_sqlite.php) or per process (the libfcgi loop, work_sqlite.c); the
+            cells and columns of threads. Needs libsqlite3-dev, the sqlite3 shell and,
+            for php-fpm, php8.2-sqlite3 (skipped with a note when missing).
   updown    uploads (1 MiB POST bodies, wrk -c8) and downloads (10 MiB streamed
             responses, wrk -c4) at W = 2, in MB/s, with the workers' RSS before, at
             the peak during, and after the run, and their system calls and CPU time
@@ -52,10 +59,10 @@ Scenarios (--scenarios):
             see that file): goodput (2xx within 1 s per second), p50/p99 of those,
             errors by kind (503, other 5xx, no answer within 1 s, connection
             errors). fcgi-host runs twice: as is, and with --max-queue-time.
-Default: all five.
+Default: all six.
 
 Options:
-  --scenarios "LIST"    among cpu io threads updown overload (default: all)
+  --scenarios "LIST"    among cpu io threads sqlite updown overload (default: all)
   --contenders "LIST"   among fcgi-host libfcgi php-fpm plack (default: all)
   --duration S          seconds per cell (default 3)
   --cpu-us US           CPU time per /cpu request to calibrate for (default 200)
@@ -78,7 +85,7 @@ stopped on exit, Ctrl-C included; every load run is bounded in time.
 EOF
 }
 
-SCENARIOS="cpu io threads updown overload"
+SCENARIOS="cpu io threads sqlite updown overload"
 CONTENDERS="fcgi-host libfcgi php-fpm plack"
 DURATION=3
 CPU_US=200
@@ -114,7 +121,7 @@ positive_ints --wait-ms "$WAIT_MS"
 positive_ints --max-queue-time "$MAX_QUEUE_MS"
 # shellcheck disable=SC2086 # the lists are words
 {
-  words_among --scenarios "cpu io threads updown overload" $SCENARIOS
+  words_among --scenarios "cpu io threads sqlite updown overload" $SCENARIOS
   words_among --contenders "fcgi-host libfcgi php-fpm plack" $CONTENDERS
 }
 read -ra HOST_EXTRA <<<"$HOST_ARGS"
@@ -135,6 +142,16 @@ if has "$CONTENDERS" plack && ! perl -MPlack::Handler::FCGI -MFCGI::ProcManager 
 fi
 read -ra CTS <<<"$CONTENDERS"
 ((${#CTS[@]})) || die "no contender left"
+SQLITE_NO_PHP=0
+if has "$SCENARIOS" sqlite; then
+  if ! pkg-config --exists sqlite3 || ! have sqlite3; then
+    note "libsqlite3-dev or the sqlite3 shell missing (apt-get install -y libsqlite3-dev sqlite3): skipping the sqlite scenario"
+    SCENARIOS=${SCENARIOS/sqlite/}
+  elif has "$CONTENDERS" php-fpm && ! "$PHP_FPM" -m 2>/dev/null | grep -qx pdo_sqlite; then
+    note "php-fpm has no pdo_sqlite (apt-get install -y php8.2-sqlite3): php-fpm sits out the sqlite scenario"
+    SQLITE_NO_PHP=1
+  fi
+fi
 
 # ------------------------------------------------------- process control --
 T=$(mktemp -d /tmp/fcgi-workloads.XXXXXX)
@@ -157,18 +174,42 @@ trap 'exit 143' TERM
   die "cmake configure failed (see $T/log/build.log)"
 grep -q '^CMAKE_BUILD_TYPE:STRING=Release' "$BUILD_DIR/CMakeCache.txt" || die "$BUILD_DIR is not a Release build"
 note "building fcgi-host, the bench plugin and the libfcgi loop in $BUILD_DIR"
-cmake --build "$BUILD_DIR" -j2 --target fcgi-host bench_work work-libfcgi >>"$T/log/build.log" 2>&1 ||
+SQLITE_TARGETS=()
+has "$SCENARIOS" sqlite && SQLITE_TARGETS=(bench_sqlite work-sqlite)
+cmake --build "$BUILD_DIR" -j2 --target fcgi-host bench_work work-libfcgi "${SQLITE_TARGETS[@]}" >>"$T/log/build.log" 2>&1 ||
   { tail -20 "$T/log/build.log" >&2; die "build failed"; }
 # Private copies: others may rebuild the tree during the run.
 cp "$BUILD_DIR/fcgi_host/fcgi-host" "$BUILD_DIR/scripts/bench/libbench_work.so" \
   "$BUILD_DIR/scripts/bench/work-libfcgi" "$T/bin/"
 cp "$REPO/scripts/bench/work.php" "$REPO/scripts/bench/work.psgi" "$T/bin/"
+if has "$SCENARIOS" sqlite; then
+  cp "$BUILD_DIR/scripts/bench/libbench_sqlite.so" "$BUILD_DIR/scripts/bench/work-sqlite" "$T/bin/"
+  cp "$REPO/scripts/bench/work_sqlite.php" "$T/bin/"
+  touch -d '1 hour ago' "$T/bin/work_sqlite.php"
+fi
 cc -O2 -o "$T/bin/open-loop" "$REPO/scripts/bench/open_loop.c" || die "building open_loop.c failed"
 touch -d '1 hour ago' "$T/bin/work.php" # opcache skips files younger than 2 s
 head -c $((10 << 20)) /dev/zero | tr '\0' 'd' >"$T/static/10m.bin"
 # send_file() runs in a worker, which runs as nobody when the script runs as root: it must reach it.
 chmod o+x "$T" && chmod o+rx "$T/static" && chmod o+r "$T/static/10m.bin"
 head -c $((1 << 20)) /dev/zero | tr '\0' 'u' >"$T/upload.bin"
+# The sqlite scenario's file: SQLITE_ROWS rows, k a permutation of 1..SQLITE_ROWS (7919 is a prime
+# that does not divide it) under an index, so a lookup by k walks the index, then the table.
+SQLITE_ROWS=10000
+if has "$SCENARIOS" sqlite; then
+  mkdir -p "$T/db"
+  sqlite3 "$T/db/bench.sqlite" <<EOF || die "creating the SQLite file failed"
+CREATE TABLE items (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $SQLITE_ROWS)
+INSERT INTO items (k, name, value) SELECT (i * 7919) % $SQLITE_ROWS + 1, 'item ' || i, (i * 37) % 1000 FROM n;
+CREATE UNIQUE INDEX items_k ON items (k);
+EOF
+  # Read by the workers, which run as nobody when the script runs as root.
+  chmod o+rx "$T/db" && chmod o+r "$T/db/bench.sqlite"
+  # The libfcgi loop (spawn-fcgi keeps the environment) and php-fpm (env[] in its pool) read these;
+  # fcgi-host gets them with --env.
+  export BENCH_SQLITE_DB="$T/db/bench.sqlite" BENCH_SQLITE_ROWS=$SQLITE_ROWS
+fi
 
 # ------------------------------------------------------------ calibration --
 # Turns of the loop per second in each language, from a 0.2-0.5 s run of the same loop; N for
@@ -227,11 +268,11 @@ start_contender() {
   local path=${ADDR#unix:}
   case $ct in
     fcgi-host)
-      "$T/bin/fcgi-host" --listen "$ADDR" --workers "$w" --app "$T/bin/libbench_work.so" \
+      "$T/bin/fcgi-host" --listen "$ADDR" --workers "$w" --app "$T/bin/${HOST_APP:-libbench_work.so}" \
         --max-body "${MAX_BODY:-4m}" "${HOST_EXTRA[@]}" "$@" >>"$T/log/fcgi-host.log" 2>&1 &
       STOP=($!) ;;
     libfcgi)
-      spawn-fcgi -F "$w" -s "$path" -P "$T/run/libfcgi-$SEQ.pid" -- "$T/bin/work-libfcgi" \
+      spawn-fcgi -F "$w" -s "$path" -P "$T/run/libfcgi-$SEQ.pid" -- "$T/bin/${LIBFCGI_PROG:-work-libfcgi}" \
         >>"$T/log/libfcgi.log" 2>&1 || die "spawn-fcgi failed"
       mapfile -t STOP < <(tr -s ' \n' '\n' <"$T/run/libfcgi-$SEQ.pid" | grep -E '^[0-9]+$')
       ((${#STOP[@]} == w)) || die "spawn-fcgi recorded ${#STOP[@]} of $w pids" ;;
@@ -250,6 +291,8 @@ listen.backlog = 1024
 pm = static
 pm.max_children = $w
 pm.max_requests = 0
+${BENCH_SQLITE_DB:+env[BENCH_SQLITE_DB] = $BENCH_SQLITE_DB}
+${BENCH_SQLITE_ROWS:+env[BENCH_SQLITE_ROWS] = $BENCH_SQLITE_ROWS}
 EOF
       "$PHP_FPM" -F -R -y "$T/run/fpm-$SEQ.conf" -d opcache.enable=1 -d opcache.validate_timestamps=0 \
         -d post_max_size=4M >>"$T/log/php-fpm.log" 2>&1 &
@@ -293,7 +336,7 @@ $(nginx_temp_paths "$T/nginx")
         location /internal/ { internal; alias /; }
         location / {
             include /etc/nginx/fastcgi_params;
-            fastcgi_param SCRIPT_FILENAME $T/bin/work.php;
+            fastcgi_param SCRIPT_FILENAME $T/bin/${PHP_SCRIPT:-work.php};
             fastcgi_param HTTP_X_REQUEST_START "t=\${msec}";
             fastcgi_pass $ADDR;
         }
@@ -392,38 +435,56 @@ if has "$SCENARIOS" io; then
   done
 fi
 
-if has "$SCENARIOS" threads; then
-  # threads_cell LABEL CT W [fcgi-host args...]: wrk -c64 on /io?ms=WAIT_MS after a 1 s warm-up,
-  # then the PSS of every process of the contender (their stacks and arenas touched by the run)
-  # and their CPU time per request (from /proc/PID/stat, before and after).
-  threads_cell() {
-    local label=$1 ct=$2 w=$3 c0 c1 pss reqs cpu_us
-    shift 3
-    start_contender "$ct" "$w" "$@"; start_nginx
-    # One second of the same load first: every process has served (php-fpm's children compile
-    # and warm up, threads are made) before the measured run.
-    wrk -t1 -c64 -d1s "http://127.0.0.1:$NGX_PORT/io?ms=$WAIT_MS" >/dev/null 2>&1 || true
-    c0=$(cpu_ticks)
-    out=$(wrk_run 64 "/io?ms=$WAIT_MS" "$T/out/threads-${label// /_}.txt")
-    pss=$(pss_sum_kib)
-    c1=$(cpu_ticks)
-    reqs=$(awk '/requests in/ { print $1 }' "$T/out/threads-${label// /_}.txt")
-    cpu_us=$(awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="${reqs:-0}" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n }')
-    echo "threads,$label,$w,64,$out,$pss,$cpu_us" >>"$RES"
-    note "threads  $label: $out; PSS of all its processes $pss kB; CPU µs per request $cpu_us"
-    stop_nginx; stop_contender
-  }
+# threads_cell SCENARIO PATH LABEL CT W [fcgi-host args...]: wrk -c64 on PATH after a 1 s warm-up,
+# then the PSS of every process of the contender (their stacks and arenas touched by the run)
+# and their CPU time per request (from /proc/PID/stat, before and after).
+threads_cell() {
+  local sc=$1 path=$2 label=$3 ct=$4 w=$5 c0 c1 pss reqs cpu_us file
+  shift 5
+  file="$T/out/$sc-${label// /_}.txt"
+  start_contender "$ct" "$w" "$@"; start_nginx
+  # One second of the same load first: every process has served (php-fpm's children compile
+  # and warm up, threads are made) before the measured run.
+  wrk -t1 -c64 -d1s "http://127.0.0.1:$NGX_PORT$path" >/dev/null 2>&1 || true
+  c0=$(cpu_ticks)
+  out=$(wrk_run 64 "$path" "$file")
+  pss=$(pss_sum_kib)
+  c1=$(cpu_ticks)
+  reqs=$(awk '/requests in/ { print $1 }' "$file")
+  cpu_us=$(awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="${reqs:-0}" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n }')
+  echo "$sc,$label,$w,64,$out,$pss,$cpu_us" >>"$RES"
+  note "$(printf '%-8s' "$sc") $label: $out; PSS of all its processes $pss kB; CPU µs per request $cpu_us"
+  stop_nginx; stop_contender
+}
+
+# threads_cells SCENARIO PATH: the cells of the threads scenario, for one handler.
+threads_cells() {
+  local sc=$1 path=$2 ct
   for ct in "${CTS[@]}"; do
     case $ct in
       fcgi-host)
-        threads_cell "fcgi-host 2×32" fcgi-host 2 --threads 32
-        threads_cell "fcgi-host 4×16" fcgi-host 4 --threads 16
-        threads_cell "fcgi-host 64×1" fcgi-host 64 ;;
-      libfcgi) threads_cell "libfcgi 64 processes" libfcgi 64 ;;
-      php-fpm) threads_cell "php-fpm 64 children" php-fpm 64 ;;
+        threads_cell "$sc" "$path" "fcgi-host 2×32" fcgi-host 2 --threads 32 "${SC_HOST_ARGS[@]}"
+        threads_cell "$sc" "$path" "fcgi-host 4×16" fcgi-host 4 --threads 16 "${SC_HOST_ARGS[@]}"
+        threads_cell "$sc" "$path" "fcgi-host 64×1" fcgi-host 64 "${SC_HOST_ARGS[@]}" ;;
+      libfcgi) threads_cell "$sc" "$path" "libfcgi 64 processes" libfcgi 64 ;;
+      php-fpm)
+        [[ $sc == sqlite ]] && ((SQLITE_NO_PHP)) && continue
+        threads_cell "$sc" "$path" "php-fpm 64 children" php-fpm 64 ;;
       plack) ;; # 64 Perl processes add nothing the two above do not show
     esac
   done
+}
+
+SC_HOST_ARGS=()
+if has "$SCENARIOS" threads; then threads_cells threads "/io?ms=$WAIT_MS"; fi
+
+if has "$SCENARIOS" sqlite; then
+  # The same cells with the SQLite handler of each contender in place of the work one.
+  HOST_APP=libbench_sqlite.so LIBFCGI_PROG=work-sqlite PHP_SCRIPT=work_sqlite.php
+  SC_HOST_ARGS=(--env "BENCH_SQLITE_DB=$BENCH_SQLITE_DB" --env "BENCH_SQLITE_ROWS=$BENCH_SQLITE_ROWS")
+  threads_cells sqlite /sqlite
+  unset HOST_APP LIBFCGI_PROG PHP_SCRIPT
+  SC_HOST_ARGS=()
 fi
 
 if has "$SCENARIOS" updown; then
@@ -561,19 +622,26 @@ ELAPSED=$(($(date +%s) - START_TS))
         printf "| %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[5], f[6], f[7], f[8],
           (h[f[3]] > 0 ? sprintf("%.2f", f[5] / h[f[3]]) : "–") } }' "$RES"
   done
-  if grep -q "^threads," "$RES"; then
+  for sc in threads sqlite; do
+    grep -q "^$sc," "$RES" || continue
     echo
-    echo "## Waiting handlers: ${WAIT_MS} ms per request (as on a database), 64 clients"
-    echo
-    echo "wrk -t1 -c64 on /io?ms=$WAIT_MS through nginx; 64 requests in flight at most, so $((64 * 1000 / WAIT_MS)) req/s is the ceiling. fcgi-host W×T = \`--workers W --threads T\`. PSS: the sum over all the contender's processes (master included) from /proc/PID/smaps_rollup, read at the end of the run; CPU: user + system time of those processes over the run, per request (nginx and wrk not included)."
+    if [[ $sc == threads ]]; then
+      echo "## Waiting handlers: ${WAIT_MS} ms per request (as on a database), 64 clients"
+      echo
+      echo "wrk -t1 -c64 on /io?ms=$WAIT_MS through nginx; 64 requests in flight at most, so $((64 * 1000 / WAIT_MS)) req/s is the ceiling. fcgi-host W×T = \`--workers W --threads T\`. PSS: the sum over all the contender's processes (master included) from /proc/PID/smaps_rollup, read at the end of the run; CPU: user + system time of those processes over the run, per request (nginx and wrk not included)."
+    else
+      echo "## A small SQLite query per request, one connection per thread, 64 clients"
+      echo
+      echo "wrk -t1 -c64 on /sqlite through nginx: \`SELECT name, value FROM items WHERE k = ?\` with a random k, on a file of $SQLITE_ROWS rows under a unique index on k (in the page cache: the query is CPU, no wait). One connection and prepared statement per handler thread (fcgi-host: each thread's handler instance opens its own in \`on_thread_start()\`, scripts/bench/sqlite_plugin.cpp), per process (the libfcgi loop, scripts/bench/work_sqlite.c) or per child (php-fpm: a persistent PDO connection, scripts/bench/work_sqlite.php); each connection keeps its own page cache, the whole file once warm. fcgi-host W×T = \`--workers W --threads T\`. PSS: the sum over all the contender's processes (master included) from /proc/PID/smaps_rollup, read at the end of the run; CPU: user + system time of those processes over the run, per request (nginx and wrk not included)."
+    fi
     echo
     echo "| contender | workers | req/s | p50 ms | p99 ms | errors | PSS MB | CPU µs / request | req/s ÷ fcgi-host 4×16 | PSS ÷ fcgi-host 4×16 |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    awk -F, '$1 == "threads" { if ($2 == "fcgi-host 4×16") { hr = $5; hp = $10 } row[++n] = $0 }
+    awk -F, -v sc="$sc" '$1 == sc { if ($2 == "fcgi-host 4×16") { hr = $5; hp = $10 } row[++n] = $0 }
       END { for (i = 1; i <= n; i++) { split(row[i], f, ",")
         printf "| %s | %s | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", f[2], f[3], f[5], f[6], f[7], f[8], f[10] / 1024,
           (f[11] == "" ? "–" : f[11]), (hr > 0 ? sprintf("%.2f", f[5] / hr) : "–"), (hp > 0 ? sprintf("%.2f", f[10] / hp) : "–") } }' "$RES"
-  fi
+  done
   if grep -q "^upload,\|^download," "$RES"; then
     echo
     echo "## Uploads (1 MiB POST, wrk -c8) and downloads (10 MiB, wrk -c4), W = 2"
