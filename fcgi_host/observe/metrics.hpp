@@ -103,6 +103,12 @@ private:
 
 // ---- reading -----------------------------------------------------------------------------------
 
+// A process's PSS (its shared pages divided among the processes that map them) and RSS, in bytes.
+struct ProcessMemory {
+  std::uint64_t pss_bytes = 0;
+  std::uint64_t rss_bytes = 0;
+};
+
 struct WorkerSnapshot {
   std::size_t slot = 0;
   pid_t pid = 0;
@@ -114,9 +120,10 @@ struct WorkerSnapshot {
   std::string method, uri, request_id;   // the current request
   std::uint64_t last_duration_ns = 0;
   std::uint64_t last_cpu_ns = 0;
-  std::uint32_t threads = 1;      // handler threads (--threads)
-  std::uint32_t busy_threads = 0; // of them, serving a request now
-  bool active = false;            // serving a request (with threads: at least one)
+  std::uint32_t threads = 1;           // handler threads (--threads)
+  std::uint32_t busy_threads = 0;      // of them, serving a request now
+  bool active = false;                 // serving a request (with threads: at least one)
+  std::optional<ProcessMemory> memory; // when the page's reader could read it (process_memory.hpp)
 };
 
 // A latency bucket's exemplar (route_stats.hpp); id empty when the bucket has none.
@@ -181,6 +188,10 @@ struct Snapshot {
   std::vector<std::pair<int, std::uint64_t>> exits_by_code, exits_by_signal; // non-zero only
   std::vector<WorkerSnapshot> workers;
   std::vector<RouteSnapshot> routes; // sorted by name
+  // PSS of the master and of the workers with memory, and how many processes those are (0: no
+  // figure, the master could not be read).
+  std::uint64_t pss_total_bytes = 0;
+  std::uint32_t pss_processes = 0;
 };
 
 // Sums the scoreboard: live slots and what exited workers left. A worker answering the status

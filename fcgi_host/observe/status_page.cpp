@@ -1,6 +1,7 @@
 #include "fcgi_host/observe/status_page.hpp"
 
 #include "fcgi_host/config/version.hpp"
+#include "fcgi_host/observe/process_memory.hpp"
 #include "process_manager/clock.hpp"
 
 #include <arpa/inet.h>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <netinet/in.h>
+#include <unistd.h>
 
 namespace fcgi_host {
 
@@ -207,6 +209,10 @@ std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) 
       {"shed waited too long", num(s.shed_late)},
       {"shed client gone", num(s.shed_gone)},
   };
+  if (s.pss_processes) {
+    f.emplace_back("pss bytes", num(s.pss_total_bytes));
+    f.emplace_back("pss processes", num(s.pss_processes));
+  }
   return f;
 }
 
@@ -247,6 +253,10 @@ std::string text_page(const Snapshot& s, bool full) {
       line("request id", w.request_id.empty() ? "-" : w.request_id);
       line("last request duration", num(w.last_duration_ns / 1000));
       line("last request cpu", num(w.last_cpu_ns / 1000));
+      if (w.memory) {
+        line("pss bytes", num(w.memory->pss_bytes));
+        line("rss bytes", num(w.memory->rss_bytes));
+      }
     }
   }
   return out;
@@ -324,6 +334,10 @@ std::string json_page(const Snapshot& s, bool full) {
                           cumulative_buckets_json(s.queue_buckets) + "}");
   field("shed",
         "{\"waited too long\":" + num(s.shed_late) + ",\"client gone\":" + num(s.shed_gone) + "}");
+  if (s.pss_processes) {
+    field("pss bytes", num(s.pss_total_bytes));
+    field("pss processes", num(s.pss_processes));
+  }
   if (full) {
     std::string p = "[";
     for (const WorkerSnapshot& w : s.workers) {
@@ -337,7 +351,11 @@ std::string json_page(const Snapshot& s, bool full) {
            ",\"request method\":" + str(w.method) + ",\"request uri\":" + str(w.uri) +
            ",\"request id\":" + str(w.request_id) +
            ",\"last request duration\":" + num(w.last_duration_ns / 1000) +
-           ",\"last request cpu\":" + num(w.last_cpu_ns / 1000) + "}";
+           ",\"last request cpu\":" + num(w.last_cpu_ns / 1000);
+      if (w.memory)
+        p += ",\"pss bytes\":" + num(w.memory->pss_bytes) +
+             ",\"rss bytes\":" + num(w.memory->rss_bytes);
+      p += "}";
     }
     field("processes", p + "]");
   }
@@ -487,6 +505,12 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
            "Requests answered 503 without running the handler (--max-queue-time), by reason.");
   w.sample(p + "shed_requests_total", "reason=\"queue_time\"", num(s.shed_late));
   w.sample(p + "shed_requests_total", "reason=\"client_gone\"", num(s.shed_gone));
+  if (s.pss_processes) {
+    w.gauge(p + "pss_bytes",
+            "PSS of the host's processes, the master included (those the page could read).",
+            num(s.pss_total_bytes));
+    w.gauge(p + "pss_processes", "Processes summed in fcgihost_pss_bytes.", num(s.pss_processes));
+  }
 
   // Labelled by the slot, which outlives the worker in it: a recycled worker continues the
   // series of its slot instead of starting new ones. The pid is a value of its own.
@@ -511,6 +535,12 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
            "Wall time of the worker's last request.");
   for (const WorkerSnapshot& x : s.workers)
     w.sample(p + "worker_last_request_duration_seconds", worker(x), secs(x.last_duration_ns));
+  w.family(p + "worker_pss_bytes", "gauge", "The worker's PSS (its share of the pages it maps).");
+  for (const WorkerSnapshot& x : s.workers)
+    if (x.memory) w.sample(p + "worker_pss_bytes", worker(x), num(x.memory->pss_bytes));
+  w.family(p + "worker_rss_bytes", "gauge", "The worker's resident memory.");
+  for (const WorkerSnapshot& x : s.workers)
+    if (x.memory) w.sample(p + "worker_rss_bytes", worker(x), num(x.memory->rss_bytes));
   return w.finish();
 }
 
@@ -542,6 +572,15 @@ std::string html_page(const Snapshot& s) {
            num(w.request_duration_ns / 1'000'000) + "</td><td>" +
            num(w.last_duration_ns / 1'000'000) + "</td></tr>\n";
   return out + "</table>\n</body></html>\n";
+}
+
+// The master: this process, unless this is a worker answering --status-path (its slot holds its
+// pid), whose parent the master is.
+pid_t master_pid(const Snapshot& snap) {
+  const pid_t self = ::getpid();
+  for (const WorkerSnapshot& w : snap.workers)
+    if (w.pid == self) return ::getppid();
+  return self;
 }
 
 } // namespace
@@ -585,6 +624,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     return reply;
   }
   Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
+  add_process_memory(snap, master_pid(snap));
   snap.pool_name = settings.pool_name;
   snap.sandbox = settings.sandbox;
   reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);

@@ -1,7 +1,8 @@
 // Observability of a running host: the status page's numbers are exact (the page never counts
 // itself), per-handler metrics survive recycling and reloads, OpenMetrics output passes a real
 // parser, the listen queue of a Unix socket is reported, the slow log, ping, --status-allow,
-// the access log with USR1, and the `fcgi-host status|ping` health-check exit codes.
+// the access log with USR1, the `fcgi-host status|ping` health-check exit codes, and the
+// processes' memory (PSS).
 #include "checks.hpp"
 #include "commands.hpp"
 
@@ -43,6 +44,17 @@ long json_number(const std::string& json, const std::string& key) {
   std::regex re("\"" + key + "\":(-?[0-9]+)");
   if (!std::regex_search(json, m, re)) return -1;
   return std::stol(m[1]);
+}
+
+// Every "pss bytes" figure of a JSON page, in order: the pool's total first, then each worker's
+// (the full page lists the processes after the pool fields).
+std::vector<long> pss_figures(const std::string& json) {
+  std::vector<long> out;
+  std::regex re("\"pss bytes\":([0-9]+)");
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back(std::stol((*it)[1]));
+  return out;
 }
 
 // Sends requests that stay in the handler for `ms`; returns the open clients (keep them alive).
@@ -373,6 +385,49 @@ TEST_SUITE("observability") {
                      Millis{2000}));
     CHECK(it::lines_with(it::read_file(path + ".1"), "GET /after").empty());
     CHECK(it::lines_with(it::read_file(path + ".1"), "GET /x").size() == 5);
+  }
+
+  TEST_CASE("memory: each worker's PSS and the pool's total, master included, from the master's "
+            "socket, and what a worker's page can read") {
+    const int W = 2;
+    HostProcess host({"--app", "echo", "--workers", std::to_string(W), "--status-path", "/status",
+                      "--status-listen", "unix:{dir}/status.sock"});
+    REQUIRE(host.wait_workers(W).size() == W);
+    std::string json = get(status_socket(host), "/status?json&full").body;
+    INFO(json);
+    std::vector<long> pss = pss_figures(json);
+    REQUIRE(pss.size() == W + 1);
+    long workers = 0;
+    for (std::size_t i = 1; i < pss.size(); ++i) {
+      CHECK(pss[i] > 0);
+      workers += pss[i];
+    }
+    CHECK(pss[0] > workers); // the master's share is in the total
+    CHECK(json_number(json, "pss processes") == W + 1);
+    CHECK(json_number(json, "rss bytes") >= pss[1]);
+
+    // A worker's page: started by root, the workers run as nobody and may read only their own
+    // figures (no total without the master's); as another user, everything.
+    std::string page = host.connect().request("GET", "/status?json&full").body;
+    INFO(page);
+    std::vector<long> seen = pss_figures(page);
+    if (::geteuid() == 0) {
+      CHECK(json_number(page, "pss processes") == -1);
+      REQUIRE(seen.size() == 1);
+      CHECK(seen[0] > 0);
+    } else {
+      CHECK(json_number(page, "pss processes") == W + 1);
+      CHECK(seen.size() == W + 1);
+    }
+
+    fcgi_test::Response metrics = get(status_socket(host), "/?openmetrics");
+    CHECK(metrics.body.find("\nfcgihost_pss_bytes ") != std::string::npos);
+    CHECK(it::lines_with(metrics.body, "fcgihost_worker_pss_bytes{slot=").size() == W);
+    CHECK(it::lines_with(metrics.body, "fcgihost_worker_rss_bytes{slot=").size() == W);
+    std::string parsed = parse_openmetrics(host.dir(), metrics.body, "fcgihost_pss_processes");
+    INFO(parsed);
+    CHECK(parsed.find("VALUE " + std::to_string(W + 1) + "\n") != std::string::npos);
+    CHECK(parsed.find("EXIT") == std::string::npos);
   }
 
   TEST_CASE("status formats: text, html, full") {
