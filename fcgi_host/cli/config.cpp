@@ -40,8 +40,14 @@ po::options_description describe() {
     std::string value_name(o.value_name);
     std::string help(o.description);
     po::value_semantic* semantic = nullptr;
-    if (o.kind == OptionKind::Switch || (o.kind == OptionKind::Command && value_name.empty())) {
+    if (o.kind == OptionKind::Command && value_name.empty()) {
       semantic = po::bool_switch();
+    } else if (o.kind == OptionKind::OnOff) {
+      // --name alone (the switch it once was) means on.
+      semantic = po::value<std::string>()
+                     ->value_name(value_name)
+                     ->default_value(std::string(o.default_text))
+                     ->implicit_value("on");
     } else if (o.kind == OptionKind::List) {
       semantic = po::value<std::vector<std::string>>()->value_name(value_name)->composing();
     } else if (o.default_text.empty()) {
@@ -92,6 +98,23 @@ CommandLine split_at_exec(int argc, const char* const* argv) {
     line.host.emplace_back(a);
   }
   return line;
+}
+
+// `--clear-env off` as `--clear-env=off`: an on|off option also stands alone (meaning on), so the
+// parser takes its value only after `=`; a following `on` or `off` is that value all the same.
+std::vector<std::string> join_on_off_values(const std::vector<std::string>& words) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const OptionSpec* spec = w.starts_with("--") ? find_option(w.substr(2)) : nullptr;
+    if (spec && spec->kind == OptionKind::OnOff && i + 1 < words.size() &&
+        (words[i + 1] == "on" || words[i + 1] == "off")) {
+      out.push_back(w + "=" + words[++i]);
+    } else {
+      out.push_back(w);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> split_words(const std::string& text) {
@@ -196,16 +219,16 @@ private:
 };
 
 // A file line `name = value`, as the command line would give it.
-std::vector<std::string> file_line_as_argument(const po::options_description& options,
-                                               const std::string& where, const std::string& name,
+std::vector<std::string> file_line_as_argument(const std::string& where, const std::string& name,
                                                const std::string& value) {
-  // A switch (--clear-env) is written `clear-env = true` in a file.
-  if (const po::option_description* d = options.find_nothrow(name, false);
-      d && d->semantic()->max_tokens() == 0) {
-    if (value == "false" || value == "no" || value == "off" || value == "0") return {};
+  // An on|off option (clear-env) takes true and false too, as the switch it once was and as
+  // php-fpm's `clear_env = no`.
+  if (const OptionSpec* spec = find_option(name); spec && spec->kind == OptionKind::OnOff) {
+    if (value == "false" || value == "no" || value == "off" || value == "0")
+      return {"--" + name + "=off"};
     if (value != "true" && value != "yes" && value != "on" && value != "1")
-      throw ConfigError(where + ": " + name + " takes true or false, not '" + value + "'");
-    return {"--" + name};
+      throw ConfigError(where + ": " + name + " takes on or off, not '" + value + "'");
+    return {"--" + name + "=on"};
   }
   return {"--" + name + "=" + value};
 }
@@ -268,7 +291,7 @@ void parse_config_file(const po::options_description& options, po::variables_map
       throw ConfigError(l->where + ": " + l->name + " is given twice (first at " + it->second +
                         ")");
     if (from_command_line.count(l->name)) continue; // the command line wins
-    std::vector<std::string> arg = file_line_as_argument(options, l->where, l->name, l->value);
+    std::vector<std::string> arg = file_line_as_argument(l->where, l->name, l->value);
     if (arg.empty()) continue;
     try {
       po::store(po::command_line_parser(arg).options(options).style(kStyle).run(), vm);
@@ -446,6 +469,12 @@ void read_access_control(const Values& v, Config& c) {
   v.text("group", c.group);
 }
 
+bool on_off(const Values& v, const char* name) {
+  const std::string value = v.text(name);
+  if (value != "on" && value != "off") throw v.error(name, "must be on or off");
+  return value == "on";
+}
+
 void read_process_limits(const Values& v, Config& c) {
   if (v.has("rlimit-files"))
     c.rlimit_files = static_cast<unsigned long long>(v.integer("rlimit-files", 1, 1 << 30));
@@ -472,14 +501,8 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   for (const std::string& e : c.env)
     if (e.find('=') == std::string::npos || e.front() == '=')
       throw v.error("env", "'" + e + "' is not NAME=VALUE");
-  c.clear_env = v.flag("clear-env");
+  c.clear_env = on_off(v, "clear-env");
   read_process_limits(v, c);
-}
-
-bool on_off(const Values& v, const char* name) {
-  const std::string value = v.text(name);
-  if (value != "on" && value != "off") throw v.error(name, "must be on or off");
-  return value == "on";
 }
 
 void read_sandbox(const Values& v, Config& c) {
@@ -554,7 +577,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   po::variables_map vm;
   try {
     po::parsed_options parsed =
-        po::command_line_parser(line.host).options(options).style(kStyle).run();
+        po::command_line_parser(join_on_off_values(line.host)).options(options).style(kStyle).run();
     for (const std::string& word : po::collect_unrecognized(parsed.options, po::include_positional))
       throw ConfigError("unexpected argument '" + word +
                         "' (a program and its arguments go after --exec PROGRAM)");

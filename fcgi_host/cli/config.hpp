@@ -77,7 +77,7 @@ struct Config {
   std::string pidfile;
   std::string chdir;
   std::vector<std::string> env; // NAME=VALUE
-  bool clear_env = false;
+  bool clear_env = find_option("clear-env")->default_text == "on";
   // Set on the master at start, so its workers inherit them; unset: inherited as they are.
   static constexpr unsigned long long kUnlimited = ~0ull;
   std::optional<unsigned long long> rlimit_files;

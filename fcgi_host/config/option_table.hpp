@@ -14,7 +14,7 @@ namespace fcgi_host {
 enum class OptionKind {
   Value,  // --name VALUE, once
   List,   // --name VALUE, repeatable (each one adds; in the file as well)
-  Switch, // --name alone; `name = true` in the file
+  OnOff,  // --name on|off (--name alone: on); `name = on|off` (or true|false, yes|no) in the file
   Command // --help, --version, --config, --test-config: the command line only
 };
 
@@ -82,7 +82,11 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"env", 0, "NAME=VALUE", "",
      "set an environment variable for the workers (repeatable, in the file as well)",
      OptionKind::List},
-    {"clear-env", 0, "", "", "start workers with only the --env variables", OptionKind::Switch},
+    {"clear-env", 0, "on|off", "on",
+     "start workers and --exec programs with an empty environment: only the --env variables, "
+     "and PATH=/usr/local/bin:/usr/bin:/bin unless --env sets PATH (off: they inherit the "
+     "master's environment, --env added)",
+     OptionKind::OnOff},
     {"chdir", 0, "DIR", "", "the master and its workers change to this directory"},
     {"pidfile", 0, "FILE", "",
      "write the master's pid here; the file is locked for the master's life, so a second master "

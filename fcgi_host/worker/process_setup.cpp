@@ -51,7 +51,14 @@ bool drop_privileges(const Credentials& c) {
 }
 
 void apply_environment(bool clear, const std::vector<std::string>& env) {
-  if (clear) clearenv();
+  if (clear) {
+    clearenv();
+    // The one variable a cleared environment gets, a fixed value rather than the master's:
+    // --exec programs given by name, a handler's popen("convert ...") and a PHP script's
+    // exec() find the system's programs, and nothing of who started the master (its PATH may
+    // hold that user's own directories) reaches the workers. --env PATH=... replaces it.
+    setenv("PATH", kClearedPath, 1);
+  }
   for (const std::string& e : env) {
     auto eq = e.find('=');
     setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);

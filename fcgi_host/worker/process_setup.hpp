@@ -31,7 +31,11 @@ Credentials resolve_credentials(const std::string& user_option, const std::strin
 // errno, when the kernel refused.
 bool drop_privileges(const Credentials& c);
 
-// In the worker: --clear-env, then each --env NAME=VALUE.
+// PATH in a cleared environment (--clear-env on), unless --env sets it: systemd's for services.
+inline constexpr const char* kClearedPath = "/usr/local/bin:/usr/bin:/bin";
+
+// In the worker: with `clear` (--clear-env on, the default) an empty environment but for PATH =
+// kClearedPath, as php-fpm's clear_env; then each --env NAME=VALUE.
 void apply_environment(bool clear, const std::vector<std::string>& env);
 
 } // namespace fcgi_host

@@ -169,6 +169,27 @@ TEST_CASE("env repeats in the file as on the command line") {
   CHECK(error_of({"--config", twice.path}).find(":2: workers is given twice") != std::string::npos);
 }
 
+TEST_CASE("clear-env is on by default, off on the command line and in the file, old forms kept") {
+  CHECK(parse({}).clear_env);
+  CHECK(parse({"--clear-env"}).clear_env); // the switch it was
+  CHECK_FALSE(parse({"--clear-env", "off"}).clear_env);
+  CHECK_FALSE(parse({"--clear-env=off"}).clear_env);
+  CHECK(parse({"--clear-env", "on"}).clear_env);
+  for (const char* off : {"false", "no", "off", "0"}) {
+    TempConfig file(std::string("clear-env = ") + off + "\n");
+    CHECK_FALSE(parse({"--config", file.path}).clear_env);
+  }
+  for (const char* on : {"true", "yes", "on", "1"}) {
+    TempConfig file(std::string("clear-env = ") + on + "\n");
+    CHECK(parse({"--config", file.path}).clear_env);
+  }
+  CHECK(error_of({"--clear-env=maybe"}).find("--clear-env: must be on or off") !=
+        std::string::npos);
+  TempConfig bad("clear-env = maybe\n");
+  CHECK(error_of({"--config", bad.path}).find(":1: clear-env takes on or off, not 'maybe'") !=
+        std::string::npos);
+}
+
 TEST_CASE("--exec: every word after the program is the program's") {
   Config c = parse({"--workers", "2", "--exec", "/usr/bin/php-cgi", "-d", "display_errors=1"});
   CHECK(c.exec == std::vector<std::string>{"/usr/bin/php-cgi", "-d", "display_errors=1"});

@@ -82,8 +82,11 @@ TEST_CASE("--help lists every option of the table with its default") {
   CHECK(option_names(help, "--") == table_names(true));
   for (const auto& o : kOptions) {
     if (o.default_text.empty()) continue;
-    std::string shown = "--" + std::string(o.name) + (o.short_name ? " ] " : " ") +
-                        std::string(o.value_name) + " (=" + std::string(o.default_text) + ")";
+    // An on|off option may stand alone: Boost shows `--name [=on|off(=on)] (=default)`.
+    std::string value = o.kind == OptionKind::OnOff ? "[=" + std::string(o.value_name) + "(=on)]"
+                                                    : std::string(o.value_name);
+    std::string shown = "--" + std::string(o.name) + (o.short_name ? " ] " : " ") + value +
+                        " (=" + std::string(o.default_text) + ")";
     CHECK_MESSAGE(help.find(shown) != std::string::npos, shown);
   }
 }
