@@ -2,11 +2,15 @@
 // end (the oracle: no alert, crit, emerg or sanitizer line the test did not expect).
 #include "child_process.hpp"
 #include "harness.hpp"
+#include "support/proc.hpp"
 
 #include <csignal>
+#include <cstdio>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <unistd.h>
 
 #ifndef FCGI_HOST_BINARY
@@ -200,7 +204,47 @@ std::vector<pid_t> HostProcess::worker_pids() {
   return pids;
 }
 
+namespace {
+
+// The host's listening socket is in place: a Unix socket's path exists (it is renamed there once
+// bound), a TCP port is in /proc/net/tcp{,6} in state LISTEN. Looked at, never connected to.
+bool listening_at(const std::string& address) {
+  if (address.starts_with("unix:")) {
+    std::error_code ec;
+    return std::filesystem::is_socket(address.substr(5), ec);
+  }
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return true; // not ours to judge: do not wait
+  char port[8];
+  std::snprintf(port, sizeof port, ":%04X",
+                static_cast<unsigned>(std::stoul(address.substr(colon + 1))));
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      if (fields >> slot >> local >> remote >> state && state == "0A" && local.ends_with(port))
+        return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+// The start's plugin check runs in a child of the master before the socket is opened, and the
+// workers are forked after: once the socket is in place, the master's children are workers.
+// (At a reload the check child comes again, before the new generation: see the HUP tests.)
 std::vector<pid_t> HostProcess::wait_workers(std::size_t n, Millis timeout) {
+  // Bounded by the same timeout; a master that exits, or an address not judged here, goes on to
+  // the count as before.
+  wait_for(
+      [&] {
+        auto s = test_support::proc_stat(pid_);
+        return listening_at(address_) || exited() || !s || !s->running();
+      },
+      timeout);
   std::vector<pid_t> pids;
   wait_for([&] { return (pids = worker_pids()).size() == n; }, timeout);
   return pids.size() == n ? pids : std::vector<pid_t>{};
