@@ -82,12 +82,19 @@ private:
 // The private listening socket and the relay's one connection to it; the socket's file and its
 // directory are gone once connected. `error` names the failed call.
 bool private_channel(OwnedFd& listener, OwnedFd& upstream, std::string& error) {
+  // $TMPDIR is the starting process's, which the workers' user may not write (the master's own
+  // 0700 or 0711 directory): /tmp then, whose sticky bit keeps the directory ours.
   const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/fcgi-host-relay-XXXXXX";
-  if (!::mkdtemp(dir.data())) {
+  std::string dir;
+  for (std::string base : {std::string(tmp && *tmp == '/' ? tmp : ""), std::string("/tmp")}) {
+    if (base.empty()) continue;
+    dir = base + "/fcgi-host-relay-XXXXXX";
+    if (::mkdtemp(dir.data())) break;
     error = sys_error("mkdtemp", dir);
-    return false;
+    dir.clear();
   }
+  if (dir.empty()) return false;
+  error.clear();
   std::string path = dir + "/s";
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
