@@ -6,11 +6,13 @@
 #include "support/skip.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <future>
 #include <set>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -45,9 +47,13 @@ TEST_SUITE("lifecycle") {
                                               << "next request served in " << fresh_after << " ms");
     CHECK(status >= 500);
     CHECK(status <= 599);
-    CHECK(killed_after < 1000 + 200 + 1500); // tick + debugger budget
+    // The timeout, the master's tick, the debugger's budget, and a second's margin for a loaded
+    // machine (ctest -j2, scripts/stress.sh): what this guards against is the 10 s request.
+    CHECK(killed_after < 1000 + 200 + 1500 + 1000);
     CHECK(next == 200);
-    CHECK(fresh_after < 200);
+    // The replacement is forked at once (a timeout kill is not a crash: no backoff); through
+    // nginx, under load, well within a second.
+    CHECK(fresh_after < 1000);
     std::string log = host.log();
     // The line names the request, its id, and how long it ran.
     auto lines = it::lines_with(log, "killed: request \"GET /echo?delay_ms=10000\", request id ");
@@ -154,24 +160,37 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
     HostProcess host({"--app", "echo", "--workers", "12"});
     REQUIRE(host.wait_workers(12).size() == 12);
-    // One crashing request at a time, each on its own connection, until the breaker trips: 12
-    // workers take 12 crashes at once, faster than the backoff respawns them (bounded: 40
-    // requests, 20 s).
-    int sent = 0;
+    // The breaker counts young deaths (a worker dead within 1 s of its start), so the crashes
+    // must meet each new worker at once, whatever the machine's load: four senders keep crash
+    // requests waiting in the listening socket's backlog, and a respawned worker takes one as
+    // its first accept. One at a time, a loaded machine's round trip (the crash, its report,
+    // the respawn) can outlast that second and the breaker never trips. Bounded: 80 requests,
+    // 20 s.
+    std::atomic<int> sent{0};
+    std::atomic<bool> stop{false};
     const auto start = std::chrono::steady_clock::now();
-    auto deadline = start + std::chrono::seconds(20);
-    while (it::lines_with(host.log(), "crash loop").empty() && sent < 40 &&
-           std::chrono::steady_clock::now() < deadline) {
-      ++sent;
-      try {
-        auto c = host.connect(Millis{3000});
-        c.set_timeout(Millis{3000});
-        c.request("GET", "/crash");
-      } catch (const std::exception&) {}
+    const auto deadline = start + std::chrono::seconds(20);
+    std::vector<std::future<void>> senders;
+    for (int i = 0; i < 4; ++i) {
+      senders.push_back(std::async(std::launch::async, [&] {
+        while (!stop && sent.fetch_add(1) < 80 && std::chrono::steady_clock::now() < deadline) {
+          try {
+            auto c = host.connect(Millis{3000});
+            c.set_timeout(Millis{3000});
+            c.request("GET", "/crash");
+          } catch (const std::exception&) {}
+        }
+      }));
     }
+    while (it::lines_with(host.log(), "crash loop").empty() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(Millis{50});
+    stop = true;
+    for (auto& s : senders)
+      s.get();
     it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{2000});
     std::string log = host.log();
-    INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
+    INFO("crash requests sent: " << std::min(sent.load(), 80) << "\nhost log:\n" << log);
     CHECK(it::lines_with(log, "crash loop").size() == 1);
     // Rate-limited crash lines: the first three of the burst, then one a second.
     const double elapsed =

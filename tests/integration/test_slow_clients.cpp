@@ -24,6 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// "Served at once" on a machine that may be loaded (ctest -j2, CPU hogs in scripts/stress.sh):
+// every delay these tests guard against is a 1 s timeout or longer.
+constexpr double kPrompt = 0.5; // s
+
 std::vector<std::string> slow_args(const std::string& workers,
                                    const std::vector<std::string>& more = {}) {
   std::vector<std::string> args{
@@ -60,7 +64,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, start);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     CHECK(it::lines_with(host.log(), "--header-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -74,7 +78,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, start);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     it::check_no_alerts(host);
   }
 
@@ -100,7 +104,7 @@ TEST_SUITE("slow clients") {
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
     CHECK(sent <= 10);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     it::check_no_alerts(host);
   }
 
@@ -121,7 +125,7 @@ TEST_SUITE("slow clients") {
     CHECK(closed);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     CHECK(it::lines_with(host.log(), "--body-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -135,7 +139,7 @@ TEST_SUITE("slow clients") {
     double t = closed_after(c, served);
     CHECK(t >= 0.9);
     CHECK(t < 2.0);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     CHECK(it::lines_with(host.log(), "[warn]").empty());
     it::check_no_alerts(host);
   }
@@ -161,7 +165,7 @@ TEST_SUITE("slow clients") {
     // the next request meanwhile.
     double took = it::timed_request(host, "/next");
     INFO("next request answered " << took << " s after the response started");
-    CHECK(took < 0.5);
+    CHECK(took < kPrompt);
     // The reader that never reads loses its connection at the response's total deadline.
     CHECK(
         it::wait_for([&] { return !it::lines_with(host.log(), "within --write-timeout").empty(); },
@@ -203,7 +207,7 @@ TEST_SUITE("slow clients") {
     CHECK(closed);
     CHECK(got < body.size());
     CHECK(t < 3.0);
-    CHECK(it::timed_request(host, "/after") < 0.5);
+    CHECK(it::timed_request(host, "/after") < kPrompt);
     CHECK(it::lines_with(host.log(), "within --write-timeout").size() == 1);
     it::check_no_alerts(host);
   }
@@ -218,9 +222,9 @@ TEST_SUITE("slow clients") {
       auto start = Clock::now();
       fcgi_test::Response r = c.request("GET", "/no-close");
       CHECK(r.status == 200);
-      CHECK(test_support::elapsed_s(start) < 0.2);
+      CHECK(test_support::elapsed_s(start) < kPrompt);
       held.push_back(std::move(c)); // never closed, never read to EOF
-      CHECK(it::timed_request(host, "/next") < 0.2);
+      CHECK(it::timed_request(host, "/next") < kPrompt);
     }
     // Refused requests are drained for up to 2 s before the close: in epoll, not in a wait.
     for (int i = 0; i < 3; ++i) {
@@ -230,7 +234,7 @@ TEST_SUITE("slow clients") {
       fcgi_test::Response r = c.read_response(1);
       CHECK(r.status == 413);
       held.push_back(std::move(c));
-      CHECK(it::timed_request(host, "/next") < 0.2);
+      CHECK(it::timed_request(host, "/next") < kPrompt);
     }
     it::check_no_alerts(host);
   }
@@ -276,13 +280,13 @@ TEST_SUITE("slow clients") {
     stop = true;
     trickler.join();
     INFO("slowest normal request during the attack: " << worst << " s");
-    CHECK(worst < 0.2);
+    CHECK(worst < kPrompt);
     CHECK(trickle_errors == 0); // the host still held every slow connection
     // The attack stops: its connections go away; the pool serves normally.
     idle.clear();
     trickling.clear();
     for (int i = 0; i < 5; ++i)
-      CHECK(it::timed_request(host, "/after/" + std::to_string(i)) < 0.2);
+      CHECK(it::timed_request(host, "/after/" + std::to_string(i)) < kPrompt);
     CHECK(host.worker_pids() == workers);
     it::check_no_alerts(host);
   }
