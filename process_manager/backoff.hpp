@@ -4,11 +4,12 @@
 // non-zero after it was ready (a death before is a boot failure: worker_exit.hpp); clean exits
 // and request-timeout kills never come here.
 //
-// - Backoff, per scoreboard slot: a worker that lived `young` (1 s) or more is replaced at once,
-//   and its slot starts over; one that died younger is replaced at once the first time, then
-//   after 100 ms, doubling up to 5 s, for each young death of that slot in a row. So random
-//   kills of healthy workers never hold the pool back, and a slot that crashes at boot slows
-//   down on its own without delaying the others.
+// - Backoff, per scoreboard slot: a worker that lived `young` (1 s) or more since it was ready
+//   (the master counts from then, not from the fork: a slow boot does not hide a crash loop) is
+//   replaced at once, and its slot starts over; one that died younger is replaced at once the
+//   first time, then after 100 ms, doubling up to 5 s, for each young death of that slot in a
+//   row. So random kills of healthy workers never hold the pool back, and a slot that crashes
+//   at once slows down on its own without delaying the others.
 // - Breaker: more than 10 young deaths within 10 s pause all respawning for 10 s, one line.
 // - A failed spawn (fork, no slot) delays the whole pool like a young death of its own.
 // - Giving up (give_up_after, 0: never): that many young deaths in a row of one slot, and the

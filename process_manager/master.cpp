@@ -208,7 +208,12 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
   } else {
     std::uint64_t now = monotonic_ns();
     const bool captured = scoreboard.slot(w.slot).crash_captured.load(std::memory_order_acquire);
-    CrashPolicy::Decision d = crashes.on_crash(w.slot, now - w.started_at_ns, now, captured);
+    // Its age counts from ready, not from the fork: a handler that takes seconds to boot (or a
+    // loaded machine that boots it slowly) and crashes on its first request is still a crash
+    // loop, and must meet the backoff and the breaker.
+    const std::uint64_t ready_ns = scoreboard.slot(w.slot).ready_ns.load(std::memory_order_relaxed);
+    const std::uint64_t lived_ns = now - (ready_ns != 0 ? ready_ns : w.started_at_ns);
+    CrashPolicy::Decision d = crashes.on_crash(w.slot, lived_ns, now, captured);
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
               block);

@@ -156,8 +156,10 @@ void Master::Impl::mark_booted_by_time() {
   for (const Worker& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (w.boot_window.count() != 0 && s.state == WorkerState::Starting &&
-        now - w.started_at_ns >= ns(w.boot_window))
+        now - w.started_at_ns >= ns(w.boot_window)) {
+      s.ready_ns.store(now, std::memory_order_relaxed);
       s.state = WorkerState::Idle;
+    }
   }
 }
 

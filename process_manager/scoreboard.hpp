@@ -90,6 +90,9 @@ struct alignas(64) WorkerSlot {
   // With --threads above 1: Handling while every thread is busy (the pool counts it busy), else
   // Idle or KeepAliveIdle; each thread's own state is in its RequestSlot.
   std::atomic<WorkerState> state{WorkerState::Free};
+  // CLOCK_MONOTONIC when the slot left Starting (written with it: by the worker, or by the master
+  // for an --exec program); 0 before. A crash's age counts from here (CrashPolicy's "young").
+  std::atomic<std::uint64_t> ready_ns{0};
   std::atomic<std::uint32_t> threads{1}; // request slots in use (--threads)
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint32_t> connections{0}; // held now (the master nudges a slow worker only

@@ -135,6 +135,7 @@ int WorkerLoop::run() {
   if (std::string error = setup(); !error.empty())
     return process_manager::boot_failure(context_, error);
   SlowHandlerWatch::Hold hold(watch_); // given up only while a handler runs (serve_request.cpp)
+  slot_.ready_ns.store(process_manager::monotonic_ns(), std::memory_order_relaxed);
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
   // Logs rotated while this worker started (after Idle: the master hands them before it looks
   // whether to signal, so a rotation is either taken here or signalled).

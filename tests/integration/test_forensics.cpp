@@ -5,11 +5,15 @@
 // log and the crash block; %{NAME}e in the access log.
 #include "checks.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <future>
 #include <regex>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using fcgi_test::Millis;
@@ -78,15 +82,17 @@ bool has(const std::string& text, const std::string& needle) {
 
 TEST_SUITE("forensics") {
   TEST_CASE("a null dereference in a handler: the block names URI, route, request id and the "
-            "function, within 2 s") {
+            "function, within the stack's time budget") {
     HostProcess host({"--app", kCrashPlugin, "--workers", "1"});
     auto before = host.wait_workers(1);
     REQUIRE(before.size() == 1);
     auto sent = std::chrono::steady_clock::now();
     fcgi_test::Response r = send_with_id(host, "/crash/segv?x=1", "it-crash-1");
     CHECK_FALSE(r.ended); // the worker died mid-request
-    REQUIRE(host.wait_log("crash_in_named_function", Millis{2000}));
-    CHECK(std::chrono::steady_clock::now() - sent < 2s);
+    // Quiet, it takes well under a second; the master gives the debugger 3 s at most
+    // (kForensicStackBudget), and a loaded machine may need them.
+    REQUIRE(host.wait_log("crash_in_named_function", Millis{5000}));
+    CHECK(std::chrono::steady_clock::now() - sent < 4s);
     std::string block = crash_block(host.log(), SIGSEGV);
     INFO("block:\n" << block);
     CHECK(has(block, "request in flight: \"GET /crash/segv?x=1\""));
@@ -166,7 +172,7 @@ TEST_SUITE("forensics") {
     o.wait_ready = false;
     o.allow_log = {"failed to boot", "crash loop"};
     HostProcess host(o);
-    REQUIRE(host.wait_log("crash_in_worker_start", Millis{5000}));
+    REQUIRE(host.wait_log("crash_in_worker_start", Millis{15000}));
     std::string block = crash_block(host.log(), SIGSEGV);
     INFO("block:\n" << block);
     CHECK(has(block, "no request in flight: the worker was starting"));
@@ -181,22 +187,32 @@ TEST_SUITE("forensics") {
     HostProcess host(o);
     REQUIRE(host.wait_workers(2).size() == 2);
     auto start = std::chrono::steady_clock::now();
-    int sent = 0;
-    // Bounded in count and time: each crashing request on its own connection.
-    while (sent < 12 && std::chrono::steady_clock::now() - start < 4s) {
-      try {
-        send_with_id(host, "/crash/segv", "loop-" + std::to_string(sent), Millis{3000});
-      } catch (const fcgi_test::Error&) {
-        // a worker not respawned yet (backoff): the connection waits, then times out
-      }
-      ++sent;
+    // Bounded in count and time: each crashing request on its own connection, from three
+    // senders, so that a burst happens however slowly a loaded machine respawns (one at a time,
+    // each request could wait out a respawn, and the burst would be two crashes).
+    std::atomic<int> sent{0};
+    std::vector<std::future<void>> senders;
+    for (int i = 0; i < 3; ++i) {
+      senders.push_back(std::async(std::launch::async, [&] {
+        for (int n;
+             (n = sent.fetch_add(1)) < 12 && std::chrono::steady_clock::now() - start < 4s;) {
+          try {
+            send_with_id(host, "/crash/segv", "loop-" + std::to_string(n), Millis{3000});
+          } catch (const fcgi_test::Error&) {
+            // a worker not respawned yet (backoff): the connection waits, then times out
+          }
+        }
+      }));
     }
+    for (auto& s : senders)
+      s.get();
+    const int requests = std::min(sent.load(), 12);
     REQUIRE(host.wait_log("killed by signal 11", Millis{3000}));
     REQUIRE(host.wait_master_turn());
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string log = host.log();
-    INFO("sent " << sent << " crashing requests in " << elapsed << " s; log:\n" << log);
+    INFO("sent " << requests << " crashing requests in " << elapsed << " s; log:\n" << log);
     std::size_t stacks = it::lines_with(log, "crash_in_named_function").size();
     std::size_t exit_lines = it::lines_with(log, "killed by signal 11").size();
     CHECK(stacks >= 1);
@@ -204,7 +220,7 @@ TEST_SUITE("forensics") {
     CHECK(static_cast<double>(stacks) <= elapsed + 1.0); // the debugger: one a second
     // The crash lines: the first three of a burst, then one a second.
     CHECK(static_cast<double>(exit_lines) <= 3 + elapsed + 1.0);
-    CHECK(exit_lines < static_cast<std::size_t>(sent)); // the others are counted, not written
+    CHECK(exit_lines < static_cast<std::size_t>(requests)); // the others are counted, not written
     // ...in a line of their own, on the master's timer.
     CHECK(host.wait_log("more crashes suppressed", Millis{8000}));
   }

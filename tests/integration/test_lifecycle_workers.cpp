@@ -203,6 +203,40 @@ TEST_SUITE("lifecycle") {
     CHECK(code.value_or(-1) == 0);
   }
 
+  TEST_CASE("a handler that boots for 1.5 s and crashes on every request trips the breaker") {
+    // A crash's age counts from ready, not from the fork: each of these workers lived over
+    // 1.5 s, yet each crash loop turn is young, meets the backoff, and the breaker trips.
+    it::HostOptions o;
+    o.args = {"--app", FCGI_TEST_CRASH_PLUGIN,     "--workers", "4",
+              "--env", "CRASH_PLUGIN_BOOT_MS=1500"};
+    o.allow_log = {"killed by signal 6", "crash loop", "more crashes suppressed"};
+    HostProcess host(o);
+    REQUIRE(host.wait_workers(4).size() == 4);
+    std::atomic<int> sent{0};
+    std::atomic<bool> stop{false};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    std::vector<std::future<void>> senders; // as above: a crash waits for each new worker
+    for (int i = 0; i < 4; ++i) {
+      senders.push_back(std::async(std::launch::async, [&] {
+        while (!stop && sent.fetch_add(1) < 80 && std::chrono::steady_clock::now() < deadline) {
+          try {
+            auto c = host.connect(Millis{5000});
+            c.set_timeout(Millis{5000});
+            c.request("GET", "/crash/abort");
+          } catch (const std::exception&) {}
+        }
+      }));
+    }
+    const bool tripped = it::wait_for(
+        [&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{40000});
+    stop = true;
+    for (auto& s : senders)
+      s.get();
+    INFO("crash requests sent: " << std::min(sent.load(), 80) << "\nhost log:\n" << host.log());
+    CHECK(tripped);
+    CHECK(it::lines_with(host.log(), "crash loop").size() == 1);
+  }
+
   TEST_CASE("a worker that fails to boot stops the master: one clear line, exit 1") {
     it::HostOptions o;
     o.args = {"--app", FCGI_TEST_BOOT_FAILURE_PLUGIN, "--workers", "3"};
