@@ -222,8 +222,8 @@ for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp
         fail "$h does not compile on its own"
 done
 echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp | wc -l) headers"
-for lib in libfcgi-host-app.a libfcgi-host-core.a libfcgi-host-process-manager.a \
-    libfcgi-host-protocol.a libfcgi-host-test-client.a; do
+for lib in libfcgi-host-app.a libfcgi-host-core.a libfcgi-host-serving.a libfcgi-host-codec.a \
+    libfcgi-host-process-manager.a libfcgi-host-protocol.a libfcgi-host-test-client.a; do
     [ -f "/usr/lib/$MULTIARCH/$lib" ] || fail "/usr/lib/$MULTIARCH/$lib missing"
 done
 
