@@ -1,7 +1,7 @@
 # Install rules, the CMake package config (find_package(fcgi_host)) and the Debian package (CPack).
 #
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DFCGI_HOST_TESTS=OFF \
-#         -DFCGI_HOST_DEB=ON
+#         -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON
 #   cmake --build build -j2 && (cd build && cpack -G DEB)
 #
 # The package creates the system user and group fcgi-host (the workers' `user`/`group` in the

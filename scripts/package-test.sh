@@ -107,8 +107,9 @@ fi
 
 # ---- Build the package ------------------------------------------------------------------------
 step "Release build in $BUILD"
+# What the package ships and nothing else: no tests, examples or benchmark programs.
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_DEB=ON >/dev/null
+    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log"; fail "build"; }
 if grep -q 'warning:' "$WORK/build.log"; then
