@@ -1,7 +1,7 @@
 # Install rules, the CMake package config (find_package(fcgi_host)) and the Debian package (CPack).
 #
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DFCGI_HOST_TESTS=OFF \
-#         -DFCGI_HOST_DEB=ON
+#         -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON
 #   cmake --build build -j2 && (cd build && cpack -G DEB)
 #
 # The package creates the system user and group fcgi-host (the workers' `user`/`group` in the
@@ -11,7 +11,8 @@
 # What a user of the package gets:
 #   fcgi_host::app       the handler API headers only: enough for a plugin (--app libx.so), whose
 #                        app:: symbols resolve against the fcgi-host executable that loads it.
-#   fcgi_host::fcgi_host the static libraries (fcgi_host, app, process_manager) with libfcgi,
+#   fcgi_host::fcgi_host the static libraries (fcgi_host on fcgi_serving, fcgi_codec,
+#                        fcgi_protocol, app, process_manager) with libfcgi, libseccomp,
 #                        Boost.Program_options, dl and threads: link it for a program with its own
 #                        main that calls fcgi_host::run(argc, argv, handler).
 include(GNUInstallDirs)
@@ -45,10 +46,13 @@ set_target_properties(app PROPERTIES EXPORT_NAME app_static)
 set_target_properties(app PROPERTIES OUTPUT_NAME fcgi-host-app)
 set_target_properties(process_manager PROPERTIES OUTPUT_NAME fcgi-host-process-manager)
 set_target_properties(fcgi_protocol PROPERTIES OUTPUT_NAME fcgi-host-protocol)
+set_target_properties(fcgi_codec PROPERTIES OUTPUT_NAME fcgi-host-codec)
+set_target_properties(fcgi_serving PROPERTIES OUTPUT_NAME fcgi-host-serving)
 set_target_properties(fcgi_host PROPERTIES OUTPUT_NAME fcgi-host-core)
 
 install(TARGETS fcgi-host RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS fcgi_host fcgi_protocol app process_manager fcgi_host_app_headers
+install(TARGETS fcgi_host fcgi_serving fcgi_codec fcgi_protocol app process_manager
+                fcgi_host_app_headers
         EXPORT fcgi_host_targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${FCGI_HOST_INCLUDEDIR})

@@ -107,8 +107,9 @@ fi
 
 # ---- Build the package ------------------------------------------------------------------------
 step "Release build in $BUILD"
+# What the package ships and nothing else: no tests, examples or benchmark programs.
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_DEB=ON >/dev/null
+    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log"; fail "build"; }
 if grep -q 'warning:' "$WORK/build.log"; then
@@ -222,8 +223,8 @@ for h in /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp
         fail "$h does not compile on its own"
 done
 echo "ok: $(ls /usr/include/fcgi-host/app/*.hpp /usr/include/fcgi-host/fcgi_host/*.hpp /usr/include/fcgi-host/fcgi_host/*/*.hpp | wc -l) headers"
-for lib in libfcgi-host-app.a libfcgi-host-core.a libfcgi-host-process-manager.a \
-    libfcgi-host-protocol.a libfcgi-host-test-client.a; do
+for lib in libfcgi-host-app.a libfcgi-host-core.a libfcgi-host-serving.a libfcgi-host-codec.a \
+    libfcgi-host-process-manager.a libfcgi-host-protocol.a libfcgi-host-test-client.a; do
     [ -f "/usr/lib/$MULTIARCH/$lib" ] || fail "/usr/lib/$MULTIARCH/$lib missing"
 done
 

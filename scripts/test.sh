@@ -80,7 +80,8 @@ stage_done "ctest"
 cd ..
 
 # The threaded worker under ThreadSanitizer (it cannot share a build with AddressSanitizer): one
-# small target, the in-process --threads tests; a race fails the run.
+# small target, the in-process --threads tests, which link the worker's library (fcgi_serving)
+# alone, so this build compiles neither the command line nor the pools; a race fails the run.
 cmake -S . -B build-tsan -DFCGI_HOST_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
 cmake --build build-tsan -j"$(nproc)" --target threads_tests
 TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" build-tsan/tests/threads_tests
@@ -107,13 +108,15 @@ if [[ "${FCGI_HOST_SKIP_BENCH_SMOKE:-0}" != 1 ]]; then
   stage_done "bench smokes"
 fi
 
-# Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang build into build-fuzz/).
+# Fuzz the FastCGI boundary and the handler API parsers briefly: 3 targets x 10 s (plus the clang
+# build into build-fuzz/ of the libraries they exercise only: fcgi_protocol, fcgi_codec, app).
 if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then
   (cd .. && bash scripts/fuzz.sh 10)
   stage_done "fuzz"
 fi
 
-# Packaging: builds, installs and removes the fcgi-host .deb (root only; on in CI).
+# Packaging: builds (a Release build of what the package ships: no tests, examples or benchmark
+# programs), installs and removes the fcgi-host .deb (root only; on in CI).
 if [[ "${FCGI_HOST_PACKAGE_TEST:-0}" == 1 ]]; then
   (cd .. && bash scripts/package-test.sh)
   stage_done "package"
