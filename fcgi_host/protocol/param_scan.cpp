@@ -157,17 +157,11 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
     }
     const char* value = name + name_size;
     p = value + value_size;
-    bool bad_name = false;
     if (name_size == 0 || holds_equals(name, name_size)) {
-      bad_name = true;
-    } else {
-      for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes
-        if (zero >= name) break;
-    }
-    if (bad_name) {
       result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
       break;
     }
+    if (zero < name) zero = next_zero(name, end); // NULs before `name` are length bytes
     if (zero < p) {
       result = {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue,
                 {{name, name_size}, {value, value_size}},
