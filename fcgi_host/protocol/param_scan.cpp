@@ -129,7 +129,9 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
   out.clear();
   out.size = data.size();
   // A pair takes two bytes at least: the storage for every pair there can be, grown once.
-  const std::size_t most = std::min(limits.max_params, data.size() / 2);
+  // A copy: read through `limits` at every pair, since the stores into the spans might alias it.
+  const std::size_t max_params = limits.max_params;
+  const std::size_t most = std::min(max_params, data.size() / 2);
   if (out.slots_.size() < most) out.slots_.resize(most);
   ParamSpan* const spans = out.slots_.data();
   const char* const begin = data.data();
@@ -151,7 +153,7 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
       result.problem = ParamProblem::Truncated;
       break;
     }
-    if (count == limits.max_params) {
+    if (count == max_params) {
       result.problem = ParamProblem::TooMany;
       break;
     }
