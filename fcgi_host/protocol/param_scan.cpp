@@ -129,7 +129,9 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
   out.clear();
   out.size = data.size();
   // A pair takes two bytes at least: the storage for every pair there can be, grown once.
-  const std::size_t most = std::min(limits.max_params, data.size() / 2);
+  // A copy: read through `limits` at every pair, since the stores into the spans might alias it.
+  const std::size_t max_params = limits.max_params;
+  const std::size_t most = std::min(max_params, data.size() / 2);
   if (out.slots_.size() < most) out.slots_.resize(most);
   ParamSpan* const spans = out.slots_.data();
   const char* const begin = data.data();
@@ -151,23 +153,17 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
       result.problem = ParamProblem::Truncated;
       break;
     }
-    if (count == limits.max_params) {
+    if (count == max_params) {
       result.problem = ParamProblem::TooMany;
       break;
     }
     const char* value = name + name_size;
     p = value + value_size;
-    bool bad_name = false;
     if (name_size == 0 || holds_equals(name, name_size)) {
-      bad_name = true;
-    } else {
-      for (; zero < p; zero = next_zero(zero + 1, end)) // NULs before `name` are length bytes
-        if (zero >= name) break;
-    }
-    if (bad_name) {
       result = {ParamProblem::BadName, {{name, name_size}, {value, value_size}}, {}};
       break;
     }
+    if (zero < name) zero = next_zero(name, end); // NULs before `name` are length bytes
     if (zero < p) {
       result = {zero < value ? ParamProblem::BadName : ParamProblem::NulInValue,
                 {{name, name_size}, {value, value_size}},

@@ -88,7 +88,8 @@ bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
   // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
   try {
-    request.expect_body(from.body_size);
+    // Without a body (the usual GET) there is nothing to reserve: clear() emptied the body.
+    if (from.body_size != 0) request.expect_body(from.body_size);
     for (std::string_view chunk : from.body)
       request.append_body(chunk.data(), chunk.size());
     request.finish_body();

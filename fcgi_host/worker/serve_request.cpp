@@ -144,22 +144,29 @@ void WorkerLoop::answer_endpoint(Outcome& out, const app::Request& request,
 // Its exception costs its request a 500 and one log line, and the worker goes on; after the
 // head went out, the response is cut so that the web server sees it incomplete.
 void WorkerLoop::run_handler(Outcome& out) {
-  const char* failure = nullptr;
-  std::string what;
+  std::exception_ptr failure;
   watch_.handler_starts();
   try {
     handler_.handle(request_, response_);
-  } catch (const std::exception& e) {
-    what = e.what();
-    failure = what.c_str();
   } catch (...) {
-    failure = "unknown exception";
+    failure = std::current_exception();
   }
   watch_.handler_returned();
-  if (!failure) return;
+  if (failure) handler_failed(out, failure);
+}
+
+// Out of line, with the table held again: the strings of the report were set up on every call
+// of a handler when they were part of run_handler().
+void WorkerLoop::handler_failed(Outcome& out, const std::exception_ptr& failure) {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {}
   client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
                                           std::string(request_.uri()) + " (request id " +
-                                          std::string(request_.request_id()) + "): " + failure +
+                                          std::string(request_.request_id()) + "): " + what +
                                           (response_.head_sent() ? " (response cut)" : ""));
   if (response_.head_sent()) {
     out.failed_after_head = true;

@@ -28,6 +28,7 @@
 #include "process_manager/worker_context.hpp"
 
 #include <deque>
+#include <exception>
 #include <string>
 
 namespace fcgi_host {
@@ -168,6 +169,7 @@ private:
   static constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
   bool decode(Connection& c, Outcome& out);
   void run_handler(Outcome& out);
+  void handler_failed(Outcome& out, const std::exception_ptr& failure);
   void answer_endpoint(Outcome& out, const app::Request& request, app::Response& response);
   void send(Connection& c, Outcome& out);
   void observe(const Outcome& out, const app::Request& request, const app::Response& response,
