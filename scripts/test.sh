@@ -66,7 +66,9 @@ if (( repeat > 0 )); then
   exec bash ../scripts/stress.sh "$repeat" "$@"
 fi
 set +e
-ctest --output-on-failure --timeout 600 "$@" | tee ctest-output.log
+# Two at a time: the process and integration tests hold at -j2 beside two CPU hogs
+# (scripts/stress.sh), and their waits overlap; it halves the stage.
+ctest --output-on-failure --timeout 600 -j2 "$@" | tee ctest-output.log
 status=${PIPESTATUS[0]}
 set -e
 skipped=$(sed -n '/The following tests did not run:/,/^$/p' ctest-output.log | grep '(Skipped)' || true)
