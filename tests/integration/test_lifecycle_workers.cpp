@@ -12,7 +12,6 @@
 #include <future>
 #include <set>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -182,9 +181,7 @@ TEST_SUITE("lifecycle") {
         }
       }));
     }
-    while (it::lines_with(host.log(), "crash loop").empty() &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(Millis{50});
+    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{20000});
     stop = true;
     for (auto& s : senders)
       s.get();
