@@ -28,6 +28,38 @@ std::string body_field(const std::string& body, const std::string& name) {
   return body.substr(at + name.size() + 1, end - at - name.size() - 1);
 }
 
+// Sends the crashing request `uri` from four threads, each on its own connection, until the
+// breaker's line is logged (true), `most` requests were sent or `within` passed (false). The
+// breaker counts young deaths (within 1 s of a worker's ready), so a crash must meet each new
+// worker at once whatever the machine's load: the senders keep one waiting in the listening
+// socket's backlog. One at a time, a loaded machine's round trip (the crash, its report, the
+// respawn) can outlast that second and the breaker never trips. `sent`: the requests sent.
+bool crash_until_breaker(const HostProcess& host, const std::string& uri, int most, Millis within,
+                         int& sent) {
+  std::atomic<int> count{0};
+  std::atomic<bool> stop{false};
+  const auto deadline = Clock::now() + within;
+  std::vector<std::future<void>> senders;
+  for (int i = 0; i < 4; ++i) {
+    senders.push_back(std::async(std::launch::async, [&] {
+      while (!stop && count.fetch_add(1) < most && Clock::now() < deadline) {
+        try {
+          auto c = host.connect(Millis{5000});
+          c.set_timeout(Millis{5000});
+          c.request("GET", uri);
+        } catch (const std::exception&) {}
+      }
+    }));
+  }
+  const bool tripped =
+      it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, within);
+  stop = true;
+  for (auto& f : senders)
+    f.get();
+  sent = std::min(count.load(), most);
+  return tripped;
+}
+
 } // namespace
 
 TEST_SUITE("lifecycle") {
@@ -159,39 +191,15 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
     HostProcess host({"--app", "echo", "--workers", "12"});
     REQUIRE(host.wait_workers(12).size() == 12);
-    // The breaker counts young deaths (a worker dead within 1 s of its start), so the crashes
-    // must meet each new worker at once, whatever the machine's load: four senders keep crash
-    // requests waiting in the listening socket's backlog, and a respawned worker takes one as
-    // its first accept. One at a time, a loaded machine's round trip (the crash, its report,
-    // the respawn) can outlast that second and the breaker never trips. Bounded: 80 requests,
-    // 20 s.
-    std::atomic<int> sent{0};
-    std::atomic<bool> stop{false};
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + std::chrono::seconds(20);
-    std::vector<std::future<void>> senders;
-    for (int i = 0; i < 4; ++i) {
-      senders.push_back(std::async(std::launch::async, [&] {
-        while (!stop && sent.fetch_add(1) < 80 && std::chrono::steady_clock::now() < deadline) {
-          try {
-            auto c = host.connect(Millis{3000});
-            c.set_timeout(Millis{3000});
-            c.request("GET", "/crash");
-          } catch (const std::exception&) {}
-        }
-      }));
-    }
-    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{20000});
-    stop = true;
-    for (auto& s : senders)
-      s.get();
-    it::wait_for([&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{2000});
+    // Bounded: 80 requests, 20 s.
+    const auto start = Clock::now();
+    int sent = 0;
+    crash_until_breaker(host, "/crash", 80, Millis{20000}, sent);
     std::string log = host.log();
-    INFO("crash requests sent: " << std::min(sent.load(), 80) << "\nhost log:\n" << log);
+    INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
     CHECK(it::lines_with(log, "crash loop").size() == 1);
     // Rate-limited crash lines: the first three of the burst, then one a second.
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     CHECK(static_cast<double>(it::lines_with(log, "killed by signal").size()) <= 3 + elapsed + 1);
     CHECK(!host.wait_exit(Millis{0}));
     host.signal(SIGTERM);
@@ -209,27 +217,9 @@ TEST_SUITE("lifecycle") {
     o.allow_log = {"killed by signal 6", "crash loop", "more crashes suppressed"};
     HostProcess host(o);
     REQUIRE(host.wait_workers(4).size() == 4);
-    std::atomic<int> sent{0};
-    std::atomic<bool> stop{false};
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-    std::vector<std::future<void>> senders; // as above: a crash waits for each new worker
-    for (int i = 0; i < 4; ++i) {
-      senders.push_back(std::async(std::launch::async, [&] {
-        while (!stop && sent.fetch_add(1) < 80 && std::chrono::steady_clock::now() < deadline) {
-          try {
-            auto c = host.connect(Millis{5000});
-            c.set_timeout(Millis{5000});
-            c.request("GET", "/crash/abort");
-          } catch (const std::exception&) {}
-        }
-      }));
-    }
-    const bool tripped = it::wait_for(
-        [&] { return !it::lines_with(host.log(), "crash loop").empty(); }, Millis{40000});
-    stop = true;
-    for (auto& s : senders)
-      s.get();
-    INFO("crash requests sent: " << std::min(sent.load(), 80) << "\nhost log:\n" << host.log());
+    int sent = 0;
+    const bool tripped = crash_until_breaker(host, "/crash/abort", 80, Millis{40000}, sent);
+    INFO("crash requests sent: " << sent << "\nhost log:\n" << host.log());
     CHECK(tripped);
     CHECK(it::lines_with(host.log(), "crash loop").size() == 1);
   }
