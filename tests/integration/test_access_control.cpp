@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
@@ -42,14 +43,18 @@ std::set<std::string> socket_inodes(pid_t pid) {
   return inodes;
 }
 
-// The inode of the Unix socket listening on `path`, from /proc/net/unix.
+// The inode of the Unix socket listening on `path`, from /proc/net/unix. A connection accepted
+// on that socket, or still waiting in its queue (the harness's readiness probe), is listed with
+// the same path and may come first: only the entry with __SO_ACCEPTCON in its flags listens.
 std::string unix_socket_inode(const std::string& path) {
+  constexpr unsigned long kAcceptCon = 0x10000;
   std::ifstream in("/proc/net/unix");
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string num, refs, proto, flags, type, state, inode, p;
     fields >> num >> refs >> proto >> flags >> type >> state >> inode >> p;
+    if ((std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) == 0) continue;
     // Bound in a private directory beside the path, then renamed there (listen_socket.cpp):
     // the kernel keeps the name bind() was given, "DIR/.NAME-XXXXXX/s".
     const std::size_t slash = path.find_last_of('/');
