@@ -4,8 +4,11 @@
 # Prints executions, coverage (cov: edges, ft: features) and crashes per target; crash inputs go
 # to build-fuzz/artifacts/. Exit status 1 if any target crashed.
 # Usage: scripts/fuzz.sh [SECONDS]      e.g. scripts/fuzz.sh 10 (a quick check, as in test.sh)
+#        scripts/fuzz.sh --build-only   the build alone (test.sh runs it beside its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+[[ "${1:-}" == --build-only ]] && { build_only=1; shift; }
 seconds="${1:-300}"
 targets=(fuzz_record_guard fuzz_request_adapter fuzz_app_parsers)
 build=build-fuzz
@@ -14,6 +17,7 @@ cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFCGI_HOST_SANITIZE=ON -DFCGI_HOST_TESTS=OFF \
       -DFCGI_HOST_FUZZ=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" fuzz_gen_corpus
+(( build_only )) && exit 0
 
 # The committed seeds are generated, not hand-made: regenerate them (same bytes unless the
 # generator changed), then let each target grow its own working corpus from them.

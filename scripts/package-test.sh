@@ -7,6 +7,9 @@
 # that nothing is left (user, config, logs, processes).
 #
 #   sudo scripts/package-test.sh            (root: it installs and removes a system package)
+#   scripts/package-test.sh --build-only    the Release build into PACKAGE_BUILD_DIR, nothing
+#                                           else (scripts/test.sh runs it beside its tests, then
+#                                           the test proper on that build)
 #
 # Environment:
 #   PACKAGE_BUILD_DIR  build directory (default: a fresh one in the temp dir, removed at the
@@ -19,6 +22,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_ONLY=0
+[[ "${1:-}" == --build-only ]] && BUILD_ONLY=1
 WORK=$(mktemp -d /tmp/fcgi-host-package-test.XXXXXX)
 # A fresh build each run by default: a kept build dir may come from another checkout.
 BUILD=${PACKAGE_BUILD_DIR:-$WORK/build}
@@ -52,7 +57,9 @@ cleanup() {
         apt-get purge -y -q fcgi-host >/dev/null 2>&1 || dpkg --purge fcgi-host >/dev/null 2>&1 || true
     fi
     rm -rf "$WORK"
-    if [ $rc -eq 0 ]; then
+    if [ "$BUILD_ONLY" = 1 ]; then
+        [ $rc -eq 0 ] || printf '\npackage build: FAIL (exit %d, %ds)\n' $rc $((SECONDS - START)) >&2
+    elif [ $rc -eq 0 ]; then
         printf '\npackage test: PASS (%ds)\n' $((SECONDS - START))
     else
         printf '\npackage test: FAIL (exit %d, %ds)\n' $rc $((SECONDS - START)) >&2
@@ -87,6 +94,24 @@ stop_service() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# ---- The Release build of what the package ships, and nothing else: no tests, examples or
+# benchmark programs. Warm when scripts/test.sh built it beside its tests.
+build_release() {
+    step "Release build in $BUILD"
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+        -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON >/dev/null
+    cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
+        { cat "$WORK/build.log"; fail "build"; }
+    if grep -q 'warning:' "$WORK/build.log"; then
+        echo "build warnings:"
+        grep -A3 'warning:' "$WORK/build.log" | head -40
+    fi
+}
+if [ "$BUILD_ONLY" = 1 ]; then
+    build_release
+    exit 0
+fi
+
 [ "$(id -u)" = 0 ] || fail "run as root (the test installs and removes the fcgi-host package)"
 if dpkg-query -W -f='${Status}' fcgi-host 2>/dev/null | grep -q 'install ok installed'; then
     fail "fcgi-host is already installed; remove it first (this test would remove it at the end)"
@@ -106,16 +131,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # ---- Build the package ------------------------------------------------------------------------
-step "Release build in $BUILD"
-# What the package ships and nothing else: no tests, examples or benchmark programs.
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-    -DFCGI_HOST_TESTS=OFF -DFCGI_HOST_EXAMPLES=OFF -DFCGI_HOST_BENCH=OFF -DFCGI_HOST_DEB=ON >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" -- --no-print-directory >"$WORK/build.log" 2>&1 ||
-    { cat "$WORK/build.log"; fail "build"; }
-if grep -q 'warning:' "$WORK/build.log"; then
-    echo "build warnings:"
-    grep -A3 'warning:' "$WORK/build.log" | head -40
-fi
+build_release
 rm -f "$BUILD"/fcgi-host_*.deb
 (cd "$BUILD" && cpack -G DEB >"$WORK/cpack.log" 2>&1) || { cat "$WORK/cpack.log"; fail "cpack"; }
 DEB=$(ls "$BUILD"/fcgi-host_*.deb)

@@ -40,7 +40,7 @@ constexpr const char* kUsageText =
     "Exit 0: answered; 1: no answer (the handler could not start); 2: usage, or a file that\n"
     "is not a whole capture; a crash ends it as it ended the worker.\n";
 
-struct Failure {
+struct ReplayFailure {
   int code;
   std::string why;
 };
@@ -55,7 +55,7 @@ struct ReplayArgs {
 void add_set_param(ReplayArgs& a, const std::string& text) {
   std::size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Failure{kUsage, "--set-param: '" + text + "' is not NAME=VALUE"};
+    throw ReplayFailure{kUsage, "--set-param: '" + text + "' is not NAME=VALUE"};
   a.set_params.emplace_back(text.substr(0, eq), text.substr(eq + 1));
 }
 
@@ -66,7 +66,7 @@ ReplayArgs split_args(int argc, char** argv) {
     if (word == "--help" || word == "-h") {
       a.help = true;
     } else if (word == "--set-param") {
-      if (++i == argc) throw Failure{kUsage, "--set-param: needs NAME=VALUE"};
+      if (++i == argc) throw ReplayFailure{kUsage, "--set-param: needs NAME=VALUE"};
       add_set_param(a, argv[i]);
     } else if (word.starts_with("--set-param=")) {
       add_set_param(a, word.substr(12));
@@ -77,13 +77,13 @@ ReplayArgs split_args(int argc, char** argv) {
     }
   }
   if (a.file.empty() && !a.help)
-    throw Failure{kUsage, "name the capture file first: fcgi-host replay FILE [OPTIONS]"};
+    throw ReplayFailure{kUsage, "name the capture file first: fcgi-host replay FILE [OPTIONS]"};
   return a;
 }
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Failure{kUsage, "cannot read \"" + path + "\": " + std::strerror(errno)};
+  if (!in) throw ReplayFailure{kUsage, "cannot read \"" + path + "\": " + std::strerror(errno)};
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
@@ -93,7 +93,7 @@ capture::CapturedRequest load_request(const ReplayArgs& a) {
   try {
     r = capture::read_capture(read_whole_file(a.file));
   } catch (const capture::FileError& e) {
-    throw Failure{kUsage, a.file + ": " + e.what()};
+    throw ReplayFailure{kUsage, a.file + ": " + e.what()};
   }
   for (const auto& [name, value] : a.set_params)
     r.set_param(name, value);
@@ -144,7 +144,7 @@ int ask_replay_host(const InProcessHost& host, const std::string& request) {
   std::string why;
   ConnectTarget target{true, host.address().substr(5), ""}; // "unix:PATH"
   int fd = connect_before(target, SteadyClock::now() + kConnectBudget, why);
-  if (fd < 0) throw Failure{kNoAnswer, why};
+  if (fd < 0) throw ReplayFailure{kNoAnswer, why};
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -164,7 +164,7 @@ int ask_replay_host(const InProcessHost& host, const std::string& request) {
           return !host.worker_ended();
         });
   } catch (const ExchangeError& e) {
-    throw Failure{kNoAnswer, e.what()};
+    throw ReplayFailure{kNoAnswer, e.what()};
   }
   return kAnswered;
 }
@@ -176,11 +176,11 @@ int replay(const ReplayArgs& a, app::Handler* own) {
   if (parse_config(argv.argc(), argv.cdata(), config, std::cout) == ParseOutcome::Exit)
     return kAnswered;
   if (!config.exec.empty())
-    throw Failure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
-                          "records to the program's socket instead"};
+    throw ReplayFailure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
+                                "records to the program's socket instead"};
   AppSource app = resolve_app(config, own, current_directory());
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
-    throw Failure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
+    throw ReplayFailure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
   // The capture's words, always escaped: this line is read by a person, never parsed.
   using process_manager::log_escaped;
   std::cerr << "fcgi-host replay: " << log_escaped(request.param("REQUEST_METHOD")) << " "
@@ -207,7 +207,7 @@ int run_replay_command(int argc, char** argv, app::Handler* own) {
       return kAnswered;
     }
     return replay(a, own);
-  } catch (const Failure& f) {
+  } catch (const ReplayFailure& f) {
     std::cerr << "fcgi-host replay: " << f.why << "\n";
     return f.code;
   } catch (const ConfigError& e) {

@@ -46,7 +46,10 @@ bool has_extension(std::string_view name, const std::vector<std::string>& extens
 }
 
 std::string quoted(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
+  std::string q;
+  q.reserve(text.size() + 2);
+  q.append(1, '"').append(text).append(1, '"');
+  return q;
 }
 
 } // namespace
@@ -116,7 +119,7 @@ bool parse_script_extensions(std::string_view text, std::vector<std::string>& ou
     start = end + 1;
     if (e.empty()) continue;
     if (e.size() < 2 || e.front() != '.' || e.find('/') != std::string_view::npos) {
-      why = "\"" + std::string(e) + "\" is not a suffix such as .php";
+      why = quoted(e) + " is not a suffix such as .php";
       return false;
     }
     out.emplace_back(e);
