@@ -165,12 +165,6 @@ const Spec& spec(Front front) {
   return haproxy;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
-  return s;
-}
-
 // Replaces every `from` of `edits` (after putting `values` into `to`); throws when one is not in
 // the text: the shipped file changed under the test.
 std::string apply(std::string text, const TextEdits& edits, const TextEdits& values,

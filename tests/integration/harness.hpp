@@ -61,7 +61,16 @@ private:
 };
 
 using test_support::read_file; // "" when missing
-int free_tcp_port();           // a loopback port that was free a moment ago
+inline bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+// `s` with every `from` replaced by `to`.
+std::string replace_all(std::string s, const std::string& from, const std::string& to);
+// A pool's section of a pools config: its name, its socket in the test's directory, `body`.
+inline std::string pool_section(const std::string& name, const std::string& body) {
+  return "[" + name + "]\nlisten = unix:{dir}/" + name + ".sock\n" + body;
+}
+int free_tcp_port(); // a loopback port that was free a moment ago
 
 // ---- /proc -------------------------------------------------------------------------------------
 

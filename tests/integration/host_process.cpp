@@ -19,6 +19,12 @@
 
 namespace it {
 
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
 using Clock = std::chrono::steady_clock;
 using detail::kill_group_and_reap;
 using detail::reap;
@@ -26,12 +32,6 @@ using detail::spawn;
 using fcgi_test::Error;
 
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
-  return s;
-}
 
 // The value of `--name value` or `--name=value` in argv, or "".
 std::string option_value(const std::vector<std::string>& argv, const std::string& name) {

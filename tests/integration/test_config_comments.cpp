@@ -17,7 +17,7 @@ using it::HostOptions;
 using it::HostProcess;
 using it::Millis;
 
-constexpr Millis kWait{10000};
+constexpr Millis kCommentWait{10000};
 
 bool accepts(const std::string& path) {
   try {
@@ -67,7 +67,7 @@ TEST_SUITE("config comments") {
                                     {{"host.conf", kOneApp}},
                                     it::Listen::AsGiven,
                                     false},
-                                   kWait);
+                                   kCommentWait);
     INFO(r.output);
     CHECK(r.status == 0);
     CHECK(r.output.find("is valid") != std::string::npos);
@@ -77,18 +77,19 @@ TEST_SUITE("config comments") {
     HostProcess host(HostOptions{
         {"--config", "{dir}/host.conf"}, {{"host.conf", kOneApp}}, it::Listen::AsGiven, false});
     const std::string dir = host.dir().path();
-    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/x.sock"); }, kWait), host.log());
+    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/x.sock"); }, kCommentWait),
+                    host.log());
     // The paths: the pidfile and the error log have their names, nothing more.
-    CHECK(it::wait_for([&] { return !it::read_file(dir + "/x.pid").empty(); }, kWait));
+    CHECK(it::wait_for([&] { return !it::read_file(dir + "/x.pid").empty(); }, kCommentWait));
     CHECK(std::stol(it::read_file(dir + "/x.pid")) == host.pid());
     for (const std::string& name : names_in(dir)) {
       CAPTURE(name);
       CHECK(name.find('#') == std::string::npos);
       CHECK(name.find(';') == std::string::npos);
     }
-    CHECK(it::wait_for([&] { return !it::read_file(dir + "/error.log").empty(); }, kWait));
+    CHECK(it::wait_for([&] { return !it::read_file(dir + "/error.log").empty(); }, kCommentWait));
     // The number: two workers.
-    std::vector<pid_t> workers = host.wait_workers(2, kWait);
+    std::vector<pid_t> workers = host.wait_workers(2, kCommentWait);
     REQUIRE(workers.size() == 2);
     // The size: a body over 1K is refused, one under it is served.
     fcgi_test::Client small = fcgi_test::Client::connect(dir + "/x.sock");
@@ -117,16 +118,17 @@ TEST_SUITE("config comments") {
                                           {{"host.conf", file}},
                                           it::Listen::AsGiven,
                                           false},
-                                         kWait);
+                                         kCommentWait);
     INFO(checked.output);
     CHECK(checked.status == 0);
     HostProcess host(HostOptions{
         {"--config", "{dir}/host.conf"}, {{"host.conf", file}}, it::Listen::AsGiven, false});
     const std::string dir = host.dir().path();
-    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/x.sock"); }, kWait), host.log());
+    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/x.sock"); }, kCommentWait),
+                    host.log());
     fcgi_test::Client c = fcgi_test::Client::connect(dir + "/x.sock");
     CHECK(c.request("GET", "/?q=1").body.find("query=q=1") != std::string::npos);
-    std::vector<pid_t> workers = host.wait_workers(1, kWait);
+    std::vector<pid_t> workers = host.wait_workers(1, kCommentWait);
     REQUIRE(workers.size() == 1);
     // The program's environment as it was exec'd: each value once, the quoted one with its ` #1`,
     // the unspaced `#` and `;` kept.
@@ -148,15 +150,16 @@ TEST_SUITE("config comments") {
                            "app = echo                   ; its app\n"}};
     it::RunResult checked = it::run_host(
         {{"--config", "{dir}/main.conf", "--test-config"}, files, it::Listen::AsGiven, false},
-        kWait);
+        kCommentWait);
     INFO(checked.output);
     CHECK(checked.status == 0);
 
     HostProcess host(
         HostOptions{{"--config", "{dir}/main.conf"}, files, it::Listen::AsGiven, false});
     const std::string dir = host.dir().path();
-    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/a.sock"); }, kWait), host.log());
-    CHECK(it::wait_for([&] { return !it::read_file(dir + "/pools.pid").empty(); }, kWait));
+    REQUIRE_MESSAGE(it::wait_for([&] { return accepts(dir + "/a.sock"); }, kCommentWait),
+                    host.log());
+    CHECK(it::wait_for([&] { return !it::read_file(dir + "/pools.pid").empty(); }, kCommentWait));
     for (const std::string& name : names_in(dir)) {
       CAPTURE(name);
       CHECK(name.find('#') == std::string::npos);
@@ -183,7 +186,7 @@ TEST_SUITE("config comments") {
                                          "unix:{dir}/t.sock"};
         if (test_config) args.push_back("--test-config");
         it::RunResult r =
-            it::run_host({args, {{"host.conf", k.file}}, it::Listen::AsGiven, false}, kWait);
+            it::run_host({args, {{"host.conf", k.file}}, it::Listen::AsGiven, false}, kCommentWait);
         INFO(r.output);
         CHECK(r.status == 2);
         CHECK(r.output.find(k.message) != std::string::npos);
@@ -224,7 +227,7 @@ TEST_SUITE("config comments") {
     CHECK(files["fcgi-host.conf"].find("  # ") != std::string::npos); // the comments are there
     it::RunResult r = it::run_host(
         {{"--config", "{dir}/fcgi-host.conf", "--test-config"}, files, it::Listen::AsGiven, false},
-        kWait);
+        kCommentWait);
     INFO(r.output);
     CHECK(r.status == 0);
   }

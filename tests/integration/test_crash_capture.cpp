@@ -104,9 +104,7 @@ Replay replay(const it::TempDir& scratch, const std::vector<std::string>& args,
   return r;
 }
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using it::has;
 
 } // namespace
 

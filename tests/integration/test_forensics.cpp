@@ -74,9 +74,7 @@ for f in text_string_to_metric_families(open(sys.argv[1]).read()):
   return out;
 }
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using it::has;
 
 } // namespace
 

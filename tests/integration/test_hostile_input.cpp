@@ -23,7 +23,7 @@ using it::HostProcess;
 
 namespace {
 
-constexpr Millis kWait{3000};
+constexpr Millis kHostileWait{3000};
 
 // The limits of every case, unless a case replaces one (same option name).
 std::vector<std::string> host_args(const std::vector<std::string>& overrides) {
@@ -63,7 +63,7 @@ struct Hostile {
     warns_at_start = warn_lines(host);
   }
 
-  Client connect() { return host.connect(kWait); }
+  Client connect() { return host.connect(kHostileWait); }
 
   // The same worker answers a normal request on a fresh connection, and logged at most one
   // line per bad connection.
@@ -122,9 +122,9 @@ std::string lying_params_header(std::uint16_t id, std::size_t length) {
   return header;
 }
 
-// The host closes without a word: EOF within kWait, nothing sent.
+// The host closes without a word: EOF within kHostileWait, nothing sent.
 void check_closed_silently(Client& c) {
-  fcgi_test::ReadAllResult all = c.read_until_closed(kWait);
+  fcgi_test::ReadAllResult all = c.read_until_closed(kHostileWait);
   CHECK(all.status == IoStatus::Closed);
   CHECK(all.data.empty());
 }
@@ -135,7 +135,7 @@ void check_refused(Client& c, std::uint16_t id, int status) {
   CHECK(r.ended);
   CHECK(r.status == status);
   CHECK(r.protocol_status == fcgi_test::kRequestComplete);
-  CHECK(c.read_until_closed(kWait).status == IoStatus::Closed);
+  CHECK(c.read_until_closed(kHostileWait).status == IoStatus::Closed);
 }
 
 } // namespace
@@ -281,7 +281,7 @@ TEST_SUITE("hostile input") {
     for (std::uint8_t padding : {std::uint8_t{0}, std::uint8_t{7}}) {
       CAPTURE(int(padding));
       c.send_raw(fcgi_test::encode_record(RecordType::GetValues, 0, body, padding));
-      fcgi_test::RecordResult rr = c.read_record(kWait);
+      fcgi_test::RecordResult rr = c.read_record(kHostileWait);
       REQUIRE(rr.status == IoStatus::Ok);
       CHECK(rr.record.type == RecordType::GetValuesResult);
       CHECK(rr.record.request_id == 0);
@@ -303,7 +303,7 @@ TEST_SUITE("hostile input") {
     for (std::uint8_t type : {0, 1, 3, 6, 11, 12, 0x7f, 0xff}) {
       CAPTURE(int(type));
       c.send_raw(fcgi_test::encode_record(type, 0, "12345678", 3));
-      fcgi_test::RecordResult rr = c.read_record(kWait);
+      fcgi_test::RecordResult rr = c.read_record(kHostileWait);
       REQUIRE(rr.status == IoStatus::Ok);
       CHECK(rr.record.type == RecordType::UnknownType);
       CHECK(rr.record.request_id == 0);
@@ -490,7 +490,7 @@ TEST_SUITE("hostile input") {
     std::string one_end = fcgi_test::encode_record(RecordType::Params, 1, "") +
                           fcgi_test::encode_record(RecordType::Stdin, 1, "");
     auto check_cant_mpx = [](Client& c, std::uint16_t id) {
-      fcgi_test::RecordResult rr = c.read_record(kWait);
+      fcgi_test::RecordResult rr = c.read_record(kHostileWait);
       REQUIRE(rr.status == IoStatus::Ok);
       CHECK(rr.record.type == RecordType::EndRequest);
       CHECK(rr.record.request_id == id);
@@ -533,13 +533,13 @@ TEST_SUITE("hostile input") {
           fcgi_test::encode_stream(RecordType::Params, 1,
                                    fcgi_test::encode_params(get_params("/role"))) +
           fcgi_test::encode_record(RecordType::Stdin, 1, ""));
-      fcgi_test::RecordResult rr = c.read_record(kWait);
+      fcgi_test::RecordResult rr = c.read_record(kHostileWait);
       REQUIRE(rr.status == IoStatus::Ok);
       CHECK(rr.record.type == RecordType::EndRequest);
       CHECK(rr.record.request_id == 1);
       CHECK(fcgi_test::decode_end_request(rr.record.content).protocol_status ==
             fcgi_test::kUnknownRole);
-      fcgi_test::ReadAllResult rest = c.read_until_closed(kWait);
+      fcgi_test::ReadAllResult rest = c.read_until_closed(kHostileWait);
       CHECK(rest.status == IoStatus::Closed);
       CHECK(rest.data.empty());
     }
@@ -556,7 +556,7 @@ TEST_SUITE("hostile input") {
                    fcgi_test::encode_params(fcgi_test::standard_params("POST", "/aborted", 100))) +
                fcgi_test::encode_record(RecordType::Stdin, 1, body));
     c.abort_request(1);
-    fcgi_test::RecordResult rr = c.read_record(kWait);
+    fcgi_test::RecordResult rr = c.read_record(kHostileWait);
     REQUIRE(rr.status == IoStatus::Ok);
     CHECK(rr.record.type == RecordType::EndRequest); // no STDOUT first: the handler did not run
     CHECK(rr.record.request_id == 1);
@@ -671,7 +671,7 @@ TEST_SUITE("hostile input") {
         Client c = h.connect();
         c.send_raw(inputs[static_cast<std::size_t>(done) % inputs.size()]);
         if (done % inputs.size() == 3) ::shutdown(c.fd(), SHUT_WR); // a torn record, then EOF
-        auto all = c.read_until_closed(kWait);
+        auto all = c.read_until_closed(kHostileWait);
         if (all.status != IoStatus::Closed) FAIL_CHECK("not closed: input " << done % 5);
       }
       return done;

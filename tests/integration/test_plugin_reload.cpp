@@ -28,7 +28,7 @@ using it::HostOptions;
 using it::HostProcess;
 using it::Millis;
 
-constexpr Millis kWait{15000};
+constexpr Millis kReloadWait{15000};
 
 // Compiles the fixture answering `answer` into `out`; `extra`: more compiler flags.
 void build_plugin(const std::string& out, const std::string& answer,
@@ -67,7 +67,7 @@ bool serves(const HostProcess& host, const std::string& want) {
           if (answer(host) != want) return false;
         return true;
       },
-      kWait);
+      kReloadWait);
 }
 
 // A host serving a copy of the fixture (v1) as {dir}/libp.so.
@@ -86,7 +86,7 @@ std::size_t count(const HostProcess& host, const std::string& pattern) {
 void hup_and_wait_ready(HostProcess& host) {
   std::size_t before = count(host, "ready; retiring");
   host.signal(SIGHUP);
-  REQUIRE_MESSAGE(host.wait_log("ready; retiring", kWait, before + 1), host.log());
+  REQUIRE_MESSAGE(host.wait_log("ready; retiring", kReloadWait, before + 1), host.log());
 }
 
 } // namespace
@@ -126,11 +126,11 @@ TEST_SUITE("plugin reload") {
     build_plugin(host.dir().file("new.so"), "v2");
     REQUIRE(::rename(host.dir().file("new.so").c_str(), host.dir().file("libp.so").c_str()) == 0);
     host.signal(SIGUSR2);
-    CHECK(host.wait_exit(kWait).value_or(-1) == 0);
+    CHECK(host.wait_exit(kReloadWait).value_or(-1) == 0);
     pid_t new_master = it::read_pid(host.dir().file("host.pid"));
     CHECK(serves(host, "v2"));
     if (new_master > 0) ::kill(new_master, SIGTERM);
-    CHECK(test_wait::wait_process_exit(new_master, kWait));
+    CHECK(test_wait::wait_process_exit(new_master, kReloadWait));
   }
 
   TEST_CASE("a new build that does not load or throws at boot keeps the old one serving, with "
@@ -141,7 +141,7 @@ TEST_SUITE("plugin reload") {
 
     write_in_place(live, "not a shared library\n");
     host.signal(SIGHUP);
-    REQUIRE(host.wait_log("reload refused", kWait));
+    REQUIRE(host.wait_log("reload refused", kReloadWait));
     std::vector<std::string> refused = it::lines_with(host.log(), "reload refused");
     REQUIRE(refused.size() == 1);
     CHECK(refused[0].find(live) != std::string::npos);
@@ -152,7 +152,7 @@ TEST_SUITE("plugin reload") {
     REQUIRE(::rename(host.dir().file("throws.so").c_str(), live.c_str()) == 0);
     host.allow_log("throws at boot|abandoning|boot");
     host.signal(SIGHUP);
-    REQUIRE(host.wait_log("abandoning generation", kWait));
+    REQUIRE(host.wait_log("abandoning generation", kReloadWait));
     CHECK(host.log().find("this build throws at boot (test)") != std::string::npos);
     CHECK(serves(host, "v1"));
   }
@@ -184,7 +184,8 @@ TEST_SUITE("plugin reload") {
       write_in_place(host.dir().file("libp.so"), it::read_file(plugin));
       host.signal(SIGHUP);
       REQUIRE(it::wait_for(
-          [&] { return it::lines_with(host.log(), "reload refused").size() > refusals; }, kWait));
+          [&] { return it::lines_with(host.log(), "reload refused").size() > refusals; },
+          kReloadWait));
       CHECK(host.log().find(differs.at(plugin)) != std::string::npos);
       CHECK(serves(host, "v1"));
     }
@@ -202,8 +203,8 @@ TEST_SUITE("plugin reload") {
     REQUIRE(::rename(host.dir().file("new.so").c_str(), live.c_str()) == 0);
     REQUIRE(host.wait_log("watch: " + live + " changed; reloading", Millis{2000}));
     CHECK(serves(host, "v2"));
-    CHECK(std::chrono::steady_clock::now() - from < std::chrono::seconds{2} + kWait);
-    REQUIRE(host.wait_log("ready; retiring", kWait));
+    CHECK(std::chrono::steady_clock::now() - from < std::chrono::seconds{2} + kReloadWait);
+    REQUIRE(host.wait_log("ready; retiring", kReloadWait));
 
     // Written in place, half of it held open past the settling time: not a change yet.
     build_plugin(host.dir().file("v3.so"), "v3");
@@ -220,8 +221,8 @@ TEST_SUITE("plugin reload") {
             static_cast<ssize_t>(v3.size() - half));
     ::close(fd);
     REQUIRE(host.wait_log("changed; reloading", Millis{2000}, 2));
-    REQUIRE(host.wait_log("ready; retiring", kWait, 2));
-    CHECK(std::chrono::steady_clock::now() - from < std::chrono::seconds{2} + kWait);
+    REQUIRE(host.wait_log("ready; retiring", kReloadWait, 2));
+    CHECK(std::chrono::steady_clock::now() - from < std::chrono::seconds{2} + kReloadWait);
     CHECK(serves(host, "v3"));
     CHECK(count(host, "reload refused") == 0);
   }
@@ -246,7 +247,7 @@ TEST_SUITE("plugin reload") {
     for (int i = 0; i < 10; ++i) {
       int before = sent;
       write_in_place(live, i % 2 ? v1 : v2);
-      it::wait_for([&] { return sent > before + 20; }, kWait);
+      it::wait_for([&] { return sent > before + 20; }, kReloadWait);
     }
     write_in_place(live, v2);
     hup_and_wait_ready(host);
@@ -276,7 +277,7 @@ TEST_SUITE("plugin reload") {
         return std::string("error: ") + e.what();
       }
     };
-    REQUIRE_MESSAGE(it::wait_for([&] { return ask("a") == "v1" && ask("b") == "v1"; }, kWait),
+    REQUIRE_MESSAGE(it::wait_for([&] { return ask("a") == "v1" && ask("b") == "v1"; }, kReloadWait),
                     host.log());
     auto pids_of = [&](const std::string& pool) {
       for (pid_t child : it::child_pids(host.pid()))
@@ -295,7 +296,7 @@ TEST_SUITE("plugin reload") {
     it::Command reload =
         it::run_binary("reload b --connect unix:" + host.dir().file("status.sock"));
     CHECK_MESSAGE(reload.status == 0, reload.output);
-    CHECK(it::wait_for([&] { return ask("b") == "q2"; }, kWait));
+    CHECK(it::wait_for([&] { return ask("b") == "q2"; }, kReloadWait));
     CHECK(pids_of("a") == a_before);
     CHECK(ask("a") == "v1");
 
@@ -303,7 +304,7 @@ TEST_SUITE("plugin reload") {
     b_before = pids_of("b");
     build_plugin(host.dir().file("p2.so"), "p2");
     REQUIRE(::rename(host.dir().file("p2.so").c_str(), host.dir().file("libp.so").c_str()) == 0);
-    CHECK_MESSAGE(it::wait_for([&] { return ask("a") == "p2"; }, kWait), host.log());
+    CHECK_MESSAGE(it::wait_for([&] { return ask("a") == "p2"; }, kReloadWait), host.log());
     CHECK(pids_of("b") == b_before);
     CHECK(host.log().find("[a]") != std::string::npos);
   }
@@ -331,11 +332,11 @@ TEST_SUITE("plugin reload") {
     hup_and_wait_ready(host);
     CHECK(serves(host, "v2"));
     host.signal(SIGUSR2);
-    CHECK(host.wait_exit(kWait).value_or(-1) == 0);
+    CHECK(host.wait_exit(kReloadWait).value_or(-1) == 0);
     pid_t new_master = it::read_pid(host.dir().file("host.pid"));
     CHECK(serves(host, "v2"));
     if (new_master > 0) ::kill(new_master, SIGTERM);
-    CHECK(test_wait::wait_process_exit(new_master, kWait));
+    CHECK(test_wait::wait_process_exit(new_master, kReloadWait));
   }
 
   TEST_CASE("no plugin code runs as root: start, HUP, USR2, --test-config and pools load it as "
@@ -356,7 +357,7 @@ TEST_SUITE("plugin reload") {
     REQUIRE(serves(host, "v1"));
     // One worker serving says nothing of the other's load: each count is waited for.
     auto lines_reach = [&](std::size_t n) {
-      return it::wait_for([&] { return lines() >= n; }, kWait);
+      return it::wait_for([&] { return lines() >= n; }, kReloadWait);
     };
     CHECK(lines_reach(3)); // the start check and two workers
     const std::size_t at_start = lines();
@@ -364,12 +365,12 @@ TEST_SUITE("plugin reload") {
     CHECK(lines_reach(at_start + 3));
     const std::size_t before_upgrade = lines();
     host.signal(SIGUSR2);
-    CHECK(host.wait_exit(kWait).value_or(-1) == 0);
+    CHECK(host.wait_exit(kReloadWait).value_or(-1) == 0);
     pid_t new_master = it::read_pid(host.dir().file("host.pid"));
     CHECK(serves(host, "v1"));
     CHECK(lines_reach(before_upgrade + 3));
     if (new_master > 0) ::kill(new_master, SIGTERM);
-    CHECK(test_wait::wait_process_exit(new_master, kWait));
+    CHECK(test_wait::wait_process_exit(new_master, kReloadWait));
 
     const std::size_t before_check = lines();
     it::Command check = it::run_binary("--app " + host.dir().file("libp.so") + " --user " + user +
@@ -394,7 +395,7 @@ TEST_SUITE("plugin reload") {
               return false;
             }
           },
-          kWait));
+          kReloadWait));
     }
     CHECK(lines() >= before_pools + 2);
 

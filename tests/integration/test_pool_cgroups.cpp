@@ -24,7 +24,7 @@ using it::HostOptions;
 using it::HostProcess;
 using it::Millis;
 
-constexpr Millis kWait{10000};
+constexpr Millis kCgroupWait{10000};
 
 bool has_word(const std::string& file, const std::string& word) {
   const std::vector<std::string> words = pm::split_words(it::read_file(file));
@@ -52,9 +52,7 @@ bool cgroup_usable(const std::string& controller, std::string& why) {
   return true;
 }
 
-std::string pool_section(const std::string& name, const std::string& body) {
-  return "[" + name + "]\nlisten = unix:{dir}/" + name + ".sock\n" + body;
-}
+using it::pool_section;
 
 HostOptions pools(std::string main_conf, std::vector<std::string> extra = {}) {
   std::vector<std::string> args{"--config", "{dir}/main.conf"};
@@ -103,7 +101,7 @@ TEST_SUITE("pools") {
         it::RunResult r =
             it::run_host(pools(conf, test_config ? std::vector<std::string>{"--test-config"}
                                                  : std::vector<std::string>{}),
-                         kWait);
+                         kCgroupWait);
         CHECK(r.status == 2);
         INFO(r.output);
         CHECK(r.output.find("pool [lim]: ") != std::string::npos);
@@ -135,7 +133,7 @@ TEST_SUITE("pools") {
                             return false;
                           }
                         },
-                        kWait),
+                        kCgroupWait),
                     host.log());
     const pid_t before = pool_master(host.pid(), "a");
     REQUIRE(before > 0);
@@ -147,7 +145,7 @@ TEST_SUITE("pools") {
       conf.replace(at, 5, host.dir().path());
     host.dir().write("main.conf", conf);
     host.signal(SIGHUP);
-    REQUIRE_MESSAGE(host.wait_log("reload refused", kWait), host.log());
+    REQUIRE_MESSAGE(host.wait_log("reload refused", kCgroupWait), host.log());
     host.expect_log(
         "reload refused, every pool keeps running as it is: pool \\[a\\]: .*main.conf:5 "
         "\\[a\\]: memory-max: .*Delegate=yes");
@@ -184,9 +182,9 @@ TEST_SUITE("pools") {
                              pool_section("big", "app = echo\nmemory-max = 48M\nmax-body = 256M\n"
                                                  "spill-threshold = 256M\nmax-buffered = 256M\n")));
       ::setenv("FCGI_HOST_BINARY", real.c_str(), 1);
-      REQUIRE_MESSAGE(host.wait_log("fcgi-host running 1 pool", kWait), host.log());
+      REQUIRE_MESSAGE(host.wait_log("fcgi-host running 1 pool", kCgroupWait), host.log());
       const std::string sock = host.dir().file("big.sock");
-      REQUIRE(it::wait_for([&] { return pool_master(host.pid(), "big") > 0; }, kWait));
+      REQUIRE(it::wait_for([&] { return pool_master(host.pid(), "big") > 0; }, kCgroupWait));
       CHECK(cgroup_line(pool_master(host.pid(), "big")).ends_with("/pool-big"));
       host.allow_log("worker .* killed");
       host.allow_log("no stack trace: SIGKILL");
@@ -196,7 +194,7 @@ TEST_SUITE("pools") {
       } catch (const std::exception&) {
         // the worker died under it: expected
       }
-      CHECK_MESSAGE(host.wait_log("killed by the OOM killer \\(memory-max 48M\\)", kWait),
+      CHECK_MESSAGE(host.wait_log("killed by the OOM killer \\(memory-max 48M\\)", kCgroupWait),
                     host.log());
       it::Command om = it::run_binary("status --connect unix:" + host.dir().file("status.sock") +
                                       " --openmetrics");
@@ -204,12 +202,12 @@ TEST_SUITE("pools") {
                     om.output);
       // A graceful stop, so that the host removes its pool's cgroup once empty.
       host.signal(SIGTERM);
-      CHECK(host.wait_exit(kWait) == 0);
+      CHECK(host.wait_exit(kCgroupWait) == 0);
     }
     ::setenv("FCGI_HOST_BINARY", real.c_str(), 1);
     for (const char* leaf : {"/pool-big", "/supervisor", ""})
       it::wait_for([&] { return ::rmdir((service + leaf).c_str()) == 0 || errno == ENOENT; },
-                   kWait);
+                   kCgroupWait);
     CHECK(::access(service.c_str(), F_OK) != 0);
   }
 }

@@ -21,7 +21,7 @@ using it::HostOptions;
 using it::HostProcess;
 using it::Millis;
 
-constexpr Millis kWait{10000};
+constexpr Millis kPoolWait{10000};
 
 // The --pool NAME masters under the master of the pools, by name.
 std::map<std::string, pid_t> pool_masters(pid_t master) {
@@ -50,7 +50,7 @@ std::vector<pid_t> pool_workers(pid_t master, const std::string& pool, std::size
         workers = masters.count(pool) ? it::child_pids(masters[pool]) : std::vector<pid_t>{};
         return workers.size() == n;
       },
-      kWait);
+      kPoolWait);
   return sorted(workers);
 }
 
@@ -84,7 +84,7 @@ struct Pools {
   std::string sock(const std::string& pool) const { return host.dir().file(pool + ".sock"); }
   void wait_serving(const std::vector<std::string>& pools) {
     for (const std::string& p : pools)
-      REQUIRE_MESSAGE(it::wait_for([&] { return accepts(sock(p)); }, kWait),
+      REQUIRE_MESSAGE(it::wait_for([&] { return accepts(sock(p)); }, kPoolWait),
                       "pool " << p << " never listened; log:\n"
                               << host.log());
   }
@@ -95,13 +95,11 @@ struct Pools {
   }
   void reload_and_wait(std::size_t reloads) {
     host.signal(SIGHUP);
-    REQUIRE_MESSAGE(host.wait_log("reload(:| refused)", kWait, reloads), host.log());
+    REQUIRE_MESSAGE(host.wait_log("reload(:| refused)", kPoolWait, reloads), host.log());
   }
 };
 
-std::string pool_section(const std::string& name, const std::string& body) {
-  return "[" + name + "]\nlisten = unix:{dir}/" + name + ".sock\n" + body;
-}
+using it::pool_section;
 
 // GETs through nginx to every location in turn until stopped (bounded): counts non-200s.
 class Load {
@@ -165,7 +163,7 @@ TEST_SUITE("pools") {
     CHECK(p.host.wait_log("\\[b\\] reloads; \\[c\\] unchanged; \\[a\\] unchanged"));
     // The old generation goes once the new one serves: until then the two together may count 3.
     for (pid_t pid : b)
-      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kWait));
+      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kPoolWait));
     std::vector<pid_t> b2 = pool_workers(master, "b", 3);
     CHECK(b2.size() == 3);
     for (pid_t pid : b)
@@ -183,7 +181,7 @@ TEST_SUITE("pools") {
     p.wait_serving({"d"});
     std::remove(p.host.dir().file("pools.d/c.conf").c_str());
     p.reload_and_wait(4);
-    CHECK(p.host.wait_log("pool \\[c\\] stopped: it is no longer in the configuration", kWait));
+    CHECK(p.host.wait_log("pool \\[c\\] stopped: it is no longer in the configuration", kPoolWait));
     CHECK_FALSE(accepts(p.sock("c")));
     CHECK(pool_workers(master, "a", 1) == a);
     load.finish();
@@ -191,7 +189,7 @@ TEST_SUITE("pools") {
     CHECK(load.sent() > 0);
     CHECK(load.failed() == 0);
     p.host.signal(SIGTERM);
-    CHECK(p.host.wait_exit(kWait) == 0);
+    CHECK(p.host.wait_exit(kPoolWait) == 0);
     CHECK_FALSE(accepts(p.sock("a")));
   }
 
@@ -200,7 +198,7 @@ TEST_SUITE("pools") {
                                pool_section("bad", "app = " FCGI_TEST_BOOT_FAILURE_PLUGIN "\n")}},
             {"database unreachable", "workers failed to boot"});
     p.wait_serving({"good"});
-    CHECK(p.host.wait_log("pool \\[bad\\] stopped: its master exited with code 1", kWait));
+    CHECK(p.host.wait_log("pool \\[bad\\] stopped: its master exited with code 1", kPoolWait));
     CHECK_FALSE(accepts(p.sock("bad")));
     fcgi_test::Client c = fcgi_test::Client::connect(p.sock("good"));
     CHECK(c.request("GET", "/still-here").status == 200);
@@ -220,7 +218,7 @@ TEST_SUITE("pools") {
     const std::vector<pid_t> calm = pool_workers(p.host.pid(), "calm", 1);
     REQUIRE(calm.size() == 1);
     INFO(p.host.log());
-    CHECK(p.host.wait_log("\\[loop\\]: crash loop: more than 10 crashes", kWait));
+    CHECK(p.host.wait_log("\\[loop\\]: crash loop: more than 10 crashes", kPoolWait));
     CHECK(it::lines_with(p.host.log(), "[calm]: crash loop").empty());
     CHECK(pool_workers(p.host.pid(), "calm", 1) == calm);
     fcgi_test::Client c = fcgi_test::Client::connect(p.sock("calm"));
@@ -249,24 +247,24 @@ TEST_SUITE("pools") {
             return (frail > 0 && frail != last) ||
                    p.host.wait_log("pool \\[frail\\] stopped", Millis{1});
           },
-          kWait);
+          kPoolWait);
       REQUIRE_MESSAGE(started, p.host.log());
       if (frail == 0 || frail == last) break;
       ::kill(frail, SIGKILL);
       last = frail;
       REQUIRE_MESSAGE(p.host.wait_log("pool \\[frail\\](: its master was killed by signal 9 .*; "
                                       "starting it again| stopped: its master)",
-                                      kWait, static_cast<std::size_t>(kills + 1)),
+                                      kPoolWait, static_cast<std::size_t>(kills + 1)),
                       p.host.log());
     }
     INFO(p.host.log());
     CHECK(p.host.wait_log("pool \\[frail\\] stopped: its master was killed by signal 9 .*, the "
                           "6th time in a row within 1 s of its start",
-                          kWait));
+                          kPoolWait));
     CHECK(it::lines_with(p.host.log(),
                          "[frail]: its master was killed by signal 9 (Killed); starting it again")
               .size() >= 5);
-    CHECK(p.host.wait_log("starting it again in 100 ms", kWait)); // the policy's pause
+    CHECK(p.host.wait_log("starting it again in 100 ms", kPoolWait)); // the policy's pause
     CHECK(kills >= 6);
     CHECK_FALSE(accepts(p.sock("frail")));
     // The other pool never noticed, and the master runs on; a reload starts the pool again.
@@ -274,7 +272,7 @@ TEST_SUITE("pools") {
     CHECK(fcgi_test::Client::connect(p.sock("calm")).request("GET", "/").body == "OK");
     CHECK_FALSE(p.host.exited());
     p.reload_and_wait(1);
-    CHECK(p.host.wait_log("\\[frail\\] started again", kWait));
+    CHECK(p.host.wait_log("\\[frail\\] started again", kPoolWait));
     p.wait_serving({"frail"});
   }
 
@@ -287,7 +285,7 @@ TEST_SUITE("pools") {
          false,
          {},
          {"database unreachable", "workers failed to boot", "no pool is left running"}},
-        kWait);
+        kPoolWait);
     CHECK(r.status == 1);
     CHECK(r.output.find("no pool is left running; stopping, exit 1") != std::string::npos);
   }
@@ -337,7 +335,7 @@ TEST_SUITE("pools") {
     struct stat control_before {};
     REQUIRE(::stat(p.host.dir().file("status.sock").c_str(), &control_before) == 0);
     Load load(nginx.port(), {"/a/", "/b/"});
-    REQUIRE(it::wait_for([&] { return load.sent() >= 20; }, kWait));
+    REQUIRE(it::wait_for([&] { return load.sent() >= 20; }, kPoolWait));
     p.host.signal(SIGUSR2);
     for (const char* pool : {"a", "b"})
       REQUIRE_MESSAGE(p.host.wait_log(std::string("pool \\[") + pool +
@@ -345,7 +343,7 @@ TEST_SUITE("pools") {
                                       Millis{30000}),
                       p.host.log());
     const int sent_at_upgrade = load.sent();
-    REQUIRE(it::wait_for([&] { return load.sent() >= sent_at_upgrade + 100; }, kWait));
+    REQUIRE(it::wait_for([&] { return load.sent() >= sent_at_upgrade + 100; }, kPoolWait));
     load.finish();
     MESSAGE("USR2 of the master of the pools: " << load.sent() << " requests, " << load.failed()
                                                 << " failed");
@@ -358,7 +356,7 @@ TEST_SUITE("pools") {
     REQUIRE(after.size() == 2);
     for (const auto& [name, pid] : before) {
       CHECK(after[name] != pid);
-      CHECK(it::wait_for([pid = pid] { return !it::process_alive(pid); }, kWait));
+      CHECK(it::wait_for([pid = pid] { return !it::process_alive(pid); }, kPoolWait));
     }
     const std::vector<pid_t> a2 = pool_workers(master, "a", 1), b2 = pool_workers(master, "b", 2);
     REQUIRE(a2.size() == 1);
@@ -383,9 +381,9 @@ TEST_SUITE("pools") {
     // The new pool masters were started by the old ones, not by this master: they still die
     // with it.
     p.host.signal(SIGKILL);
-    p.host.wait_exit(kWait);
+    p.host.wait_exit(kPoolWait);
     for (pid_t pid : {after["a"], after["b"], a2[0], b2[0], b2[1]})
-      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kWait));
+      CHECK(it::wait_for([pid] { return !it::process_alive(pid); }, kPoolWait));
   }
 
   TEST_CASE("USR2 to one pool's own master: its new master is adopted, the other pool untouched") {
@@ -399,7 +397,7 @@ TEST_SUITE("pools") {
     const std::vector<pid_t> b = pool_workers(master, "b", 1);
     ::kill(before.at("a"), SIGUSR2);
     REQUIRE_MESSAGE(
-        p.host.wait_log("pool \\[a\\]: binary upgrade: its master [0-9]+ took over", kWait),
+        p.host.wait_log("pool \\[a\\]: binary upgrade: its master [0-9]+ took over", kPoolWait),
         p.host.log());
     std::map<std::string, pid_t> after = pool_masters(master);
     CHECK(after["a"] != before.at("a"));
@@ -416,7 +414,7 @@ TEST_SUITE("pools") {
     p.reload_and_wait(1);
     CHECK(pool_workers(master, "a", 2).size() == 2);
     p.host.signal(SIGTERM);
-    CHECK(p.host.wait_exit(kWait) == 0);
+    CHECK(p.host.wait_exit(kPoolWait) == 0);
   }
 
   TEST_CASE("USR2 with a new binary that cannot run: one line, every pool keeps its master") {
@@ -442,14 +440,14 @@ TEST_SUITE("pools") {
     p.host.signal(SIGUSR2);
     REQUIRE_MESSAGE(p.host.wait_log("USR2: binary upgrade refused, every pool keeps running as it "
                                     "is: .*exited with code 3: fcgi-host: this build is broken",
-                                    kWait),
+                                    kPoolWait),
                     p.host.log());
     CHECK(it::lines_with(p.host.log(), "USR2").size() == 1);
     CHECK(pool_masters(p.host.pid()) == before);
     for (const char* pool : {"a", "b"})
       CHECK(accepts(p.sock(pool)));
     p.host.signal(SIGTERM);
-    CHECK(p.host.wait_exit(kWait) == 0);
+    CHECK(p.host.wait_exit(kPoolWait) == 0);
   }
 
   TEST_CASE("a bad pool configuration is refused naming the file, line, pool and option") {
@@ -480,7 +478,7 @@ TEST_SUITE("pools") {
            {{"main.conf", "include = pools.d/*.conf\n" + k.main}, {"pools.d/x.conf", k.pool_file}},
            it::Listen::AsGiven,
            false},
-          kWait);
+          kPoolWait);
       CHECK(r.status == 2);
       CHECK_MESSAGE(r.output.find(k.error) != std::string::npos, r.output);
     }
@@ -534,7 +532,7 @@ TEST_SUITE("pools") {
           std::vector<pid_t> now = pool_workers(master, "a", 1);
           return now.size() == 1 && now != a;
         },
-        kWait));
+        kPoolWait));
     CHECK(pool_workers(master, "b", 3).size() == 3);
   }
 }

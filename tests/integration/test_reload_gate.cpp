@@ -15,7 +15,7 @@ using it::HostOptions;
 using it::HostProcess;
 using it::Millis;
 
-constexpr Millis kWait{10000};
+constexpr Millis kGateWait{10000};
 
 HostOptions with_config(const std::string& conf) {
   HostOptions o;
@@ -32,7 +32,7 @@ TEST_SUITE("reload gate") {
     HostOptions o;
     o.args = {"--app", "echo", "--workers", "2", "--ready-path", "/not-found"};
     o.expect_log = {"failed to boot: ready-path /not-found answered 404"};
-    it::RunResult r = it::run_host(o, kWait);
+    it::RunResult r = it::run_host(o, kGateWait);
     INFO(r.output);
     CHECK(r.status == 1);
     CHECK(it::lines_with(r.output, "ready-path /not-found answered 404").size() == 1);
@@ -47,7 +47,7 @@ TEST_SUITE("reload gate") {
     host.signal(SIGHUP);
     REQUIRE(host.wait_log("ready-path /not-found answered 404.*abandoning generation 2, keeping "
                           "generation 1",
-                          kWait));
+                          kGateWait));
     fcgi_test::Client c = host.connect();
     CHECK(c.request("GET", "/after").status == 200);
     CHECK(host.wait_workers(2) == before); // the same processes serve
@@ -61,7 +61,7 @@ TEST_SUITE("reload gate") {
     host.allow_log("killed by signal 6");
     host.allow_log("is undone \\(reload-grace\\)");
     host.signal(SIGHUP);
-    REQUIRE(host.wait_log("generation 2 ready", kWait));
+    REQUIRE(host.wait_log("generation 2 ready", kGateWait));
     REQUIRE(host.wait_workers(2).size() == 2);
     // The new generation breaks under traffic (echo's /crash aborts): the third crash undoes it.
     // (Crash lines are at most one a second: each crash is seen as its worker's replacement.)
@@ -72,14 +72,14 @@ TEST_SUITE("reload gate") {
         host.connect().request("GET", "/crash");
       } catch (const fcgi_test::Error&) {}
       INFO("host log:\n" << host.log());
-      REQUIRE(it::wait_for([&] { return host.worker_pids() != before; }, kWait));
+      REQUIRE(it::wait_for([&] { return host.worker_pids() != before; }, kGateWait));
       if (crash == 2) break; // the third undoes the generation: it is not respawned as such
     }
     INFO("host log:\n" << host.log());
     REQUIRE(host.wait_log("3 crashes since the reload: generation 2 is undone \\(reload-grace\\); "
                           "generation 3 runs generation 1's configuration again",
-                          kWait));
-    REQUIRE(host.wait_log("generation 3 ready", kWait));
+                          kGateWait));
+    REQUIRE(host.wait_log("generation 3 ready", kGateWait));
     CHECK(host.wait_workers(1).size() == 1); // generation 1's size again
     CHECK(host.connect().request("GET", "/fine").status == 200);
   }

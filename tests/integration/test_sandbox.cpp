@@ -27,9 +27,7 @@ std::string get(const HostProcess& host, const std::string& uri) {
   return r.body;
 }
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using it::has;
 
 // Workers as root (--user root): the kernel's file modes refuse nothing, so every refusal below
 // is the sandbox's, and capabilities dropped make root an ordinary process.

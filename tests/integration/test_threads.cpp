@@ -26,9 +26,7 @@ namespace {
 
 const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using it::has;
 
 // A number field of the master's JSON status page ("busy threads": 3), or -1.
 long json_number(const std::string& json, const std::string& field) {

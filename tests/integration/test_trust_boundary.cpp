@@ -25,9 +25,7 @@ using it::NginxProcess;
 
 namespace {
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using it::has;
 
 // The block `location <name> { ... }` of the shipped nginx snippet, as written there.
 std::string shipped_nginx_location(const std::string& name) {

@@ -1,6 +1,7 @@
 // The worker's deadline and eviction rules (fcgi_host/worker/connection_policy.hpp), without a
 // socket: times are numbers, connections are their byte counts and phases.
 #include "fcgi_host/worker/connection_policy.hpp"
+#include "support/nanoseconds.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,9 +10,9 @@ using namespace std::chrono_literals;
 using Phase = Connection::Phase;
 
 namespace {
-constexpr std::uint64_t kMs = 1'000'000;
-constexpr std::uint64_t kS = 1000 * kMs;
-constexpr std::uint64_t kT0 = 5000 * kS; // an arbitrary monotonic start
+using test_support::kMs;
+using test_support::kS;
+using test_support::kT0;
 
 Limits limits() {
   Limits l;

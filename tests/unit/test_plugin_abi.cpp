@@ -11,7 +11,7 @@
 
 namespace {
 
-struct Table {
+struct AbiTable {
   std::array<std::uint32_t, app::plugin_abi::kLayout.size()> layout = app::plugin_abi::kLayout;
   fcgi_host_plugin plugin{FCGI_HOST_PLUGIN_ABI_VERSION,
                           static_cast<std::uint32_t>(app::plugin_abi::kLayout.size()),
@@ -20,7 +20,7 @@ struct Table {
                           [] { return static_cast<app::Handler*>(nullptr); },
                           [](app::Handler*) {},
                           0u};
-  Table() { plugin.layout = layout.data(); }
+  AbiTable() { plugin.layout = layout.data(); }
 };
 
 std::size_t index_of(std::string_view name) {
@@ -35,12 +35,12 @@ std::size_t index_of(std::string_view name) {
 TEST_SUITE("plugin abi") {
 
   TEST_CASE("a table compiled against these headers matches") {
-    Table t;
+    AbiTable t;
     CHECK(fcgi_host::plugin_abi_mismatch(t.plugin).empty());
   }
 
   TEST_CASE("another layout is refused, naming the first size that differs and the release") {
-    Table t;
+    AbiTable t;
     const std::size_t request = index_of("sizeof(app::Request)");
     t.layout[request] -= 40;
     std::string why = fcgi_host::plugin_abi_mismatch(t.plugin);
@@ -48,14 +48,14 @@ TEST_SUITE("plugin abi") {
                    " in the plugin") == 0);
     CHECK(why.find("rebuild the plugin against fcgi-host 0.") != std::string::npos);
 
-    Table lib;
+    AbiTable lib;
     lib.layout[index_of("the C++ standard library")] = 2; // libc++
     CHECK(fcgi_host::plugin_abi_mismatch(lib.plugin).starts_with("the C++ standard library"));
   }
 
   TEST_CASE("headers whose declarations differ with every size the same are refused") {
     // A virtual function added to app::Handler: no size moves, the headers' hash does.
-    Table t;
+    AbiTable t;
     const std::size_t declarations =
         index_of("the hash of the handler API's declarations (its public headers)");
     CHECK(t.layout[declarations] == app::plugin_abi::kDeclarations);
@@ -65,10 +65,10 @@ TEST_SUITE("plugin abi") {
   }
 
   TEST_CASE("another table version, or a table without its layout, is refused") {
-    Table t;
+    AbiTable t;
     t.plugin.abi_version = 3;
     CHECK(fcgi_host::plugin_abi_mismatch(t.plugin).starts_with("its plugin table is version 3"));
-    Table short_layout;
+    AbiTable short_layout;
     short_layout.plugin.layout_size = 3;
     CHECK(fcgi_host::plugin_abi_mismatch(short_layout.plugin).find("3 entries") !=
           std::string::npos);

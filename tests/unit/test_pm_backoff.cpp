@@ -1,13 +1,14 @@
 #include "process_manager/backoff.hpp"
+#include "support/nanoseconds.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace process_manager;
 
 namespace {
-constexpr std::uint64_t kMs = 1'000'000;
-constexpr std::uint64_t kS = 1000 * kMs;
-constexpr std::uint64_t kT0 = 1000 * kS; // an arbitrary monotonic start
+using test_support::kMs;
+using test_support::kS;
+using test_support::kT0;
 constexpr std::uint64_t kYoung = 50 * kMs;
 constexpr std::uint64_t kOld = 30 * kS;
 } // namespace

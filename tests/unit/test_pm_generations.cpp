@@ -1,6 +1,7 @@
 // Reload by generations: which configuration is current, kept, restored
 // (process_manager/generations.hpp).
 #include "process_manager/generations.hpp"
+#include "support/nanoseconds.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,7 +9,7 @@ using namespace process_manager;
 using namespace std::chrono_literals;
 
 namespace {
-constexpr std::uint64_t kS = 1'000'000'000;
+using test_support::kS;
 
 // A generation told apart by its worker count.
 Generation with_workers(int n, std::chrono::milliseconds reload_grace = 0ms) {

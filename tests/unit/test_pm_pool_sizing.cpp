@@ -1,6 +1,7 @@
 // Pool sizing: static, dynamic and ondemand targets, TTIN/TTOU, fitting the pool to its target
 // (process_manager/pool_sizing.hpp).
 #include "process_manager/pool_sizing.hpp"
+#include "support/nanoseconds.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,8 +9,8 @@ using namespace process_manager;
 using namespace std::chrono_literals;
 
 namespace {
-constexpr std::uint64_t kS = 1'000'000'000;
-constexpr std::uint64_t kT0 = 1000 * kS;
+using test_support::kS;
+using test_support::kT0;
 
 PoolMember member(pid_t pid, WorkerState state, std::uint64_t idle_since = 0,
                   std::uint64_t started = kT0) {

@@ -1,11 +1,12 @@
 #include "process_manager/rate_limited_log.hpp"
+#include "support/nanoseconds.hpp"
 
 #include <doctest/doctest.h>
 
 using process_manager::RateLimitedLog;
 
 namespace {
-constexpr std::uint64_t kS = 1'000'000'000;
+using test_support::kS;
 }
 
 TEST_CASE("rate-limited log: a burst passes, then lines are held and counted when due") {

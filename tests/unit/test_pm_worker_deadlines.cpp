@@ -1,5 +1,6 @@
 // Timeouts and nudges: when a worker gets which signal (process_manager/worker_deadlines.hpp).
 #include "process_manager/worker_deadlines.hpp"
+#include "support/nanoseconds.hpp"
 
 #include "process_manager/clock.hpp"
 #include "process_manager/signals.hpp"
@@ -10,9 +11,9 @@ using namespace process_manager;
 using namespace std::chrono_literals;
 
 namespace {
-constexpr std::uint64_t kMs = 1'000'000;
-constexpr std::uint64_t kS = 1000 * kMs;
-constexpr std::uint64_t kT0 = 1000 * kS;
+using test_support::kMs;
+using test_support::kS;
+using test_support::kT0;
 
 Worker worker() {
   Worker w;

@@ -67,11 +67,11 @@ bool denies(const std::vector<SeccompDenial>& list, std::string_view name) {
 
 // The verdict of a classic BPF seccomp program for one call, and how many instructions it ran:
 // the few operations libseccomp emits, run as the kernel would (an unknown one fails the test).
-struct Verdict {
+struct FilterVerdict {
   std::uint32_t action = 0;
   int steps = 0;
 };
-Verdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0) {
+FilterVerdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0) {
   std::vector<sock_filter> prog(bpf.size() / sizeof(sock_filter));
   std::memcpy(prog.data(), bpf.data(), prog.size() * sizeof(sock_filter));
   seccomp_data data{};
@@ -79,7 +79,7 @@ Verdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t 
   data.arch = AUDIT_ARCH_X86_64;
   data.args[0] = arg0;
   std::uint32_t a = 0;
-  Verdict v;
+  FilterVerdict v;
   for (std::size_t pc = 0; pc < prog.size() && v.steps < 1000; ++v.steps) {
     const sock_filter& i = prog[pc];
     auto jump = [&](bool taken) { pc += 1 + (taken ? i.jt : i.jf); };
@@ -241,7 +241,7 @@ TEST_SUITE("sandbox") {
     int most = 0;
     for (int nr : {SYS_read, SYS_write, SYS_sendto, SYS_recvfrom, SYS_epoll_wait, SYS_accept4,
                    SYS_openat, SYS_close, SYS_getppid}) {
-      Verdict v = run_filter(bpf, nr);
+      FilterVerdict v = run_filter(bpf, nr);
       CHECK_MESSAGE(v.action == SECCOMP_RET_ALLOW, "call " << nr);
       most = std::max(most, v.steps);
     }
