@@ -108,6 +108,7 @@ build_release() {
     fi
 }
 if [ "$BUILD_ONLY" = 1 ]; then
+    [ -n "${PACKAGE_BUILD_DIR:-}" ] || fail "--build-only needs PACKAGE_BUILD_DIR (the default is removed at the end)"
     build_release
     exit 0
 fi
