@@ -90,6 +90,7 @@ void HandlerThreads::hand_over(Lane& lane) {
   lane.refused_head = 0;
   lane.delivered = 0;
   lane.on_thread = true;
+  lane.encoding_end = false;
   lane.event_stream = lane.between_events = false;
   lane.thread_cpu_ns = -1;
   lane.changed.notify_all();
@@ -147,6 +148,9 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   lane.output.append(data, size);
   lane.delivered += size;
   if (!lane.on_thread) return true; // made on the loop: it takes the bytes itself, after
+  // The response's end (a buffered response whole, or a streamed one's last record): the loop
+  // takes it with `done`, not woken once for the bytes and again for the end.
+  if (lane.encoding_end && lane.output.size() <= kLaneOutputBound) return true;
   lane.owner->notify_loop(lane);
   lane.changed.wait(lock,
                     [&lane] { return lane.output.size() <= kLaneOutputBound || lane.client_gone; });

@@ -97,6 +97,8 @@ struct Lane {
   bool quit = false;               // the thread ends
   std::string output;              // encoded response bytes the loop has not taken yet
   bool on_thread = false;          // the response is being made on the thread (it may wait)
+  bool encoding_end = false;       // the thread encodes the response's end: bytes within the
+                                   // bound wait for `done` (one wake-up of the loop, one write)
   bool event_stream = false;       // the head said text/event-stream
   bool between_events = false;     // all the handler wrote is out of the codec, nothing partial:
                                    // a heartbeat record may go next

@@ -127,7 +127,9 @@ TEST_SUITE("threads") {
         [&] { return json_number(host.status_json(), "busy threads") == 8; }, Millis{5000});
     slow.join();
     CHECK(eight_busy);
-    CHECK(json_number(host.status_json(), "busy threads") == 0);
+    // A thread is idle again just after its response's last byte went out: wait for the last.
+    CHECK(test_wait::wait_until(
+        [&] { return json_number(host.status_json(), "busy threads") == 0; }, Millis{5000}));
     CHECK(json_number(host.status_json(), "idle threads") == 8);
 
     auto begin = std::chrono::steady_clock::now();
@@ -319,7 +321,14 @@ TEST_SUITE("threads") {
     // One kept connection: its requests take the first free thread, whose samples are 1 in 64.
     for (int i = 0; i < 128; ++i)
       REQUIRE(c.request("GET", "/spin?ms=2").status == 200);
-    std::string json = host.status_json(true);
+    // A request is counted just after its response's last byte went out: wait for the last.
+    std::string json;
+    test_wait::wait_until(
+        [&] {
+          json = host.status_json(true);
+          return has(json, R"("route":"GET /spin","calls":128,)");
+        },
+        Millis{5000});
     std::smatch m;
     REQUIRE(std::regex_search(json, m,
                               std::regex(R"re("route":"[^"]*/spin","calls":(\d+),"5xx":\d+,)re"
