@@ -28,6 +28,11 @@ Benchmarks fcgi-host (hello app) against these, all behind one private nginx
   plack      plackup -s FCGI --manager FCGI::ProcManager (FCGI.pm), a PSGI "OK"
   limit      a near-free epoll responder under spawn-fcgi (scripts/bench/):
              the ceiling, what a FastCGI host could do at most
+  baseline-again
+             the baseline once more, started afresh in its own slot of each
+             pass (not in the default list): the noise floor. Its ratio to the
+             baseline would be 1.00 on a quiet machine; its worst pass shows
+             how far one pass's ratio swings on this one.
 Prints a table (median req/s, p50, p99, errors, ratio to the baseline of the
 same pass and cell) and fcgi-host ÷ php-fpm / plack / limit tables, writes
 them as Markdown and CSV, optionally a PNG chart, then measures syscalls per
@@ -144,7 +149,7 @@ done
   positive_ints --passes "$PASSES"
   positive_ints --workers $WORKERS
   positive_ints --conns $CONNS
-  words_among --contenders "fcgi-host baseline php-fpm plack limit" $CONTENDERS
+  words_among --contenders "fcgi-host baseline php-fpm plack limit baseline-again" $CONTENDERS
 }
 read -ra HOST_EXTRA <<<"$HOST_ARGS" # word splitting is wanted here: "--a 1 --b"
 
@@ -170,7 +175,7 @@ has_ct() { [[ " $CONTENDERS " == *" $1 "* ]]; }
 drop_ct() { CONTENDERS=$(echo " $CONTENDERS " | sed "s/ $1 / /; s/^ *//; s/ *\$//"); }
 # Plack's FCGI handler needs FCGI.pm and FCGI::ProcManager besides plackup.
 have_plack() { have plackup && perl -MPlack::Handler::FCGI -MFCGI -MFCGI::ProcManager -e1 2>/dev/null; }
-{ has_ct baseline || has_ct limit; } && ! have spawn-fcgi && missing+=(spawn-fcgi)
+{ has_ct baseline || has_ct baseline-again || has_ct limit; } && ! have spawn-fcgi && missing+=(spawn-fcgi)
 ((SYSCALLS)) && ! have strace && missing+=(strace)
 optional=()
 has_ct php-fpm && [[ ! -x $PHP_FPM ]] && optional+=(php8.2-fpm)
@@ -252,6 +257,7 @@ start_spawned() {
 }
 
 start_baseline() { start_spawned baseline "$BASE_BIN" "$@"; }
+start_baseline-again() { start_spawned baseline-again "$BASE_BIN" "$@"; }
 start_limit() { start_spawned limit "$LIMIT_BIN" "$@"; }
 
 start_plack() {
@@ -458,7 +464,7 @@ nginx_errlog_lines() { [[ -f $T/log/nginx-error.log ]] && wc -l <"$T/log/nginx-e
 build_host
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 # (if, not &&: set -e must stop the run when a build fails inside $(...))
-if has_ct baseline; then BASE_BIN=$(build_fixture bare-libfcgi bare_libfcgi.c $(pkg-config --cflags --libs fcgi)); fi
+if has_ct baseline || has_ct baseline-again; then BASE_BIN=$(build_fixture bare-libfcgi bare_libfcgi.c $(pkg-config --cflags --libs fcgi)); fi
 if has_ct limit; then LIMIT_BIN=$(build_fixture limit-responder limit_responder.c); fi
 printf '<?php echo "OK";\n' >"$T/php/hello.php"
 echo "sub { [200, ['Content-Type' => 'text/plain'], ['OK']] }" >"$T/plack/app.psgi"
@@ -533,9 +539,10 @@ done
 
 # --------------------------------------------------------------- summary --
 # One row per cell and contender: medians over passes; errors summed; the
-# ratio is the median over passes of (contender / baseline of that pass), and
-# fcgi_host_over_this the median over passes of (fcgi-host / this contender),
-# the number behind the fcgi-host ÷ php-fpm / plack tables.
+# ratio is the median over passes of (contender / baseline of that pass), the
+# worst ratio the lowest of them, and fcgi_host_over_this the median over
+# passes of (fcgi-host / this contender), the number behind the fcgi-host ÷
+# php-fpm / plack tables.
 summarize() {
   awk -F, -v sockets="$SOCKETS" -v modes="$MODES" -v workers="$WORKERS" \
     -v conns="$CONNS" -v contenders="$CONTENDERS" '
@@ -553,18 +560,21 @@ summarize() {
       per_pass[$1 SUBSEP key] = $7; passes[$1] = 1
     }
     END {
-      print "socket,mode,workers,conns,contender,rps,p50_ms,p99_ms,non2xx,socket_errors,ratio_to_baseline,passes,fcgi_host_over_this"
+      print "socket,mode,workers,conns,contender,rps,p50_ms,p99_ms,non2xx,socket_errors,ratio_to_baseline,passes,fcgi_host_over_this,worst_pass_ratio_to_baseline"
       ns = split(sockets, S, " "); nm = split(modes, M, " "); nw = split(workers, W, " ")
       nc = split(conns, C, " "); nt = split(contenders, CT, " ")
       for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) for (w = 1; w <= nw; w++) for (c = 1; c <= nc; c++)
         for (t = 1; t <= nt; t++) {
           cell = S[s] SUBSEP M[m] SUBSEP W[w] SUBSEP C[c]; key = cell SUBSEP CT[t]
           if (!(key in n)) continue
-          ratios = ""
+          ratios = ""; worst = ""
           for (p in passes) {
             b = p SUBSEP cell SUBSEP "baseline"
-            if ((b in per_pass) && per_pass[b] > 0 && ((p SUBSEP key) in per_pass))
-              ratios = ratios " " per_pass[p SUBSEP key] / per_pass[b]
+            if ((b in per_pass) && per_pass[b] > 0 && ((p SUBSEP key) in per_pass)) {
+              pr = per_pass[p SUBSEP key] / per_pass[b]
+              ratios = ratios " " pr
+              if (worst == "" || pr < worst) worst = pr
+            }
           }
           r = median(ratios)
           hratios = ""
@@ -574,9 +584,10 @@ summarize() {
               hratios = hratios " " per_pass[h] / per_pass[p SUBSEP key]
           }
           hr = median(hratios)
-          printf "%s,%s,%s,%s,%s,%.0f,%.3f,%.3f,%d,%d,%s,%d,%s\n", S[s], M[m], W[w], C[c], CT[t],
+          printf "%s,%s,%s,%s,%s,%.0f,%.3f,%.3f,%d,%d,%s,%d,%s,%s\n", S[s], M[m], W[w], C[c], CT[t],
             median(rps[key]), median(p50[key]), median(p99[key]), nx[key], se[key],
-            (r == "" ? "" : sprintf("%.2f", r)), n[key], (hr == "" ? "" : sprintf("%.2f", hr))
+            (r == "" ? "" : sprintf("%.2f", r)), n[key], (hr == "" ? "" : sprintf("%.2f", hr)),
+            (worst == "" ? "" : sprintf("%.2f", worst))
         }
     }' "$T/raw.csv"
 }
@@ -594,7 +605,7 @@ markdown_tables() {
       rows[++nr] = $0
       cell = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
       ratio[cell SUBSEP $5] = $11; rps[cell SUBSEP $5] = $6; errs[cell SUBSEP $5] = $9 + $10
-      hratio[cell SUBSEP $5] = $13
+      hratio[cell SUBSEP $5] = $13; worst[cell SUBSEP $5] = $14; npass[cell SUBSEP $5] = $12
       bk = $1 SUBSEP $2 SUBSEP $4 SUBSEP $5
       if (!(bk in best) || $6 + 0 > best[bk] + 0) { best[bk] = $6; bestw[bk] = $3 }
     }
@@ -611,7 +622,7 @@ markdown_tables() {
       has_base = index(" " contenders " ", " baseline ") > 0
       for (t = 1; t <= nt; t++) {
         if (CT[t] == "baseline" || !has_base) continue
-        printf "\n**%s ÷ baseline** (median of per-pass ratios)\n\n| W | C |", CT[t]
+        printf "\n**%s ÷ baseline** (median of per-pass ratios; with several passes, the worst pass in brackets)\n\n| W | C |", CT[t]
         for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) printf " %s %s |", S[s], M[m]
         printf "\n|---:|---:|"
         for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) printf "---:|"
@@ -621,7 +632,8 @@ markdown_tables() {
           for (s = 1; s <= ns; s++) for (m = 1; m <= nm; m++) {
             k = S[s] SUBSEP M[m] SUBSEP W[w] SUBSEP C[c] SUBSEP CT[t]
             b = S[s] SUBSEP M[m] SUBSEP W[w] SUBSEP C[c] SUBSEP "baseline"
-            printf " %s%s |", ((k in ratio) && ratio[k] != "" ? ratio[k] "×" : "–"), (errs[b] > 0 ? " †" : "")
+            printf " %s%s%s |", ((k in ratio) && ratio[k] != "" ? ratio[k] "×" : "–"),
+              ((k in worst) && worst[k] != "" && npass[k] > 1 ? " (" worst[k] "×)" : ""), (errs[b] > 0 ? " †" : "")
           }
           printf "\n"
         }
@@ -738,6 +750,7 @@ syscall_phase() {
   : >"$T/syscalls.csv"
   : >"$T/rss.csv"
   for ct in $CONTENDERS; do
+    [[ $ct == baseline-again ]] && continue # the baseline's own figures
     RUN_LABEL="syscalls $sock close W=1"
     start_contender "$ct" 1 "$sock"
     start_nginx close "$CT_ADDR"
@@ -833,7 +846,7 @@ plack_versions=$(perl -MPlack -MFCGI -MFCGI::ProcManager \
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
   echo "- software: $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), libfcgi $(pkg-config --modversion fcgi), spawn-fcgi $(spawn-fcgi -v 2>/dev/null | head -1 | awk '{print $2}'), $php_version, $plack_versions, perl $(perl -e 'printf "%vd", $^V')"
-  echo "- contenders: $CONTENDERS — baseline = scripts/bench/bare_libfcgi.c under spawn-fcgi -F W; php-fpm = pm=static, opcache; plack = \`plackup -s FCGI --listen ADDR --nproc W --manager FCGI::ProcManager --backlog 1024 -E deployment\` with a one-line PSGI app; limit = scripts/bench/limit_responder.c under spawn-fcgi -F W (epoll, canned reply: the ceiling)"
+  echo "- contenders: $CONTENDERS — baseline = scripts/bench/bare_libfcgi.c under spawn-fcgi -F W; php-fpm = pm=static, opcache; plack = \`plackup -s FCGI --listen ADDR --nproc W --manager FCGI::ProcManager --backlog 1024 -E deployment\` with a one-line PSGI app; limit = scripts/bench/limit_responder.c under spawn-fcgi -F W (epoll, canned reply: the ceiling); baseline-again = the baseline once more in its own slot (the noise floor of a per-pass ratio)"
   echo "- fcgi-host: commit $host_commit ($host_dirty uncommitted paths in the tree), $(basename "$BUILD_DIR")/ $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD_DIR/CMakeCache.txt") build${HOST_ARGS:+, extra args: $HOST_ARGS}"
   echo "- command: \`$COMMAND_LINE\` ($((ELAPSED / 60)) min $((ELAPSED % 60)) s; load average $LOAD_BEFORE before, $LOAD_AFTER after)"
   echo "- method: wrk -t1 -cC -d$DURATION --latency against one nginx worker; $PASSES interleaved pass(es) (contender order reversed on even passes); fresh nginx per contender and mode; ${WARMUP} unrecorded warm-up after each start; medians over passes; errors summed over passes; × baseline = median of per-pass ratios to the baseline in the same cell"
