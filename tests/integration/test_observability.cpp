@@ -278,8 +278,9 @@ TEST_SUITE("observability") {
     CHECK(lines[0].find("[warn]") != std::string::npos);
     for (const std::string& line : it::lines_with(host.log(), "slow request in flight"))
       CHECK(line.find("GET /echo?delay_ms=300&tag=slowone") != std::string::npos);
-    // One worker: both requests were done (logged, counted) before it takes the status request;
-    // their lines reach the log file through the master, perhaps after the page.
+    // One worker: both requests were done (logged, counted) before it takes the status request.
+    // A request's line is written just after its response, so the lines are counted after the
+    // page, not before it (a slow "fast" request's line may follow its response by a moment).
     std::string json = host.connect().request("GET", "/status?json").body;
     const long counted = json_number(json, "slow requests");
     CHECK(counted >= 1);
