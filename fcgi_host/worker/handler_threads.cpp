@@ -148,8 +148,8 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   lane.output.append(data, size);
   lane.delivered += size;
   if (!lane.on_thread) return true; // made on the loop: it takes the bytes itself, after
-  // The response's end (a buffered response whole, or a streamed one's last record): the loop
-  // takes it with `done`, not woken once for the bytes and again for the end.
+  // The response's end (a buffered response whole, or a streamed one's last records): the loop
+  // takes it with `done`.
   if (lane.encoding_end && lane.output.size() <= kLaneOutputBound) return true;
   lane.owner->notify_loop(lane);
   lane.changed.wait(lock,

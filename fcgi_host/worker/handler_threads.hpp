@@ -71,6 +71,10 @@ struct Lane {
   app::Request request;
   app::Response response;
   RequestMetrics metrics;
+  // The thread's own while it holds a request (hand_over() resets it before giving the job): the
+  // thread encodes the response's end, whose bytes within the bound wait for `done` (one wake-up
+  // of the loop and one write, not one for the bytes and one for the end).
+  bool encoding_end = false;
 
   // The loop's own fields (no lock: only the loop reads and writes them).
   bool busy = false; // a request was given to this lane and is not taken back yet
@@ -97,8 +101,6 @@ struct Lane {
   bool quit = false;               // the thread ends
   std::string output;              // encoded response bytes the loop has not taken yet
   bool on_thread = false;          // the response is being made on the thread (it may wait)
-  bool encoding_end = false;       // the thread encodes the response's end: bytes within the
-                                   // bound wait for `done` (one wake-up of the loop, one write)
   bool event_stream = false;       // the head said text/event-stream
   bool between_events = false;     // all the handler wrote is out of the codec, nothing partial:
                                    // a heartbeat record may go next

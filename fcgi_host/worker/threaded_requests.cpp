@@ -214,10 +214,7 @@ void WorkerLoop::respond_on_thread(Lane& lane) {
   if (process_manager::monotonic_ns() - lane.start_ns > kLookForAbortAfterNs &&
       probe_aborted(lane.connection))
     lane.aborted = true;
-  {
-    std::lock_guard lock(lane.mutex);
-    lane.encoding_end = true;
-  }
+  lane.encoding_end = true;
   encode(lane);
   if (lane.failed_after_head) lane.response.status = 500; // for the metrics and the access log
   if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
