@@ -1,8 +1,10 @@
 // A request body the handler reads as it arrives (Router::post_stream, Request::body_reader()):
 // the echo app's /stream route answers the size and FNV-1a hash of what it read, and says whether
 // it read it as it arrived. Each test sends the head and part of the body, waits until the
-// handler runs (the master's status socket), then sends the rest as the case needs.
+// handler runs (the master's status socket), then sends the rest as the case needs. Every case
+// runs with --threads 1 and 4 (request_modes.hpp).
 #include "checks.hpp"
+#include "request_modes.hpp"
 #include "support/digest.hpp"
 #include "support/proc.hpp"
 
@@ -28,6 +30,7 @@ HostProcess start_host(std::vector<std::string> extra = {}) {
   HostOptions o;
   o.args = {"--app", "echo", "--workers", "1"};
   o.args.insert(o.args.end(), extra.begin(), extra.end());
+  o.args = it::with_threads(o.args);
   o.status_socket = true;
   return HostProcess(o);
 }
@@ -57,7 +60,7 @@ std::string stdin_records(std::uint16_t id, std::string_view data, std::size_t r
 
 TEST_SUITE("streamed body") {
 
-  TEST_CASE("a body in 1-byte records is read as it arrives, and the connection is kept") {
+  REQUEST_PATH_CASE("a body in 1-byte records is read as it arrives, and the connection is kept") {
     HostProcess host = start_host();
     auto c = host.connect();
     const std::string body = body_of(3000);
@@ -72,7 +75,8 @@ TEST_SUITE("streamed body") {
     CHECK(next.body == "streamed=3 fnv=" + test_support::fnv1a_hex("xyz") + " whole\n");
   }
 
-  TEST_CASE("a handler that reads half the body: the rest is dropped, the connection kept") {
+  REQUEST_PATH_CASE(
+      "a handler that reads half the body: the rest is dropped, the connection kept") {
     HostProcess host = start_host();
     auto c = host.connect();
     const std::string body = body_of(200'000);
@@ -86,7 +90,7 @@ TEST_SUITE("streamed body") {
     CHECK(c.request("GET", "/hello").status == 200);
   }
 
-  TEST_CASE("a body over --max-body is refused with 413 in the middle of the stream") {
+  REQUEST_PATH_CASE("a body over --max-body is refused with 413 in the middle of the stream") {
     HostProcess host = start_host({"--max-body", "64K"});
     host.allow_log("request body over --max-body");
     auto c = host.connect();
@@ -103,7 +107,7 @@ TEST_SUITE("streamed body") {
     CHECK(host.connect().request("GET", "/hello").status == 200);
   }
 
-  TEST_CASE("a client that stops sending gets 408 at the body's deadline") {
+  REQUEST_PATH_CASE("a client that stops sending gets 408 at the body's deadline") {
     HostProcess host = start_host({"--body-timeout", "1", "--body-min-rate", "0"});
     host.allow_log("request body");
     auto c = host.connect();
@@ -115,7 +119,7 @@ TEST_SUITE("streamed body") {
     CHECK(host.connect().request("GET", "/hello").status == 200);
   }
 
-  TEST_CASE("a body cut short by the web server: logged, and the worker goes on") {
+  REQUEST_PATH_CASE("a body cut short by the web server: logged, and the worker goes on") {
     HostProcess host = start_host();
     host.expect_log("closed the connection in the middle of the body");
     {
@@ -127,7 +131,7 @@ TEST_SUITE("streamed body") {
     CHECK(host.connect().request("GET", "/hello").status == 200);
   }
 
-  TEST_CASE("multipart parts are parsed as the body arrives") {
+  REQUEST_PATH_CASE("multipart parts are parsed as the body arrives") {
     HostProcess host = start_host();
     auto c = host.connect();
     const std::string file = body_of(300'000);
@@ -151,7 +155,7 @@ TEST_SUITE("streamed body") {
     CHECK(r.body == "title=5\nupload=300000\n");
   }
 
-  TEST_CASE("a 64 MiB streamed body: the worker's memory does not grow with it") {
+  REQUEST_PATH_CASE("a 64 MiB streamed body: the worker's memory does not grow with it") {
     HostProcess host = start_host({"--max-body", "128M", "--max-buffered", "256M"});
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
