@@ -25,7 +25,8 @@ struct Connection {
   int fd = -1;
   Phase phase = Phase::Reading;
   bool in_epoll = false;
-  bool wants_write = false; // registered for EPOLLOUT (Writing)
+  bool wants_write = false; // registered for EPOLLOUT (Writing, or a thread's output waiting)
+  bool muted = false;       // Serving: registered for no event until its lane is done
   bool keep_after_write = false;
   bool body_mode_asked = false;  // the handler was asked whether it streams this request's body
   int lane = -1;                 // Serving: the handler thread's lane
@@ -50,7 +51,7 @@ struct Connection {
   void reuse(int new_fd, std::uint64_t now) {
     fd = new_fd;
     phase = Phase::Reading;
-    in_epoll = wants_write = keep_after_write = body_mode_asked = false;
+    in_epoll = wants_write = muted = keep_after_write = body_mode_asked = false;
     lane = -1;
     deadline_ns = head_deadline_ns = body_start_ns = 0;
     started_ns = now;
@@ -63,6 +64,11 @@ struct Connection {
   }
 
   bool between_requests() const { return in.size() == 0 && !guard.in_request(); }
+  // Its deadline_ns is one the loop keeps: not while a thread serves its request (then only
+  // while the response waits for the client: --write-timeout).
+  bool deadline_due(std::uint64_t now) const {
+    return in_epoll && deadline_ns <= now && (phase != Phase::Serving || wants_write);
+  }
 };
 
 } // namespace fcgi_host

@@ -282,7 +282,7 @@ bool WorkerLoop::start_pump(Connection& c) {
                                       StdinStream::Start{g.request_id(), g.body_size(),
                                                          framing.params->content_length,
                                                          settings_.limits.request.max_body},
-                                      buffered, request_.spill_threshold(), upload_memory_);
+                                      buffered, settings_.limits.spill_threshold, upload_memory_);
   // The body's start, which the guard framed already, first.
   try {
     for (std::size_t at : framing.stdin_records) {
@@ -375,7 +375,7 @@ void WorkerLoop::expire_deadlines(std::uint64_t now) {
   table_.for_each([&](Connection& c) {
     // (A handler thread's connection is in epoll only while its response waits for the client:
     // its deadline is --write-timeout's.)
-    if (c.in_epoll && c.deadline_ns <= now) {
+    if (c.deadline_due(now)) {
       if (c.phase != Connection::Phase::Serving)
         on_deadline(c, now);
       else

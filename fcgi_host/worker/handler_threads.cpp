@@ -15,13 +15,13 @@ namespace fcgi_host {
 using process_manager::LogLevel;
 using process_manager::WorkerState;
 
-HandlerThreads::HandlerThreads(process_manager::WorkerSlot& slot, HostSlot& host,
-                               const ObservabilitySettings& observe, unsigned threads)
-    : slot_(slot) {
+HandlerThreads::HandlerThreads(process_manager::WorkerSlot& slot,
+                               std::vector<std::unique_ptr<Lane>>& lanes)
+    : slot_(slot), lanes_(lanes) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd() failed");
-  for (unsigned i = 0; i < threads; ++i)
-    lanes_.push_back(std::make_unique<Lane>(*this, i, slot.request(i), host, observe));
+  for (auto& lane : lanes_)
+    lane->owner = this;
 }
 
 HandlerThreads::~HandlerThreads() {
@@ -73,35 +73,20 @@ std::string HandlerThreads::start(app::Handler& shared, bool thread_safe,
   return start_error_;
 }
 
-Lane* HandlerThreads::idle_lane() {
-  for (auto& lane : lanes_)
-    if (!lane->busy) return lane.get();
-  return nullptr;
-}
-
 void HandlerThreads::hand_over(Lane& lane) {
   std::lock_guard lock(lane.mutex);
   lane.job = true;
   lane.done = false;
   lane.client_gone = false;
-  lane.failed_after_head = false;
-  lane.aborted = false;
-  lane.failure.clear();
-  lane.refused_head = 0;
   lane.delivered = 0;
   lane.on_thread = true;
   lane.encoding_end = false;
   lane.event_stream = lane.between_events = false;
-  lane.thread_cpu_ns = -1;
   lane.changed.notify_all();
 }
 
 void HandlerThreads::release(Lane& lane) {
-  if (!lane.busy) return;
-  lane.busy = false;
-  --busy_;
-  lane.fd = -1;
-  lane.events = lane.write_timed_out = false;
+  lane.events = false;
   std::lock_guard lock(lane.mutex);
   lane.output.clear();
   lane.done = false;

@@ -1,6 +1,15 @@
-// One complete request, in named steps:
-//   decode → (status or ping page | the handler, inside its exception boundary) → send →
-//   observe (metrics, slow and access log) → keep or close the connection.
+// One complete request, on a lane (request_lane.hpp), in three steps written once for every
+// --threads value (decision 21):
+//   begin    (the loop)   decode into the lane, publish it to the slot, and answer what the host
+//                         answers itself: a body it could not store (400), the status and ping
+//                         pages, a request shed by --max-queue-time (503);
+//   respond  (inline, or on the lane's thread)   the handler inside its exception boundary,
+//                         then its response encoded, then the rest of a streamed body dropped;
+//   finish   (the loop)   the lines its failures earn, observe (metrics, slow and access log),
+//                         the slot, count, keep or close the connection.
+// The modes part in one place, where respond runs (serve_request): inline with one thread, the
+// codec writing straight to the socket; on the lane's thread with more (threaded_requests.cpp),
+// its output coming back through the lane.
 #include "app/host_access.hpp"
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
@@ -47,145 +56,215 @@ bool probe_aborted(void* context) {
   return c.guard.aborted();
 }
 
-// Runs one complete request. False when the connection was closed (or moved).
-bool WorkerLoop::serve_request(Connection& c) {
-  Outcome out;
+// ---- the steps -------------------------------------------------------------------------------
+
+// Runs one complete request. False when the connection was closed, moved, or is a handler
+// thread's until its request is done.
+bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
   if (c.guard.aborted()) {
     // FCGI_ABORT_REQUEST before the handler ran: end the request without running it.
     records::append_end_request(c.replies, c.guard.request_id(), 0,
                                 records::ProtocolStatus::RequestComplete);
-    return keep_or_close(c, out);
+    return keep_or_close(c, RequestCodec::Ending::Kept, 0, nullptr, true);
   }
-  if (threads_) return serve_on_thread(c);
-  if (!decode(c, out)) return false;
-  request_slot_.request_number.store(++request_number_, std::memory_order_relaxed);
-  if (out.counted()) {
-    request_slot_.request_start_ns.store(out.start_ns, std::memory_order_relaxed);
-    request_slot_.queue_ns.store(-1, std::memory_order_relaxed);
-    if (settings_.observe.metrics) {
-      std::string_view method = request_.method(), uri = request_.uri();
-      process_manager::Scoreboard::set_request(request_slot_, method.data(), method.size(),
-                                               uri.data(), uri.size(), request_.carried_id());
+  if (!lane) {
+    lane = admitting() ? idle_lane() : nullptr;
+    if (!lane) {
+      hold(c); // every thread busy: another worker takes it, or it waits for a thread here
+      return false;
     }
-    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
-    metrics_.begin(out.start_ns);
   }
-  response_.reset(&codec_.sink());
-  if (!out.whole) {
-    response_.status = 400;
-    response_.set_content("Bad Request\n", "text/plain");
-  } else if (!out.counted()) {
-    answer_endpoint(out, request_, response_);
-  } else if (queue_gate_.admit(request_, response_)) { // else shed: a 503, the handler not run
-    request_slot_.queue_ns.store(queue_gate_.last_queue_ns(), std::memory_order_relaxed);
+  switch (begin(c, *lane)) {
+  case Begun::Closed:
+    return false;
+  case Begun::Answered:
+    break;
+  case Begun::ForHandler:
+    // The one place where the modes part: where respond runs.
+    if (threads_) return hand_to_thread(c, *lane);
     serving_fd_ = c.fd;
-    run_handler(out);
+    watch_.handler_starts(); // the table is free while the handler runs
+    respond(*lane);
+    watch_.handler_returned();
     serving_fd_ = -1;
-    // nginx closes the connection when its client leaves; a small answer written to it would
-    // still "succeed". After a long handler (when that is likely, and one system call is cheap
-    // beside it) the worker looks, so that the request is logged and counted as aborted (499).
-    // (Not while a streamed body is read: its bytes are the reader's.)
-    if (!streamed_ && process_manager::monotonic_ns() - out.start_ns > kLookForAbortAfterNs &&
-        probe_aborted(&c))
-      out.aborted = true;
+    break;
   }
-  send(c, out);
-  app::HostAccess::set_abort_probe(request_, nullptr, nullptr);
-  out.aborted = out.aborted || c.guard.aborted() || (streamed_ && streamed_->aborted());
-  observe(out, request_, response_, metrics_, out.whole && queue_gate_.last_shed(),
-          out.counted() && out.whole ? queue_gate_.last_queue_ns() : -1);
-  if (c.pump) keep_upload_memory();
-  release_large_buffers(request_, response_);
-  if (out.counted()) {
-    request_slot_.request_start_ns.store(0, std::memory_order_relaxed);
-    process_manager::single_writer_add(slot_.requests, 1);
-    slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
-    count_request();
-  }
-  return keep_or_close(c, out);
+  return finish(c, *lane);
 }
 
-// The request's records (params, body) are decoded into request_, as views into c.in.
-// False: closed.
-bool WorkerLoop::decode(Connection& c, Outcome& out) {
+// On the loop: the request's records decoded into the lane (views into c.in, which nothing else
+// touches until the request is finished), published to its slot, and answered here when the
+// host answers it itself: a body that could not be stored (400), the status and ping pages, a
+// request shed by --max-queue-time (503).
+WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
   RecordGuard& g = c.guard;
-  out.start_ns = process_manager::monotonic_ns();
+  lane.start_ns = process_manager::monotonic_ns();
   RequestCodec::Decoded decoded =
-      codec_.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
-                    g.framing(), out.start_ns + write_timeout_ns_, request_);
+      lane.codec.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
+                        g.framing(), lane.start_ns + write_timeout_ns_, lane.request);
   if (decoded == RequestCodec::Decoded::Refused) {
+    lane.streamed.reset();
     close_connection(c, "the decoder refused a request the record guard accepted");
-    return false;
+    return Begun::Closed;
   }
-  out.whole = decoded == RequestCodec::Decoded::Whole;
-  if (c.pump) app::HostAccess::swap_body(request_, c.pump->body()); // gathered as it arrived
-  if (streamed_)
-    app::HostAccess::set_body_stream(request_, streamed_); // the reader sees an abort
+  take_lane(lane);
+  lane.fd = c.fd;
+  lane.connection = &c;
+  lane.backlog = &c.backlog;
+  lane.whole = decoded == RequestCodec::Decoded::Whole;
+  lane.shed = false;
+  lane.queue_ns = -1;
+  lane.failure = nullptr;
+  lane.failed_after_head = lane.aborted = lane.write_timed_out = false;
+  lane.refused_head = 0;
+  lane.thread_cpu_ns = -1;
+  if (c.pump) app::HostAccess::swap_body(lane.request, c.pump->body()); // gathered as it arrived
+  if (lane.streamed)
+    app::HostAccess::set_body_stream(lane.request, &*lane.streamed); // the reader sees an abort
   else
-    app::HostAccess::set_abort_probe(request_, probe_aborted, &c);
-  if (out.whole) out.endpoint = worker_endpoint(settings_.observe, request_.path());
-  return true;
+    app::HostAccess::set_abort_probe(lane.request, probe_aborted, &c);
+  lane.endpoint =
+      lane.whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
+  lane.request_number = ++request_number_;
+  process_manager::RequestSlot& rs = lane.slot;
+  rs.request_number.store(lane.request_number, std::memory_order_relaxed);
+  if (lane.counted()) {
+    rs.request_start_ns.store(lane.start_ns, std::memory_order_relaxed);
+    rs.queue_ns.store(-1, std::memory_order_relaxed);
+    if (publish_every_request_) {
+      std::string_view method = lane.request.method(), uri = lane.request.uri();
+      process_manager::Scoreboard::set_request(rs, method.data(), method.size(), uri.data(),
+                                               uri.size(), lane.request.carried_id());
+    }
+    lane.state.store(WorkerState::Handling, std::memory_order_relaxed);
+    lane.metrics.begin(lane.start_ns);
+  }
+  lane.response.reset(lane.response_sink());
+  if (!lane.whole) {
+    lane.response.status = 400;
+    lane.response.set_content("Bad Request\n", "text/plain");
+  } else if (!lane.counted()) {
+    answer_endpoint(lane);
+  } else if (queue_gate_.admit(lane.request, lane.response)) {
+    lane.queue_ns = queue_gate_.last_queue_ns();
+    rs.queue_ns.store(lane.queue_ns, std::memory_order_relaxed);
+    return Begun::ForHandler;
+  } else {
+    lane.shed = true; // a 503, the handler not run
+    lane.queue_ns = queue_gate_.last_queue_ns();
+  }
+  encode(lane);
+  return Begun::Answered;
 }
 
 // Status and ping are answered here, before the handler, and are no request of the pool: the
 // slot stays idle, so the status page never counts itself as active.
-void WorkerLoop::answer_endpoint(Outcome& out, const app::Request& request,
-                                 app::Response& response) {
+void WorkerLoop::answer_endpoint(Lane& lane) {
+  const app::Request& request = lane.request;
   bool allowed = remote_addr_allowed(settings_.observe.status_allow, request.param("REMOTE_ADDR"));
   // TERM from the master (Stop::Drain) is the host's stop; a worker retired at a reload or an
   // upgrade, or recycled, stops with QUIT while the host serves on: its ping stays 200.
-  fill_response(fcgi_host::answer_endpoint(out.endpoint, settings_.observe, scoreboard_, listen_fd_,
-                                           request.query(), allowed, request.param("HTTP_ACCEPT"),
-                                           stop_ == Stop::Drain),
-                response);
+  fill_response(fcgi_host::answer_endpoint(lane.endpoint, settings_.observe, scoreboard_,
+                                           listen_fd_, request.query(), allowed,
+                                           request.param("HTTP_ACCEPT"), stop_ == Stop::Drain),
+                lane.response);
 }
 
-// The handler, without the table lock (so that kept connections can move while it runs long).
-// Its exception costs its request a 500 and one log line, and the worker goes on; after the
-// head went out, the response is cut so that the web server sees it incomplete.
-void WorkerLoop::run_handler(Outcome& out) {
-  std::exception_ptr failure;
-  watch_.handler_starts();
-  try {
-    handler_.handle(request_, response_);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  watch_.handler_returned();
-  if (failure) handler_failed(out, failure);
-}
+namespace {
 
-// Out of line, with the table held again: the strings of the report were set up on every call
-// of a handler when they were part of run_handler().
-void WorkerLoop::handler_failed(Outcome& out, const std::exception_ptr& failure) {
-  std::string what = "unknown exception";
-  try {
-    std::rethrow_exception(failure);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {}
-  client_errors_.write(Kind::Handler, "handler failed on " + std::string(request_.method()) + " " +
-                                          std::string(request_.uri()) + " (request id " +
-                                          std::string(request_.request_id()) + "): " + what +
-                                          (response_.head_sent() ? " (response cut)" : ""));
-  if (response_.head_sent()) {
-    out.failed_after_head = true;
-    response_.status = 500; // for the metrics and the access log: the client got no whole answer
+// Out of line: the handler's exception costs its request a 500 (after the head went out, the
+// response is cut so that the web server sees it incomplete); the line is written by finish().
+void answer_failure(Lane& lane) {
+  if (lane.response.head_sent()) {
+    lane.failed_after_head = true;
     return;
   }
-  response_.reset(&codec_.sink());
-  response_.status = 500;
-  response_.set_content("Internal Server Error\n", "text/plain");
+  lane.response.reset(lane.response_sink());
+  lane.response.status = 500;
+  lane.response.set_content("Internal Server Error\n", "text/plain");
+}
+
+} // namespace
+
+// The handler inside its exception boundary, then its response encoded. Inline with one thread
+// (the watch's table lock given up around it by the caller), on the lane's thread with more.
+void WorkerLoop::respond(Lane& lane) {
+  // A thread's CPU time per route: its own clock (a system call), on the requests the metrics
+  // sample, as the loop's own clock is read around an inline request.
+  const bool sample_cpu = lane.owner && lane.metrics.cpu_due();
+  const std::uint64_t cpu_start = sample_cpu ? thread_cpu_ns() : 0;
+  try {
+    lane.handler->handle(lane.request, lane.response);
+  } catch (...) {
+    lane.failure = std::current_exception();
+  }
+  if (lane.failure) answer_failure(lane);
+  // nginx closes the connection when its client leaves; a small answer written to it would
+  // still "succeed". After a long handler (when that is likely, and one system call is cheap
+  // beside it) the worker looks, so that the request is logged and counted as aborted (499).
+  // (Not while a streamed body is read: its bytes are the reader's.)
+  if (!lane.streamed && process_manager::monotonic_ns() - lane.start_ns > kLookForAbortAfterNs &&
+      probe_aborted(lane.connection))
+    lane.aborted = true;
+  lane.encoding_end = true;
+  encode(lane);
+  // The rest of a streamed body the handler left is read and dropped (bounded by --max-body and
+  // its deadline) before the connection may serve another request.
+  lane.body_ended =
+      !lane.streamed || lane.ending == RequestCodec::Ending::WriteFailed || lane.streamed->finish();
+  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// The response's bytes: to the socket (what it does not take at once waits in the connection's
+// backlog), or through the lane to the loop (RequestCodec::deliver_to, a handler thread's).
+void WorkerLoop::encode(Lane& lane) {
+  if (lane.counted()) lane.state.store(WorkerState::Writing, std::memory_order_relaxed);
+  if (lane.failed_after_head) {
+    lane.codec.abort();
+    lane.ending = RequestCodec::Ending::WriteFailed;
+    return;
+  }
+  if (!lane.response.head_sent())
+    lane.codec.send(lane.response, lane.on_thread ? nullptr : lane.backlog);
+  if ((lane.refused_head = lane.codec.refused_head())) lane.response.status = 500;
+  lane.ending = lane.codec.finish();
+  // Written by this thread to the socket itself: a timeout is the client's not reading (a
+  // thread's is seen by the loop, write_timed_out()).
+  if (lane.ending == RequestCodec::Ending::WriteFailed && !lane.on_thread)
+    lane.write_timed_out = errno == ETIMEDOUT;
+}
+
+// On the loop, after the response: the lines its failures earn, metrics and logs, the slot, and
+// the connection kept or closed. False: the connection was closed.
+bool WorkerLoop::finish(Connection& c, Lane& lane) {
+  if (lane.failure || lane.refused_head || lane.write_timed_out) report_failures(lane);
+  app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
+  if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
+  lane.aborted = lane.aborted || c.guard.aborted() || (lane.streamed && lane.streamed->aborted()) ||
+                 (lane.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head &&
+                  !lane.write_timed_out);
+  lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
+  observe(lane);
+  if (c.pump) keep_upload_memory(lane);
+  release_large_buffers(lane.request, lane.response);
+  if (lane.counted()) {
+    lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
+    process_manager::single_writer_add(slot_.requests, 1);
+    lane.state.store(WorkerState::Idle, std::memory_order_relaxed);
+    count_request();
+  }
+  const bool open = keep_or_close(c, lane);
+  lane.streamed.reset();
+  release_lane(lane);
+  return open;
 }
 
 namespace {
 
 // Why the handler's head was answered with a 500: a header that is none (the first one), or its
 // size.
-std::string head_refusal_line(const app::Request& request_in, const app::Response& response,
+std::string head_refusal_line(const std::string& request, const app::Response& response,
                               std::size_t head, std::size_t max_response_head) {
-  const std::string request =
-      std::string(request_in.method()) + " " + std::string(request_in.uri());
   for (const auto& [name, value] : response.headers)
     if (!cgi::valid_header(name, value))
       return "response header \"" + name + "\" to " + request +
@@ -196,49 +275,57 @@ std::string head_refusal_line(const app::Request& request_in, const app::Respons
          "): answered 500";
 }
 
+std::string what_of(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {}
+  return "unknown exception";
+}
+
 } // namespace
 
-void WorkerLoop::send(Connection& c, Outcome& out) {
-  if (out.counted()) slot_.state.store(WorkerState::Writing, std::memory_order_relaxed);
-  if (out.failed_after_head) {
-    codec_.abort();
-    out.ending = RequestCodec::Ending::WriteFailed;
-    return;
-  }
-  if (!response_.head_sent()) codec_.send(response_, &c.backlog);
-  if (std::size_t head = codec_.refused_head()) {
-    client_errors_.write(Kind::Handler,
-                         head_refusal_line(request_, response_, head, settings_.max_response_head));
-    response_.status = 500; // for the metrics and the access log
-  }
-  out.ending = codec_.finish();
-  if (out.ending == RequestCodec::Ending::WriteFailed && errno != ETIMEDOUT) out.aborted = true;
-  if (out.ending == RequestCodec::Ending::WriteFailed && errno == ETIMEDOUT)
+// Out of line, one line per failure: the handler threw, its head was refused, its client did not
+// read the response in time. With threads, the line names the thread.
+void WorkerLoop::report_failures(Lane& lane) {
+  const app::Request& r = lane.request;
+  const std::string request = std::string(r.method()) + " " + std::string(r.uri());
+  const std::string id = " (request id " + std::string(r.request_id()) +
+                         (threads_ ? ", thread " + std::to_string(lane.index) : "") + ")";
+  if (lane.failure)
+    client_errors_.write(Kind::Handler, "handler failed on " + request + id + ": " +
+                                            what_of(lane.failure) +
+                                            (lane.failed_after_head ? " (response cut)" : ""));
+  // (The lane's response still holds the handler's headers: the 500 went out in their place.)
+  if (lane.refused_head)
+    client_errors_.write(Kind::Handler, head_refusal_line(request, lane.response, lane.refused_head,
+                                                          settings_.max_response_head));
+  if (lane.write_timed_out)
     client_errors_.write(Kind::Connection,
-                         "response to " + std::string(request_.method()) + " " +
-                             std::string(request_.uri()) + " (request id " +
-                             std::string(request_.request_id()) +
-                             ") cut: the client did not read it within --write-timeout");
+                         "response to " + request + id +
+                             " cut: the client did not read it within --write-timeout");
 }
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
-void WorkerLoop::observe(const Outcome& out, const app::Request& request,
-                         const app::Response& response, RequestMetrics& metrics, bool shed,
-                         std::int64_t queue_ns) {
+void WorkerLoop::observe(Lane& lane) {
+  const app::Request& request = lane.request;
+  const app::Response& response = lane.response;
   AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
-  bool ran = out.counted() && !shed;
-  if (ran) metrics.end(request.route(), response.status, request, log.enabled(), out.aborted);
+  bool ran = lane.counted() && !lane.shed;
+  if (ran) lane.metrics.end(request.route(), response.status, request, log.enabled(), lane.aborted);
   if (!log.enabled()) return;
   AccessLog::Entry e;
   e.remote_addr = request.param("REMOTE_ADDR");
   e.method = request.method();
   e.uri = request.uri();
-  e.status = out.aborted ? kAbortedStatus : response.status;
-  e.duration_ns = ran ? metrics.duration_ns() : process_manager::monotonic_ns() - out.start_ns;
-  e.cpu_ns = ran ? metrics.cpu_ns() : -1;
-  e.queue_ns = queue_ns;
+  e.status = lane.aborted ? kAbortedStatus : response.status;
+  e.duration_ns =
+      ran ? lane.metrics.duration_ns() : process_manager::monotonic_ns() - lane.start_ns;
+  e.cpu_ns = ran ? lane.metrics.cpu_ns() : -1;
+  e.queue_ns = lane.counted() && lane.whole ? lane.queue_ns : -1;
   e.body_bytes = response.head_sent() ? -1
                  : app::status_without_content(response.status)
                      ? 0 // its body is not sent
@@ -251,18 +338,24 @@ void WorkerLoop::observe(const Outcome& out, const app::Request& request,
   log.write(e);
 }
 
+bool WorkerLoop::keep_or_close(Connection& c, Lane& lane) {
+  return keep_or_close(c, lane.ending, lane.start_ns, lane.streamed ? &*lane.streamed : nullptr,
+                       lane.body_ended);
+}
+
 // After the request: its bytes leave the buffer, and the connection waits for the next one,
 // finishes writing a response the client reads slowly, or closes. False: closed.
-bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
+bool WorkerLoop::keep_or_close(Connection& c, RequestCodec::Ending ending, std::uint64_t start_ns,
+                               const StreamedBody* streamed, bool body_ended) {
   RecordGuard& g = c.guard;
-  bool keep = g.keep_connection() && out.ending == RequestCodec::Ending::Kept;
-  if (out.ending == RequestCodec::Ending::WriteFailed) {
+  bool keep = g.keep_connection() && ending == RequestCodec::Ending::Kept;
+  if (ending == RequestCodec::Ending::WriteFailed) {
     // A streamed body that failed first says why (the answer to it could not go out).
-    const bool said = streamed_ && !streamed_->aborted() && !streamed_->failure().empty();
-    close_connection(c, said ? "request body: " + streamed_->failure() : std::string());
+    const bool said = streamed && !streamed->aborted() && !streamed->failure().empty();
+    close_connection(c, said ? "request body: " + streamed->failure() : std::string());
     return false;
   }
-  if (streamed_ && !finish_streamed_body(c)) return false;
+  if (streamed && !finish_streamed_body(c, *streamed, body_ended)) return false;
   c.body_mode_asked = false;
   c.pump.reset();
   c.in.consume_front(g.request_end());
@@ -275,7 +368,7 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   if (!c.backlog.empty()) {
     c.phase = Connection::Phase::Writing;
     c.keep_after_write = keep;
-    c.deadline_ns = policy_.write_deadline(out.start_ns); // the response's total deadline
+    c.deadline_ns = policy_.write_deadline(start_ns); // the response's total deadline
     const int fd = c.fd;
     watch_for_write(c, true);
     return table_.find(fd) != nullptr;
@@ -288,45 +381,66 @@ bool WorkerLoop::keep_or_close(Connection& c, Outcome& out) {
   return true;
 }
 
+// ---- the lanes --------------------------------------------------------------------------------
+
+Lane* WorkerLoop::idle_lane() {
+  for (auto& lane : lanes_)
+    if (!lane->busy) return lane.get();
+  return nullptr;
+}
+
+void WorkerLoop::take_lane(Lane& lane) {
+  lane.busy = true;
+  ++busy_lanes_;
+}
+
+void WorkerLoop::release_lane(Lane& lane) {
+  if (!lane.busy) return;
+  lane.busy = false;
+  --busy_lanes_;
+  lane.fd = -1;
+  lane.connection = nullptr;
+  if (lane.owner) HandlerThreads::release(lane);
+}
+
 // ---- a body the handler reads as it arrives --------------------------------------------------
 
 WorkerLoop::Streamed WorkerLoop::serve_streamed(Connection& c) {
-  // With handler threads a body arrives whole (the loop alone reads the connection).
-  if (threads_) return Streamed::No;
   RecordGuard& g = c.guard;
   const RequestFraming framing = g.framing();
   // Params split over several records are joined in place when decoded, which can be done only
-  // once: such a request (no web server known to us sends one) gets its body whole.
-  if (!framing.params || framing.params->content_length == 0 || g.aborted() ||
+  // once: such a request (no web server known to us sends one) gets its body whole. So does a
+  // request that finds every thread busy (it waits for a thread with its body).
+  Lane* lane = admitting() ? idle_lane() : nullptr;
+  if (!lane || !framing.params || framing.params->content_length == 0 || g.aborted() ||
       framing.params_records.size() != 1)
     return Streamed::No;
   // The params (and the body so far) as the handler will see them, to ask it.
   char* records = c.in.data() + g.request_begin();
-  if (codec_.peek(records, g.request_end() - g.request_begin(), framing, request_) !=
+  if (lane->codec.peek(records, g.request_end() - g.request_begin(), framing, lane->request) !=
           RequestCodec::Decoded::Whole ||
-      worker_endpoint(settings_.observe, request_.path()) != Endpoint::None ||
-      !handler_.streams_body(request_))
+      worker_endpoint(settings_.observe, lane->request.path()) != Endpoint::None ||
+      !handler_.streams_body(lane->request))
     return Streamed::No;
   if (c.body_start_ns == 0) c.body_start_ns = process_manager::monotonic_ns();
-  // What was read past the records the guard framed is the start of the rest of the body.
+  // What was read past the records the guard framed is the start of the rest of the body. The
+  // handler's reader reads the socket itself, inline or on its thread: the loop does not read a
+  // connection whose request is served.
   const std::string_view buffered(c.in.data() + g.request_end(), c.in.size() - g.request_end());
-  StreamedBody body(c.fd,
-                    {g.request_id(), g.body_size(), framing.params->content_length,
-                     settings_.limits.request.max_body},
-                    buffered, policy_, c.body_start_ns);
+  lane->streamed.emplace(c.fd,
+                         StdinStream::Start{g.request_id(), g.body_size(),
+                                            framing.params->content_length,
+                                            settings_.limits.request.max_body},
+                         buffered, policy_, c.body_start_ns);
   g.streamed_body();
-  streamed_ = &body;
-  const bool open = serve_request(c);
-  streamed_ = nullptr;
-  return open ? Streamed::Served : Streamed::Closed;
+  return serve_request(c, lane) ? Streamed::Served : Streamed::Closed;
 }
 
-// After the response: the rest of the body the handler left is read and dropped, and what was
-// read past its end goes back into the connection's buffer, after the request's records. False:
-// the body did not end as it should, and the connection is closed.
-bool WorkerLoop::finish_streamed_body(Connection& c) {
-  StreamedBody& body = *streamed_;
-  if (!body.finish()) {
+// After the response: what was read past the body's end goes back into the connection's buffer,
+// after the request's records. False: the body did not end as it should (respond() read and
+// dropped the rest the handler left), and the connection is closed.
+bool WorkerLoop::finish_streamed_body(Connection& c, const StreamedBody& body, bool ended) {
+  if (!ended) {
     close_connection(c, body.aborted() ? std::string() : "request body: " + body.failure());
     return false;
   }
@@ -341,10 +455,10 @@ bool WorkerLoop::finish_streamed_body(Connection& c) {
 
 // The memory of a body a pump gathered goes back to upload_memory_ for the next one (the
 // request keeps what the pump held before: the small start of the body).
-void WorkerLoop::keep_upload_memory() {
-  app::HostAccess::swap_body(request_, upload_memory_);
+void WorkerLoop::keep_upload_memory(Lane& lane) {
+  app::HostAccess::swap_body(lane.request, upload_memory_);
   upload_memory_.clear(); // a spilled body's file is closed; the memory's capacity stays
-  if (upload_memory_.memory().capacity() > 2 * request_.spill_threshold())
+  if (upload_memory_.memory().capacity() > 2 * lane.request.spill_threshold())
     upload_memory_.release(0);
   upload_memory_used_ns_ = process_manager::monotonic_ns();
 }

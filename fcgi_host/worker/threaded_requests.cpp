@@ -1,7 +1,10 @@
-// --threads T: a complete request goes to a handler thread (handler_threads.hpp), the loop goes
-// on. The seam is two queues: a lane holds one complete request for its thread (decoded here,
-// views into the connection's buffer, which nothing else touches until the lane is back), and
-// the lane's output and "done" come back through the eventfd. The loop writes every byte.
+// --threads T: what handler threads add to the one request path (serve_request.cpp). A request
+// begun on a lane goes to the lane's thread (handler_threads.hpp), which responds; the loop goes
+// on. The seam is two queues: a lane holds one complete request for its thread (views into the
+// connection's buffer, which nothing else touches until the lane is back), and the lane's output
+// and "done" come back through the eventfd. The loop writes every byte, and finishes the request
+// as any other (finish()). The connection stays in epoll while its request runs: a readable
+// event then only mutes it (on_serving_ready) until the lane is done.
 //
 // Admission: a worker whose threads are all busy takes no request: it stops accepting, and a
 // request that completes on one of its kept connections goes to a free worker with its bytes
@@ -54,23 +57,8 @@ void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads
 } // namespace
 
 std::string WorkerLoop::start_threads() {
-  threads_ = std::make_unique<HandlerThreads>(slot_, host_, settings_.observe, settings_.threads);
+  threads_ = std::make_unique<HandlerThreads>(slot_, lanes_);
   slot_.threads.store(settings_.threads, std::memory_order_relaxed);
-  for (std::size_t i = 0; i < threads_->size(); ++i) {
-    Lane& lane = threads_->lane(i);
-    lane.request.set_spill_threshold(settings_.limits.spill_threshold);
-    lane.response.set_file_offload(&settings_.file_offload);
-    lane.codec.set_head_limit(settings_.max_response_head);
-    lane.id_prefix = id_prefix_;
-    app::HostAccess::set_id_source(
-        lane.request,
-        [](const void* l, char* out) {
-          auto& lane = *static_cast<const Lane*>(l);
-          process_manager::format_generated_id(lane.id_prefix, lane.request_number, out);
-        },
-        &lane);
-    lane.metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
-  }
   process_manager::set_crash_describer(describe_thread_for_crash, threads_.get());
   std::string error = threads_->start(handler_, thread_safe_, *make_handler_,
                                       [this](Lane& lane) { respond_on_thread(lane); });
@@ -79,18 +67,17 @@ std::string WorkerLoop::start_threads() {
   return {};
 }
 
-// A complete request (not aborted before it ran): to a free thread, or held.
-bool WorkerLoop::serve_on_thread(Connection& c) {
-  Lane* lane = admitting() ? threads_->idle_lane() : nullptr;
-  if (!lane) {
-    hold(c);
-    return false;
-  }
-  threads_->take(*lane);
-  if (!decode_into(c, *lane)) return false;
+// A request begun on `lane` for its handler: to the lane's thread. The connection is the lane's
+// until its request is done (false).
+bool WorkerLoop::hand_to_thread(Connection& c, Lane& lane) {
+  c.phase = Connection::Phase::Serving;
+  c.lane = static_cast<int>(lane.index);
+  lane.last_output_ns = lane.start_ns;
+  lane.codec.deliver_to(&HandlerThreads::deliver, &lane);
+  threads_->hand_over(lane);
   if (!admitting()) set_accepting(false);
   publish_lanes();
-  return false; // the connection is the lane's until its request is done
+  return false;
 }
 
 // No thread free: a free worker takes the connection with its request, else it waits here.
@@ -102,135 +89,26 @@ void WorkerLoop::hold(Connection& c) {
   held_.push_back(c.fd);
 }
 
-// A thread freed: the held requests first, in order.
+// A thread freed: the held requests first, in order. Accepting again waits for a pause after an
+// accept failure (EMFILE) to end, as the loop's own check does.
 void WorkerLoop::resume_held() {
   while (!held_.empty() && admitting()) {
     Connection* c = table_.find(held_.front());
     held_.pop_front();
     if (!c || c->phase != Connection::Phase::Queued) continue;
     c->phase = Connection::Phase::Reading;
+    if (!watch_readable(*c)) continue;
     if (serve_request(*c)) process(*c);
   }
-  if (admitting() && !accepting_ && !stopping() && !quarantined_) set_accepting(true);
+  if (admitting() && !accepting_ && !stopping() && !quarantined_ &&
+      process_manager::monotonic_ns() >= accept_paused_until_)
+    set_accepting(true);
 }
 
-// On the loop: the request into the lane, and what the loop answers itself (a short body, the
-// status and ping pages, a request shed by --max-queue-time); the handler's requests go to the
-// thread. False: the connection was closed.
-bool WorkerLoop::decode_into(Connection& c, Lane& lane) {
-  RecordGuard& g = c.guard;
-  lane.fd = c.fd;
-  lane.cut = false;
-  lane.start_ns = process_manager::monotonic_ns();
-  c.phase = Connection::Phase::Serving;
-  c.lane = static_cast<int>(lane.index);
-  if (c.in_epoll) epoll_.remove(c.fd);
-  c.in_epoll = c.wants_write = false;
-  RequestCodec::Decoded decoded =
-      lane.codec.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
-                        g.framing(), lane.start_ns + write_timeout_ns_, lane.request);
-  if (decoded == RequestCodec::Decoded::Refused) {
-    threads_->release(lane);
-    close_connection(c, "the decoder refused a request the record guard accepted");
-    return false;
-  }
-  lane.codec.deliver_to(&HandlerThreads::deliver, &lane);
-  lane.whole = decoded == RequestCodec::Decoded::Whole;
-  lane.connection = &c;
-  app::HostAccess::set_abort_probe(lane.request, probe_aborted, &c);
-  Endpoint endpoint =
-      lane.whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
-  lane.counted = endpoint == Endpoint::None;
-  lane.shed = false;
-  lane.queue_ns = -1;
-  lane.request_number = ++request_number_;
-  process_manager::RequestSlot& rs = lane.slot;
-  rs.request_number.store(lane.request_number, std::memory_order_relaxed);
-  if (lane.counted) {
-    rs.request_start_ns.store(lane.start_ns, std::memory_order_relaxed);
-    rs.queue_ns.store(-1, std::memory_order_relaxed);
-    // Always (not only with --metrics): request timeouts and crash blocks name the thread's.
-    std::string_view method = lane.request.method(), uri = lane.request.uri();
-    process_manager::Scoreboard::set_request(rs, method.data(), method.size(), uri.data(),
-                                             uri.size(), lane.request.carried_id());
-    rs.state.store(WorkerState::Handling, std::memory_order_relaxed);
-    lane.metrics.begin(lane.start_ns);
-  }
-  lane.response.reset(&lane.sink);
-  lane.thread_cpu_ns = -1;
-  lane.last_output_ns = lane.start_ns;
-  Outcome out;
-  out.endpoint = endpoint;
-  bool on_loop = true;
-  if (!lane.whole) {
-    lane.response.status = 400;
-    lane.response.set_content("Bad Request\n", "text/plain");
-  } else if (!lane.counted) {
-    answer_endpoint(out, lane.request, lane.response);
-  } else if (queue_gate_.admit(lane.request, lane.response)) {
-    lane.queue_ns = queue_gate_.last_queue_ns();
-    rs.queue_ns.store(lane.queue_ns, std::memory_order_relaxed);
-    on_loop = false;
-  } else {
-    lane.shed = true;
-    lane.queue_ns = queue_gate_.last_queue_ns();
-  }
-  if (on_loop) {
-    // Encoded here: the bytes wait in the lane until the loop takes them, below.
-    encode(lane);
-    {
-      std::lock_guard lock(lane.mutex);
-      lane.done = true;
-    }
-    take_lane_output(c, lane);
-    return table_.find(c.fd) == &c;
-  }
-  threads_->hand_over(lane);
-  return true;
-}
-
-// On the lane's thread: the handler inside its exception boundary, then its response encoded.
+// On the lane's thread: the request's response (serve_request.cpp), its end delivered with
+// `done`.
 void WorkerLoop::respond_on_thread(Lane& lane) {
-  // CPU time per route: this thread's own clock (a system call), on the requests the metrics
-  // sample (one in kCpuSampleEvery), as the loop does for its own requests without threads.
-  const bool sample_cpu = lane.metrics.cpu_due();
-  const std::uint64_t cpu_start = sample_cpu ? thread_cpu_ns() : 0;
-  try {
-    lane.handler->handle(lane.request, lane.response);
-  } catch (const std::exception& e) {
-    lane.failure = e.what();
-  } catch (...) {
-    lane.failure = "unknown exception";
-  }
-  if (!lane.failure.empty()) {
-    if (lane.response.head_sent()) {
-      lane.failed_after_head = true;
-    } else {
-      lane.response.reset(&lane.sink);
-      lane.response.status = 500;
-      lane.response.set_content("Internal Server Error\n", "text/plain");
-    }
-  }
-  if (process_manager::monotonic_ns() - lane.start_ns > kLookForAbortAfterNs &&
-      probe_aborted(lane.connection))
-    lane.aborted = true;
-  lane.encoding_end = true;
-  encode(lane);
-  if (lane.failed_after_head) lane.response.status = 500; // for the metrics and the access log
-  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
-}
-
-// The response's bytes through the lane (RequestCodec::deliver_to), then the end of the request.
-void WorkerLoop::encode(Lane& lane) {
-  if (lane.failed_after_head) {
-    lane.codec.abort();
-    lane.ending = RequestCodec::Ending::WriteFailed;
-    return;
-  }
-  if (!lane.response.head_sent()) lane.codec.send(lane.response, nullptr);
-  lane.refused_head = lane.codec.refused_head();
-  if (lane.refused_head) lane.response.status = 500;
-  lane.ending = lane.codec.finish();
+  respond(lane);
 }
 
 // The eventfd: lanes with output, or done.
@@ -251,7 +129,8 @@ void WorkerLoop::on_thread_news() {
       if (Connection* c = table_.find(lane->fd)) close_connection(*c);
       lane->slot.request_start_ns.store(0, std::memory_order_relaxed);
       lane->slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
-      threads_->release(*lane);
+      lane->streamed.reset();
+      release_lane(*lane);
       continue;
     }
     if (Connection* c = table_.find(lane->fd)) take_lane_output(*c, *lane);
@@ -301,7 +180,7 @@ void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
 
 // EPOLLOUT on a connection whose thread still writes: more of it.
 void WorkerLoop::write_lane_output(Connection& c) {
-  Lane& lane = threads_->lane(static_cast<std::size_t>(c.lane));
+  Lane& lane = *lanes_[static_cast<std::size_t>(c.lane)];
   long n = write_some(c.fd, c.backlog.data(), c.backlog.size());
   if (n < 0) {
     std::lock_guard lock(lane.mutex);
@@ -313,63 +192,46 @@ void WorkerLoop::write_lane_output(Connection& c) {
   }
   HandlerThreads::output_taken(lane);
   if (c.backlog.empty()) {
-    epoll_.remove(c.fd);
-    c.in_epoll = c.wants_write = false;
+    // Written: no more EPOLLOUT (the reading events are muted until the lane is done).
+    if (epoll_.modify(c.fd, 0)) c.muted = true;
+    c.wants_write = false;
   }
   take_lane_output(c, lane);
 }
 
-// The thread is done and the loop holds all its bytes: what follows any request, as in
-// serve_request(), and the lane is free.
+// The thread is done and the loop holds all its bytes: the request finishes as any other
+// (serve_request.cpp), and the connection is watched for reading again.
 void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
-  Outcome out;
-  out.endpoint = lane.counted ? Endpoint::None : Endpoint::Status;
-  out.whole = lane.whole;
-  out.start_ns = lane.start_ns;
-  out.failed_after_head = lane.failed_after_head;
-  out.ending = lane.write_timed_out ? RequestCodec::Ending::WriteFailed : lane.ending;
-  out.aborted = lane.aborted || c.guard.aborted() ||
-                (out.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head &&
-                 !lane.write_timed_out);
-  if (!lane.failure.empty())
-    client_errors_.write(Kind::Handler, "handler failed on " + std::string(lane.request.method()) +
-                                            " " + std::string(lane.request.uri()) +
-                                            " (request id " +
-                                            std::string(lane.request.request_id()) + ", thread " +
-                                            std::to_string(lane.index) + "): " + lane.failure +
-                                            (lane.failed_after_head ? " (response cut)" : ""));
-  if (lane.refused_head)
-    client_errors_.write(Kind::Handler, "response head of " + std::to_string(lane.refused_head) +
-                                            " bytes to " + std::string(lane.request.method()) +
-                                            " " + std::string(lane.request.uri()) +
-                                            " is larger than --max-response-head (" +
-                                            std::to_string(settings_.max_response_head) +
-                                            "): answered 500");
-  app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
-  lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
-  observe(out, lane.request, lane.response, lane.metrics, lane.shed, lane.queue_ns);
-  release_large_buffers(lane.request, lane.response);
-  if (lane.counted) {
-    lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
-    process_manager::single_writer_add(slot_.requests, 1);
-    lane.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
-    count_request();
-  }
-  threads_->release(lane);
   c.lane = -1;
   c.phase = Connection::Phase::Reading;
-  // keep_or_close() watches the connection again (for writing or reading) as after any request.
-  if (c.wants_write) {
-    epoll_.remove(c.fd);
-    c.in_epoll = c.wants_write = false;
+  if (c.wants_write || c.muted) {
+    c.muted = false;
+    c.wants_write = true; // (so that watch_for_write() sets the reading events back)
+    watch_for_write(c, false);
+    if (table_.find(lane.fd) != &c) { // it could not be watched again: closed
+      lane.streamed.reset();
+      release_lane(lane);
+      return;
+    }
   }
-  if (keep_or_close(c, out) && c.phase == Connection::Phase::KeptIdle) process(c);
+  if (finish(c, lane) && c.phase == Connection::Phase::KeptIdle) process(c);
+}
+
+// A readable event on a connection whose request runs on a thread: the loop reads nothing of it
+// until the lane is done (an abort, or the peer's close, is the thread's to see), so the event is
+// muted; finish_lane() sets it back. EPOLLOUT: more of the lane's output to write.
+void WorkerLoop::on_serving_ready(Connection& c) {
+  if (c.wants_write) {
+    write_lane_output(c);
+    return;
+  }
+  if (!c.muted && epoll_.modify(c.fd, 0)) c.muted = true;
 }
 
 // The worker's state for the pool: busy while every thread is (the pool then grows, pm
 // dynamic and ondemand scale on busy threads), otherwise as without threads.
 void WorkerLoop::publish_lanes() {
-  if (threads_->all_busy() && !stopping())
+  if (all_lanes_busy() && !stopping())
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
 }
 
@@ -379,8 +241,8 @@ std::uint64_t WorkerLoop::next_lane_deadline() const {
   auto consider = [&earliest](std::uint64_t due) {
     if (earliest == 0 || due < earliest) earliest = due;
   };
-  for (std::size_t i = 0; i < threads_->size(); ++i) {
-    const Lane& lane = const_cast<HandlerThreads&>(*threads_).lane(i);
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    const Lane& lane = *lanes_[i];
     if (!lane.busy || lane.cut) continue;
     if (request_timeout_ns_) consider(lane.start_ns + request_timeout_ns_);
     if (event_heartbeat_ns_ && lane.events && !lane.write_timed_out)
@@ -391,8 +253,8 @@ std::uint64_t WorkerLoop::next_lane_deadline() const {
 
 void WorkerLoop::cut_overrun_requests(std::uint64_t now) {
   if (request_timeout_ns_ == 0) return;
-  for (std::size_t i = 0; i < threads_->size(); ++i) {
-    Lane& lane = threads_->lane(i);
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& lane = *lanes_[i];
     if (lane.busy && !lane.cut && now - lane.start_ns > request_timeout_ns_) cut(lane);
   }
 }
@@ -443,8 +305,8 @@ void WorkerLoop::cut(Lane& lane) {
 // waits for a slow client, is left alone and looked at again after another interval.
 void WorkerLoop::keep_streams_alive(std::uint64_t now) {
   if (event_heartbeat_ns_ == 0) return;
-  for (std::size_t i = 0; i < threads_->size(); ++i) {
-    Lane& lane = threads_->lane(i);
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& lane = *lanes_[i];
     if (!lane.busy || lane.cut || !lane.events || lane.write_timed_out ||
         lane.last_output_ns + event_heartbeat_ns_ > now)
       continue;
@@ -465,23 +327,18 @@ void WorkerLoop::keep_streams_alive(std::uint64_t now) {
 // with one line, as without threads; the thread's next write fails (it waits no more), and the
 // connection closes when it returns.
 void WorkerLoop::write_timed_out(Connection& c) {
-  Lane& lane = threads_->lane(static_cast<std::size_t>(c.lane));
+  Lane& lane = *lanes_[static_cast<std::size_t>(c.lane)];
   {
     std::lock_guard lock(lane.mutex);
     lane.client_gone = true;
     lane.output.clear();
   }
   HandlerThreads::output_taken(lane);
-  lane.write_timed_out = true;
+  lane.write_timed_out = true; // finish() says so in its line
   c.backlog.clear();
-  epoll_.remove(c.fd);
-  c.in_epoll = c.wants_write = false;
+  if (epoll_.modify(c.fd, 0)) c.muted = true;
+  c.wants_write = false;
   ::shutdown(c.fd, SHUT_RDWR);
-  client_errors_.write(
-      Kind::Connection,
-      "response to " + std::string(lane.request.method()) + " " + std::string(lane.request.uri()) +
-          " (request id " + std::string(lane.request.request_id()) + ", thread " +
-          std::to_string(lane.index) + ") cut: the client did not read it within --write-timeout");
   take_lane_output(c, lane); // a thread already done: the request ends now
 }
 

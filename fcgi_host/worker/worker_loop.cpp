@@ -62,6 +62,12 @@ void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) 
   describe_request_for_crash(slot.request(0), *static_cast<const app::Request*>(request));
 }
 
+// The request's generated id (process_manager/request_id.hpp), from its lane.
+void lane_request_id(const void* lane, char* out) {
+  auto& l = *static_cast<const Lane*>(lane);
+  process_manager::format_generated_id(l.id_prefix, l.request_number, out);
+}
+
 using process_manager::LogLevel;
 using process_manager::WorkerState;
 namespace exit_code = process_manager::exit_code;
@@ -84,25 +90,32 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
       listen_fd_(settings.listen_fd), scoreboard_(context.scoreboard),
       slot_index_(context.slot_index), generation_(context.generation),
       host_(host_slot(context.scoreboard, context.slot_index)),
-      request_slot_(context.slot.request(0)), metrics_(host_, settings.observe),
       queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
       table_(settings.limits.request, settings.server_values), make_handler_(make_handler),
       thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns),
       event_heartbeat_ns_(settings.event_heartbeat_ns) {
-  request_.set_spill_threshold(settings.limits.spill_threshold);
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
-  app::HostAccess::set_id_source(
-      request_,
-      [](const void* w, char* out) {
-        auto& self = *static_cast<const WorkerLoop*>(w);
-        process_manager::format_generated_id(self.id_prefix_, self.request_number_, out);
-      },
-      this);
-  process_manager::set_crash_describer(describe_for_crash, &request_);
-  response_.set_file_offload(&settings.file_offload);
-  codec_.set_head_limit(settings.max_response_head);
+  // One lane per handler thread; with one thread, one lane run inline, whose state is the
+  // worker's own in the scoreboard (process_manager/scoreboard.hpp).
+  const bool threaded = settings.threads > 1 && make_handler;
+  publish_every_request_ = settings.observe.metrics || threaded;
+  const std::size_t lanes = threaded ? settings.threads : 1;
+  for (std::size_t i = 0; i < lanes; ++i) {
+    process_manager::RequestSlot& rs = slot_.request(i);
+    auto lane =
+        std::make_unique<Lane>(i, rs, threaded ? rs.state : slot_.state, host_, settings.observe);
+    lane->handler = &handler;
+    lane->id_prefix = id_prefix_;
+    lane->request.set_spill_threshold(settings.limits.spill_threshold);
+    lane->response.set_file_offload(&settings.file_offload);
+    lane->codec.set_head_limit(settings.max_response_head);
+    app::HostAccess::set_id_source(lane->request, lane_request_id, lane.get());
+    if (threaded) lane->metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
+    lanes_.push_back(std::move(lane));
+  }
+  process_manager::set_crash_describer(describe_for_crash, &lanes_[0]->request);
   // Each worker its own limit, so that workers started together do not all recycle together.
   if (settings.max_requests > 0)
     request_limit_ = settings.max_requests + random_up_to(settings.max_requests_jitter);
@@ -182,7 +195,7 @@ bool WorkerLoop::wait_and_dispatch() {
     dispatch(events[i].data.fd);
   const std::uint64_t now = process_manager::monotonic_ns(); // one read for what follows
   expire_deadlines(now);
-  if (threads_) {
+  if (busy_lanes_ > 0) { // (a lane is busy here only on a handler thread)
     cut_overrun_requests(now);
     keep_streams_alive(now);
   }
@@ -213,19 +226,19 @@ int WorkerLoop::next_timeout_ms() {
   std::uint64_t earliest = 0;
   bool partial = false, kept = false;
   table_.for_each([&](const Connection& c) {
-    if (!c.in_epoll) return;
+    if (!c.in_epoll || (c.phase == Connection::Phase::Serving && !c.wants_write)) return;
     if (earliest == 0 || c.deadline_ns < earliest) earliest = c.deadline_ns;
     partial |= c.phase == Connection::Phase::Reading && c.head_deadline_ns != 0;
     kept |= c.phase == Connection::Phase::KeptIdle;
   });
-  if (threads_) {
-    // Every thread busy: the pool counts the worker busy.
+  if (busy_lanes_ > 0) { // requests on handler threads
     if (std::uint64_t due = next_lane_deadline(); due && (earliest == 0 || due < earliest))
       earliest = due;
-    if (!admitting() && !stopping()) {
-      slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
-      partial = kept = false;
-    }
+  }
+  if (!admitting() && !stopping()) {
+    // Every thread busy: the pool counts the worker busy.
+    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
+    partial = kept = false;
   }
   if (!stopping() && admitting())
     slot_.state.store(partial ? WorkerState::Reading

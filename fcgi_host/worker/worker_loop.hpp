@@ -1,11 +1,14 @@
 #pragma once
-// The worker's event loop (private to worker/): one loop over the shared listening socket, the
-// handoff channel, the worker's signals and its connections; a request's handler runs when the
-// request is complete, one at a time. Its parts, each in a file of its own:
+// The worker's event loop (private to worker/): the connection loop over the shared listening
+// socket, the handoff channel, the worker's signals and its connections. A complete request is
+// served on a lane (request_lane.hpp) by one set of steps, whatever --threads says; the handler
+// runs inline (one thread) or on the lane's thread. Its parts, each in a file of its own:
 //   worker_loop.cpp          the loop: wait, dispatch, the fast path, signals, the stop
 //   connection_events.cpp    what one connection's events do: accept, read, frame, wait, write,
 //                            refuse, close, deadlines, eviction
-//   serve_request.cpp        the steps of one complete request
+//   serve_request.cpp        the steps of one complete request: begin, respond, finish
+//   threaded_requests.cpp    what handler threads add: hand-over, holding, the output hand-back,
+//                            the cut at --request-timeout, event-stream heartbeats
 //   worker_handoff.cpp       when and how a kept connection moves to another worker
 // and the pieces it is built of: ConnectionTable (the connections), ConnectionPolicy (pure:
 // deadlines and eviction), EpollSet, WorkerSignals, HandoffChannel, SlowHandlerWatch.
@@ -21,6 +24,7 @@
 #include "fcgi_host/worker/connection_table.hpp"
 #include "fcgi_host/worker/epoll_set.hpp"
 #include "fcgi_host/worker/handler_threads.hpp"
+#include "fcgi_host/worker/request_lane.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
 #include "fcgi_host/worker/streamed_body.hpp"
 #include "fcgi_host/worker/worker.hpp"
@@ -28,8 +32,9 @@
 #include "process_manager/worker_context.hpp"
 
 #include <deque>
-#include <exception>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace fcgi_host {
 
@@ -75,6 +80,8 @@ private:
   bool finished() const { return stop_ != Stop::No && table_.open() == abandoned_; }
   bool done() { return finished() && !take_left_in_channel(); }
   bool stopping() const { return stop_ != Stop::No; }
+  // A lane is free for a new request (a cut request stops the worker's admissions).
+  bool admitting() const { return !all_lanes_busy() && !quarantined_; }
 
   // ---- one connection's events (connection_events.cpp)
   bool accept_one();
@@ -86,10 +93,10 @@ private:
   void on_ready(Connection& c) {
     if (c.phase == Connection::Phase::Writing)
       continue_writing(c);
+    else if (c.phase == Connection::Phase::Serving) // (its pumped body is the lane's now)
+      on_serving_ready(c);
     else if (c.pump)
       pump_body(c);
-    else if (c.phase == Connection::Phase::Serving)
-      write_lane_output(c);
     else if (read_more(c))
       process(c);
   }
@@ -125,13 +132,12 @@ private:
 
   // ---- --threads: requests on handler threads (threaded_requests.cpp)
   std::string start_threads();
-  bool serve_on_thread(Connection& c);
+  bool hand_to_thread(Connection& c, Lane& lane);
   void hold(Connection& c);
   void resume_held();
-  bool decode_into(Connection& c, Lane& lane);
   void respond_on_thread(Lane& lane);
-  void encode(Lane& lane);
   void on_thread_news();
+  void on_serving_ready(Connection& c);
   void take_lane_output(Connection& c, Lane& lane);
   void write_lane_output(Connection& c);
   void finish_lane(Connection& c, Lane& lane);
@@ -141,40 +147,41 @@ private:
   void cut(Lane& lane);
   void keep_streams_alive(std::uint64_t now);
   void write_timed_out(Connection& c);
-  bool admitting() const { return !threads_ || (!threads_->all_busy() && !quarantined_); }
 
   // ---- --capture-crashes (crash_capture_hook.cpp)
   std::string arm_crash_capture();
   static void capture_in_flight(process_manager::WorkerSlot& slot, int sig, void* self);
 
-  // ---- one request (serve_request.cpp)
-  bool serve_request(Connection& c);
+  // ---- one request, on a lane (serve_request.cpp)
+  // `lane`: the one a streamed body's request was peeked into; otherwise a free one is taken
+  // (none: the request is held or handed off). False when the connection was closed, moved, or
+  // is a handler thread's until its request is done.
+  bool serve_request(Connection& c, Lane* lane = nullptr);
+  enum class Begun { Closed, Answered, ForHandler };
+  Begun begin(Connection& c, Lane& lane);
+  void answer_endpoint(Lane& lane);
+  // The handler inside its exception boundary, then its response encoded: inline with one
+  // thread, on the lane's thread with more (it touches the lane and nothing of the loop).
+  static void respond(Lane& lane);
+  static void encode(Lane& lane);
+  bool finish(Connection& c, Lane& lane);
+  void report_failures(Lane& lane);
+  void observe(Lane& lane);
+  bool keep_or_close(Connection& c, Lane& lane);
+  bool keep_or_close(Connection& c, RequestCodec::Ending ending, std::uint64_t start_ns,
+                     const StreamedBody* streamed, bool body_ended);
+  Lane* idle_lane();
+  void take_lane(Lane& lane);
+  void release_lane(Lane& lane);
+  bool all_lanes_busy() const { return busy_lanes_ == lanes_.size(); }
   // A request whose handler reads its body as it arrives (Handler::streams_body): served as
   // soon as its params are in. No: not such a request (it waits for its body as usual).
   enum class Streamed { No, Served, Closed };
   Streamed serve_streamed(Connection& c);
-  bool finish_streamed_body(Connection& c);
-  void keep_upload_memory();
-  // What became of one request, for what follows its response (metrics, logs, keep or close).
-  struct Outcome {
-    Endpoint endpoint = Endpoint::None; // status or ping: answered here, not a request of the pool
-    bool whole = true;                  // the body arrived whole
-    std::uint64_t start_ns = 0;
-    bool failed_after_head = false; // the handler threw after its head went out
-    bool aborted = false;           // the web server aborted the request or closed: logged as 499
-    RequestCodec::Ending ending = RequestCodec::Ending::Kept;
-    bool counted() const { return endpoint == Endpoint::None; }
-  };
+  bool finish_streamed_body(Connection& c, const StreamedBody& body, bool ended);
+  void keep_upload_memory(Lane& lane);
   // After a handler ran this long, the worker looks whether the client is still there.
   static constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
-  bool decode(Connection& c, Outcome& out);
-  void run_handler(Outcome& out);
-  void handler_failed(Outcome& out, const std::exception_ptr& failure);
-  void answer_endpoint(Outcome& out, const app::Request& request, app::Response& response);
-  void send(Connection& c, Outcome& out);
-  void observe(const Outcome& out, const app::Request& request, const app::Response& response,
-               RequestMetrics& metrics, bool shed, std::int64_t queue_ns);
-  bool keep_or_close(Connection& c, Outcome& out);
   void count_request();
 
   const process_manager::WorkerContext& context_;
@@ -185,9 +192,7 @@ private:
   const process_manager::Scoreboard& scoreboard_;
   std::size_t slot_index_;
   std::uint32_t generation_;
-  HostSlot& host_;                             // the host's counters of this worker
-  process_manager::RequestSlot& request_slot_; // the request in flight (one thread)
-  RequestMetrics metrics_;
+  HostSlot& host_;       // the host's counters of this worker
   QueueGate queue_gate_; // queue time, and --max-queue-time shedding
   const ConnectionPolicy policy_;
   std::uint64_t write_timeout_ns_;
@@ -213,19 +218,19 @@ private:
   int serving_fd_ = -1;       // the connection whose request runs; guarded by the table lock
   SlowHandlerWatch watch_;    // after table_: its thread ends before the table goes
 
-  RequestCodec codec_;
-  StreamedBody* streamed_ = nullptr; // the body of the request served, when streamed
+  // The lanes: one per handler thread; with one thread, the one run inline.
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::size_t busy_lanes_ = 0;
+  bool publish_every_request_; // the slot names each request (--metrics, or threads)
   // The memory of the last body gathered by a pump, kept for the next (up to --spill-threshold;
   // freed after kUploadMemoryKeepNs without one): a large upload's fresh pages cost more than
   // its copy from the kernel.
   app::SpillBuffer upload_memory_;
   std::uint64_t upload_memory_used_ns_ = 0; // 0: none kept
-  app::Request request_;
-  app::Response response_;
   ClientErrorLog client_errors_;
   std::unique_ptr<CrashCapture> crash_capture_; // null unless --capture-crashes
 
-  // --threads above 1 (null otherwise: the loop runs the handler itself).
+  // --threads above 1 (null otherwise: the loop runs the handler itself, on lanes_[0]).
   const HandlerFactory* make_handler_;
   bool thread_safe_;
   std::unique_ptr<HandlerThreads> threads_;

@@ -305,16 +305,19 @@ bool HostProcess::wait_master_turn(Millis timeout) const {
 }
 
 bool HostProcess::wait_serving(const std::string& uri, Millis timeout) const {
-  // A worker's entry keeps its last URI when idle: the state must say it is in the handler.
-  const std::string handling = "\"state\":\"handling\"";
+  // A worker's entry keeps its last URI when idle: it must say the request is in a handler —
+  // the worker's state with one thread, a busy thread with several (the entry shows the
+  // request running longest).
   const std::string entry = "\"request uri\":\"" + uri + "\"";
+  const std::regex in_handler("\"state\":\"handling\"|\"busy threads\":[1-9]");
   return wait_for(
       [&] {
         std::string json = status_json(true);
-        for (auto at = json.find(handling); at != std::string::npos;
-             at = json.find(handling, at + 1)) {
-          auto end = json.find('}', at);
-          if (json.substr(at, end - at).find(entry) != std::string::npos) return true;
+        const std::string start = "{\"pid\":";
+        for (auto at = json.find(start); at != std::string::npos; at = json.find(start, at + 1)) {
+          const std::string worker = json.substr(at, json.find('}', at) - at);
+          if (worker.find(entry) != std::string::npos && std::regex_search(worker, in_handler))
+            return true;
         }
         return false;
       },

@@ -42,6 +42,7 @@ TEST_SUITE("one request path") {
       const std::string body = it::pattern_body(size);
       it::HttpResponse whole = it::http_request(nginx.port(), "POST", "/echo", body, Millis{30000});
       CHECK(whole.status == 200);
+      INFO("answered " << whole.body.size() << " bytes");
       CHECK(echoed_whole(whole.body, body));
       it::HttpResponse read =
           it::http_request(nginx.port(), "POST", "/stream", body, Millis{30000});
