@@ -84,21 +84,22 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
       Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
       // Taken before the stop: where it hangs is what the person reading this line needs. One
       // thread: the handler runs on the main thread (the pid). Threads: every thread's stack,
-      // each under its "TID n:" line, the stuck one named in the line.
+      // each under its "TID n:" line, the stuck one named in the line. One form for both.
       std::string stack;
       if (w.stack_trace_on_timeout)
         stack = threads <= 1 ? worker_frames(capture_stack(w.pid, kStackTraceBudget, w.pid))
                              : capture_stack(w.pid, kStackTraceBudget);
       if (!stack.empty() && stack.back() == '\n') stack.pop_back();
-      std::string what = threads <= 1
-                             ? " killed: request \""
-                             : " stops (its other requests finish): thread " + std::to_string(t) +
-                                   " (tid " + std::to_string(s.tid) + ") stuck in request \"";
+      const pid_t tid = s.tid != 0 ? s.tid : w.pid;
+      const std::string outcome =
+          threads <= 1 ? "the worker is killed"
+                       : "its client got 504, the worker stops (its other requests finish)";
       PM_LOG_BLOCK(LogLevel::Error,
-                   name(w) + what + r.method + " " + r.uri + "\", request id " + r.request_id +
-                       ", ran for " + seconds_text(running_ns(s, now)) + " (request_timeout " +
-                       seconds_text(ns(w.request_timeout)) + ")" +
-                       (stack.empty() ? "" : "; stack:"),
+                   name(w) + ": request \"" + r.method + " " + r.uri + "\", request id " +
+                       r.request_id + ", thread " + std::to_string(t) + " (tid " +
+                       std::to_string(tid) + "), ran for " + seconds_text(running_ns(s, now)) +
+                       " past --request-timeout (" + seconds_text(ns(w.request_timeout)) +
+                       "): " + outcome + (stack.empty() ? "" : "; stack:"),
                    stack);
       ++scoreboard.pool().kills_by_timeout;
       stop(w, StopReason::Timeout);

@@ -38,8 +38,9 @@ std::vector<std::string> debugger_argv(pid_t pid, pid_t tid) {
   return {};
 }
 
-// Only the frames and their source lines (indented, after a frame): both debuggers also print
-// banners and thread headers.
+// Only the frames and their source lines (indented, after a frame), and the thread headers of a
+// stack of several threads ("TID n:", eu-stack's; "Thread n (...)", gdb's), so that a reader
+// can tell which stack is which thread's: both debuggers also print banners.
 std::string frames(const std::string& out) {
   std::istringstream in(out);
   std::string result;
@@ -47,7 +48,7 @@ std::string frames(const std::string& out) {
   for (std::string line; std::getline(in, line);) {
     bool source = in_frame && line.starts_with("    ");
     in_frame = line.starts_with("#") || source;
-    if (in_frame) result += line + "\n";
+    if (in_frame || line.starts_with("TID ") || line.starts_with("Thread ")) result += line + "\n";
   }
   return result;
 }

@@ -1,5 +1,8 @@
 #include "fcgi_host/worker/handler_threads.hpp"
 
+#include "fcgi_host/worker/connection.hpp"
+#include "fcgi_host/worker/stream_heartbeat.hpp"
+#include "process_manager/clock.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/log.hpp"
 
@@ -142,16 +145,36 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   return !lane.client_gone;
 }
 
+// Inline (one thread, heartbeats on): each write under the lane's mutex, so that the heartbeat
+// thread (stream_heartbeat.hpp) writes only between two events. On a handler thread: the flags
+// under the mutex, the write outside it (deliver() takes the mutex itself).
 void LaneSink::send_head(const app::Response& response) {
+  const bool events = response.header("Content-Type").starts_with("text/event-stream");
+  if (!lane_.owner) {
+    std::lock_guard lock(lane_.mutex);
+    lane_.codec.sink().send_head(response);
+    lane_.between_events = false;
+    lane_.event_stream = lane_.events = events;
+    lane_.last_output_ns = process_manager::monotonic_ns();
+    if (lane_.connection) lane_.request_id = lane_.connection->guard.request_id();
+    if (events && lane_.heartbeat) lane_.heartbeat->stream_began();
+    return;
+  }
   {
     std::lock_guard lock(lane_.mutex);
     lane_.between_events = false;
-    lane_.event_stream = response.header("Content-Type").starts_with("text/event-stream");
+    lane_.event_stream = events;
   }
   lane_.codec.sink().send_head(response);
 }
 
 bool LaneSink::send_body(std::string_view chunk) {
+  if (!lane_.owner) {
+    std::lock_guard lock(lane_.mutex);
+    lane_.between_events = false;
+    lane_.last_output_ns = process_manager::monotonic_ns();
+    return lane_.codec.sink().send_body(chunk);
+  }
   {
     std::lock_guard lock(lane_.mutex);
     lane_.between_events = false;
@@ -160,6 +183,13 @@ bool LaneSink::send_body(std::string_view chunk) {
 }
 
 bool LaneSink::flush() {
+  if (!lane_.owner) {
+    std::lock_guard lock(lane_.mutex);
+    bool ok = lane_.codec.sink().flush();
+    lane_.between_events = true;
+    lane_.last_output_ns = process_manager::monotonic_ns();
+    return ok;
+  }
   bool ok = lane_.codec.sink().flush();
   std::lock_guard lock(lane_.mutex);
   lane_.between_events = true;

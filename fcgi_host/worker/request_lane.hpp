@@ -30,12 +30,17 @@
 namespace fcgi_host {
 
 class HandlerThreads;
+class StreamHeartbeat;
 struct Connection;
 struct Lane;
 
 // What the loop may hold of a lane's output before the thread waits: a streamed response (or a
 // large buffered one) costs at most about this much memory beside the socket's own buffer.
 inline constexpr std::size_t kLaneOutputBound = 64 * 1024;
+
+// What an event stream quiet for --event-heartbeat gets: an SSE comment (threaded_requests.cpp,
+// stream_heartbeat.cpp).
+inline constexpr std::string_view kHeartbeatComment = ": heartbeat\n\n";
 
 // The sink a handler thread's streamed response goes through: the codec's, plus what the loop
 // needs to keep an idle event stream open with a heartbeat comment of its own, placed between
@@ -86,9 +91,11 @@ struct Lane {
   std::uint64_t id_prefix = 0;      // of the worker's generated request ids
   std::uint64_t request_number = 0; // this request's
   bool counted() const { return endpoint == Endpoint::None; }
-  // Where the response's streamed writes go: a thread's through its lane (heartbeat timing).
+  // Where the response's streamed writes go: through the lane's sink on a thread, or inline where
+  // heartbeats are on (their timing, and the lock that keeps them apart from the handler's
+  // writes); straight to the codec otherwise.
   app::BodySink* response_sink() {
-    return owner ? static_cast<app::BodySink*>(&sink) : &codec.sink();
+    return owner || heartbeat ? static_cast<app::BodySink*>(&sink) : &codec.sink();
   }
 
   // What respond leaves for finish.
@@ -103,13 +110,17 @@ struct Lane {
 
   // ---- --threads: the seam between the loop and the lane's thread (handler_threads.hpp)
   HandlerThreads* owner = nullptr;
+  // With one thread and --event-heartbeat: the thread that keeps an idle stream open.
+  StreamHeartbeat* heartbeat = nullptr;
+  std::uint16_t request_id = 0; // an inline stream's, for its heartbeat records (under `mutex`)
   // The thread's own while it holds a request (hand_over() resets it before giving the job): the
   // thread encodes the response's end, whose bytes within the bound wait for `done` (one wake-up
   // of the loop and one write, not one for the bytes and one for the end).
   bool encoding_end = false;
   // The loop's own.
   bool cut = false;                 // the loop ended its request (--request-timeout)
-  std::uint64_t last_output_ns = 0; // when the loop last took bytes of it (heartbeat timing)
+  std::uint64_t last_output_ns = 0; // when the loop last took bytes of it (heartbeat timing;
+                                    // inline: when the handler last wrote, under `mutex`)
   bool events = false;              // the loop saw its head say text/event-stream
   // Between the loop and the thread, under `mutex`.
   std::mutex mutex;

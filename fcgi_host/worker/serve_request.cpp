@@ -184,6 +184,13 @@ void answer_failure(Lane& lane) {
   lane.response.set_content("Internal Server Error\n", "text/plain");
 }
 
+// An inline event stream's handler returned: its heartbeats stop before the response's end goes
+// out (stream_heartbeat.hpp).
+void end_inline_stream(Lane& lane) {
+  std::lock_guard lock(lane.mutex);
+  lane.event_stream = false;
+}
+
 } // namespace
 
 // The handler inside its exception boundary, then its response encoded. Inline with one thread
@@ -199,6 +206,7 @@ void WorkerLoop::respond(Lane& lane) {
     lane.failure = std::current_exception();
   }
   if (lane.failure) answer_failure(lane);
+  if (lane.heartbeat && lane.events) end_inline_stream(lane); // no heartbeat inside the end
   // nginx closes the connection when its client leaves; a small answer written to it would
   // still "succeed". After a long handler (when that is likely, and one system call is cheap
   // beside it) the worker looks, so that the request is logged and counted as aborted (499).
@@ -253,9 +261,9 @@ bool WorkerLoop::finish(Connection& c, Lane& lane) {
     lane.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();
   }
+  release_lane(lane); // (what keep_or_close() reads of it stays)
   const bool open = keep_or_close(c, lane);
   lane.streamed.reset();
-  release_lane(lane);
   return open;
 }
 
@@ -400,7 +408,7 @@ void WorkerLoop::release_lane(Lane& lane) {
   --busy_lanes_;
   lane.fd = -1;
   lane.connection = nullptr;
-  if (lane.owner) HandlerThreads::release(lane);
+  if (lane.owner || lane.events) HandlerThreads::release(lane); // (an inline event stream's too)
 }
 
 // ---- a body the handler reads as it arrives --------------------------------------------------

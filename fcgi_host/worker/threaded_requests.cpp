@@ -42,10 +42,6 @@ namespace fcgi_host {
 namespace {
 
 using process_manager::WorkerState;
-using Kind = ClientErrorLog::Kind;
-
-// What keep_streams_alive() sends on an idle event stream: an SSE comment.
-constexpr std::string_view kHeartbeatComment = ": heartbeat\n\n";
 
 // Called from the crash handler in the faulting thread: its own request's route and identity.
 void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads) {
@@ -287,13 +283,7 @@ void WorkerLoop::cut(Lane& lane) {
     c->in_epoll = c->wants_write = false;
     ::shutdown(c->fd, SHUT_RDWR); // closed when the thread returns, or with the process
   }
-  client_errors_.write(Kind::Handler,
-                       "request " + std::string(lane.request.method()) + " " +
-                           std::string(lane.request.uri()) + " (request id " +
-                           std::string(lane.request.request_id()) + ", thread " +
-                           std::to_string(lane.index) + ") cut after --request-timeout (" +
-                           process_manager::seconds_text(request_timeout_ns_) +
-                           "): answered 504; the worker takes no more requests and is replaced");
+  // (The master's line names the request, its thread and the stacks: one line for the event.)
   // Its kept connections go to workers that go on.
   if (can_hand_off(false)) hand_off_waiting(-1);
 }

@@ -8,9 +8,11 @@
 //    request reaches the codec and the handler only when it is complete (BEGIN, PARAMS, the
 //    whole STDIN), so a slow or idle client never holds a worker: it is one more fd in epoll,
 //    with its deadline (connection_policy.hpp).
-//  - The handler runs synchronously, one request at a time per worker (the prefork model;
-//    serve_request.cpp). A response complete in memory that the client does not take at once
-//    waits in the connection's backlog and goes out from this loop.
+//  - A complete request is served on a lane by one set of steps (serve_request.cpp): with one
+//    thread the handler runs inline, one request at a time per worker (the prefork model);
+//    with --threads it runs on the lane's thread while the loop goes on (threaded_requests.cpp).
+//    A response complete in memory that the client does not take at once waits in the
+//    connection's backlog and goes out from this loop.
 //  - Kept connections (nginx `fastcgi_keep_conn on`) stay in epoll between requests, beside the
 //    listening socket, so an idle kept connection never stops this worker from taking a new
 //    connection. When this worker cannot serve them soon (a slow handler, a stop) they move to
@@ -114,6 +116,10 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     app::HostAccess::set_id_source(lane->request, lane_request_id, lane.get());
     if (threaded) lane->metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
     lanes_.push_back(std::move(lane));
+  }
+  if (!threaded && event_heartbeat_ns_ > 0) {
+    heartbeat_ = std::make_unique<StreamHeartbeat>(*lanes_[0], event_heartbeat_ns_);
+    lanes_[0]->heartbeat = heartbeat_.get();
   }
   process_manager::set_crash_describer(describe_for_crash, &lanes_[0]->request);
   // Each worker its own limit, so that workers started together do not all recycle together.

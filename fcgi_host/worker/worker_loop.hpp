@@ -26,6 +26,7 @@
 #include "fcgi_host/worker/handler_threads.hpp"
 #include "fcgi_host/worker/request_lane.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
+#include "fcgi_host/worker/stream_heartbeat.hpp"
 #include "fcgi_host/worker/streamed_body.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "fcgi_host/worker/worker_signals.hpp"
@@ -234,6 +235,8 @@ private:
   const HandlerFactory* make_handler_;
   bool thread_safe_;
   std::unique_ptr<HandlerThreads> threads_;
+  // One thread and --event-heartbeat: the inline lane's (null otherwise).
+  std::unique_ptr<StreamHeartbeat> heartbeat_;
   std::deque<int> held_;      // connections whose complete request waits for a thread
   std::size_t abandoned_ = 0; // connections of cut requests whose threads never returned
   bool quarantined_ = false;  // a request was cut: no new work until the master stops us

@@ -4,6 +4,7 @@
 // in flight and counts the others as lost; reloads, upgrades and recycling lose nothing.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "request_modes.hpp"
 
 #include <arpa/inet.h>
 #include <chrono>
@@ -147,8 +148,7 @@ TEST_SUITE("threads") {
   TEST_CASE("a request past --request-timeout is cut (504) while the worker's other requests "
             "finish with 200, one stack of all threads, the worker replaced") {
     HostProcess host(one_worker(4, {"--request-timeout", "2", "--graceful-timeout", "10"}));
-    host.allow_log("cut after --request-timeout");
-    host.allow_log("stuck in request");
+    host.allow_log("past --request-timeout");
     std::vector<pid_t> before = host.wait_workers(1);
     REQUIRE(before.size() == 1);
     it::NginxProcess nginx({host.address()});
@@ -169,9 +169,12 @@ TEST_SUITE("threads") {
     CHECK(stuck == 504);
     for (int s : others)
       CHECK(s == 200);
-    REQUIRE(host.wait_log("cut after --request-timeout"));
-    REQUIRE(host.wait_log(R"(stops \(its other requests finish\): thread \d \(tid \d+\) stuck in )"
-                          R"(request "GET /slow\?ms=6000")"));
+    // One line for the event, the same form as with one thread, and each stack under its thread.
+    REQUIRE(
+        host.wait_log(R"(: request "GET /slow\?ms=6000", request id [^,]+, thread \d \(tid \d+\), )"
+                      R"(ran for [0-9.]+ s past --request-timeout \(2.0 s\): its client got 504, )"
+                      R"(the worker stops \(its other requests finish\); stack:)"));
+    CHECK(has(host.log(), "\nTID "));
     CHECK(has(host.log(), "sleep_in_named_function")); // the stuck thread's frames, among all
     CHECK(!host.wait_worker_replaced(before[0], 1, Millis{15000}).empty());
     CHECK(it::http_request(nginx.port(), "GET", "/id").status == 200);
@@ -273,9 +276,10 @@ TEST_SUITE("threads") {
     CHECK(ms_between(t0, seen.arrival(events[1])) > 250);
   }
 
-  TEST_CASE("an event stream quiet past --event-heartbeat gets heartbeat comments through nginx, "
-            "between its events") {
-    HostProcess host(one_worker(2, {"--event-heartbeat", "0.3"}));
+  REQUEST_PATH_CASE("an event stream quiet past --event-heartbeat gets heartbeat comments "
+                    "through nginx, between its events") {
+    HostProcess host(
+        one_worker(static_cast<int>(it::request_path_threads()), {"--event-heartbeat", "0.3"}));
     it::NginxProcess nginx({host.address()});
     Streamed seen = stream_through(nginx.port(), "/events?n=2&gap_ms=1500");
     INFO("response:\n" << seen.text);
