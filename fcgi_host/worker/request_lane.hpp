@@ -135,8 +135,9 @@ struct Lane {
   bool between_events = false; // all the handler wrote is out of the codec, nothing partial:
                                // a heartbeat record may go next
   std::size_t delivered = 0;   // bytes handed to the loop so far
-  std::atomic<pid_t> tid{0};   // the thread's id (gettid()), once it started
-  bool in_news = false;        // guarded by HandlerThreads' news mutex
+  std::atomic<bool> waiting_for_room{false}; // the thread waits for the loop to take output
+  std::atomic<pid_t> tid{0};                 // the thread's id (gettid()), once it started
+  bool in_news = false;                      // guarded by HandlerThreads' news mutex
 };
 
 } // namespace fcgi_host
