@@ -26,7 +26,6 @@ struct Connection {
   Phase phase = Phase::Reading;
   bool in_epoll = false;
   bool wants_write = false; // registered for EPOLLOUT (Writing, or a thread's output waiting)
-  bool muted = false;       // Serving: registered for no event until its lane is done
   bool keep_after_write = false;
   bool body_mode_asked = false;  // the handler was asked whether it streams this request's body
   int lane = -1;                 // Serving: the handler thread's lane
@@ -51,7 +50,7 @@ struct Connection {
   void reuse(int new_fd, std::uint64_t now) {
     fd = new_fd;
     phase = Phase::Reading;
-    in_epoll = wants_write = muted = keep_after_write = body_mode_asked = false;
+    in_epoll = wants_write = keep_after_write = body_mode_asked = false;
     lane = -1;
     deadline_ns = head_deadline_ns = body_start_ns = 0;
     started_ns = now;

@@ -3,8 +3,8 @@
 // on. The seam is two queues: a lane holds one complete request for its thread (views into the
 // connection's buffer, which nothing else touches until the lane is back), and the lane's output
 // and "done" come back through the eventfd. The loop writes every byte, and finishes the request
-// as any other (finish()). The connection stays in epoll while its request runs: a readable
-// event then only mutes it (on_serving_ready) until the lane is done.
+// as any other (finish()). The connection stays in epoll while its request runs (no epoll_ctl
+// per request); an event on it then takes it out until the lane is done (on_serving_ready).
 //
 // Admission: a worker whose threads are all busy takes no request: it stops accepting, and a
 // request that completes on one of its kept connections goes to a free worker with its bytes
@@ -188,9 +188,9 @@ void WorkerLoop::write_lane_output(Connection& c) {
   }
   HandlerThreads::output_taken(lane);
   if (c.backlog.empty()) {
-    // Written: no more EPOLLOUT (the reading events are muted until the lane is done).
-    if (epoll_.modify(c.fd, 0)) c.muted = true;
-    c.wants_write = false;
+    const int fd = c.fd;
+    watch_for_write(c, false); // written: no more EPOLLOUT
+    if (table_.find(fd) != &c) return;
   }
   take_lane_output(c, lane);
 }
@@ -200,10 +200,8 @@ void WorkerLoop::write_lane_output(Connection& c) {
 void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
   c.lane = -1;
   c.phase = Connection::Phase::Reading;
-  if (c.wants_write || c.muted) {
-    c.muted = false;
-    c.wants_write = true; // (so that watch_for_write() sets the reading events back)
-    watch_for_write(c, false);
+  if (c.wants_write) {
+    watch_for_write(c, false);        // (reading again; keep_or_close() decides what follows)
     if (table_.find(lane.fd) != &c) { // it could not be watched again: closed
       lane.streamed.reset();
       release_lane(lane);
@@ -213,15 +211,17 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
   if (finish(c, lane) && c.phase == Connection::Phase::KeptIdle) process(c);
 }
 
-// A readable event on a connection whose request runs on a thread: the loop reads nothing of it
-// until the lane is done (an abort, or the peer's close, is the thread's to see), so the event is
-// muted; finish_lane() sets it back. EPOLLOUT: more of the lane's output to write.
+// An event on a connection whose request runs on a thread, other than room to write the lane's
+// output: the loop reads nothing of it until the lane is done (an abort, or the peer's close, is
+// the thread's to see), so it leaves epoll until then (level-triggered, it would fire at every
+// wait); keep_or_close() watches it again.
 void WorkerLoop::on_serving_ready(Connection& c) {
   if (c.wants_write) {
     write_lane_output(c);
     return;
   }
-  if (!c.muted && epoll_.modify(c.fd, 0)) c.muted = true;
+  epoll_.remove(c.fd);
+  c.in_epoll = false;
 }
 
 // The worker's state for the pool: busy while every thread is (the pool then grows, pm
@@ -326,8 +326,8 @@ void WorkerLoop::write_timed_out(Connection& c) {
   HandlerThreads::output_taken(lane);
   lane.write_timed_out = true; // finish() says so in its line
   c.backlog.clear();
-  if (epoll_.modify(c.fd, 0)) c.muted = true;
-  c.wants_write = false;
+  epoll_.remove(c.fd);
+  c.in_epoll = c.wants_write = false;
   ::shutdown(c.fd, SHUT_RDWR);
   take_lane_output(c, lane); // a thread already done: the request ends now
 }
