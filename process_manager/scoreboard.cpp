@@ -135,19 +135,22 @@ void Scoreboard::count_crashed_request(std::size_t i) {
 }
 
 void Scoreboard::sample(std::uint32_t listen_queue) {
-  std::uint32_t active = 0, total = 0;
+  std::uint32_t active = 0, busy = 0, total = 0;
   for (std::size_t i = 0; i < used(); ++i) {
     const WorkerSlot& s = slot(i);
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free || st == WorkerState::Starting) continue;
     total += static_cast<std::uint32_t>(s.thread_count());
-    active += busy_threads(s);
+    const std::uint32_t threads_busy = busy_threads(s);
+    busy += threads_busy;
+    active += threads_busy > 0; // a process, however many of its threads serve
   }
   PoolCounters& p = *pool_;
   if (active > p.max_active.load(std::memory_order_relaxed)) p.max_active = active;
+  if (busy > p.max_busy_threads.load(std::memory_order_relaxed)) p.max_busy_threads = busy;
   if (listen_queue > p.max_listen_queue.load(std::memory_order_relaxed))
     p.max_listen_queue = listen_queue;
-  bool all_busy = total > 0 && active == total;
+  bool all_busy = total > 0 && busy == total;
   if (all_busy && !p.was_all_busy.load(std::memory_order_relaxed)) ++p.all_busy;
   p.was_all_busy = all_busy;
 }

@@ -131,7 +131,8 @@ struct PoolCounters {
   std::atomic<std::uint64_t> start_time_s{0}; // wall clock (seconds since the epoch)
   std::atomic<std::uint64_t> start_ns{0};     // CLOCK_MONOTONIC
   // Sampled on every turn of the master loop (at least every 100 ms).
-  std::atomic<std::uint32_t> max_active{0};
+  std::atomic<std::uint32_t> max_active{0};       // processes with a request in a handler
+  std::atomic<std::uint32_t> max_busy_threads{0}; // handler threads in a request (--threads)
   std::atomic<std::uint32_t> max_listen_queue{0};
   std::atomic<std::uint64_t> all_busy{0}; // times every worker was seen busy
   std::atomic<bool> was_all_busy{false};

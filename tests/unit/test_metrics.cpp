@@ -190,6 +190,22 @@ TEST_CASE("metrics: pool sampling counts all-busy transitions and the maxima") {
   CHECK(sb.pool().max_listen_queue == 4);
 }
 
+TEST_CASE("metrics: with threads, max active counts processes and max busy threads threads") {
+  Scoreboard sb(2, 4, fcgi_host::kHostArea);
+  for (std::size_t i = 0; i < 2; ++i) {
+    sb.prepare(i, 4);
+    sb.slot(i).state = WorkerState::Idle;
+    for (std::size_t t = 0; t < 4; ++t)
+      sb.slot(i).request(t).state = WorkerState::Idle;
+  }
+  for (std::size_t t = 0; t < 3; ++t)
+    sb.slot(0).request(t).state = WorkerState::Handling;
+  sb.sample(0);
+  CHECK(sb.pool().max_active == 1);
+  CHECK(sb.pool().max_busy_threads == 3);
+  CHECK(sb.pool().all_busy == 0);
+}
+
 TEST_CASE("listen queue: a Unix listening socket reports its waiting connections") {
   char path[] = "/tmp/fcgi-host-lq-XXXXXX";
   REQUIRE(mkdtemp(path));
