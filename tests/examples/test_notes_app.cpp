@@ -1,4 +1,4 @@
-// The notes example (app/examples/notes) through the in-process host: the real worker loop and
+// The notes example (examples/notes) through the in-process host: the real worker loop and
 // the raw FastCGI client, on a real SQLite file in a temporary directory.
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/testing/fcgi_test_client.hpp"
