@@ -22,9 +22,10 @@ using fcgi_test::Millis;
 using it::HostOptions;
 using it::HostProcess;
 
+using it::kCrashPlugin;
+
 namespace {
 
-const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
 const std::string kSecret = "sid=very-secret-value";
 
 // A directory the workers may write: as root they run as nobody.

@@ -25,8 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kStartupFailure = 3; // listen socket, pidfile, privileges
-
 struct FileId {
   dev_t dev = 0;
   ino_t ino = 0;
@@ -121,7 +119,7 @@ TEST_SUITE("master faults") {
           {"--app", "hello", "--listen", listen, "--pidfile", pidfile}, {}, Listen::AsGiven};
       it::RunResult r = it::run_host(o);
       INFO("output:\n" << r.output);
-      CHECK(r.status == kStartupFailure);
+      CHECK(r.status == it::kExitStartupFailure);
       CHECK(r.output.find("locked by running process " + std::to_string(first.pid())) !=
             std::string::npos);
       CHECK(r.output.find("other.sock") == std::string::npos); // not even bound
