@@ -278,11 +278,7 @@ TEST_SUITE("master faults") {
     REQUIRE(host.wait_workers(4).size() == 4);
     // Healthy means ready: a worker killed while it boots is a boot failure, which stops the
     // master. The status page counts only workers past their boot.
-    auto all_ready = [&] {
-      return it::wait_for(
-          [&] { return host.status_json().find("\"idle processes\":4") != std::string::npos; },
-          Millis{10000});
-    };
+    auto all_ready = [&] { return !host.wait_status("idle processes", 4, Millis{10000}).empty(); };
     REQUIRE(all_ready());
     std::mt19937 random(12345);
     std::vector<double> delays;
