@@ -106,7 +106,7 @@ void Master::Impl::on_usr1() {
   // ready between the two and miss both.
   std::vector<int> fds = options.log_fds ? options.log_fds() : std::vector<int>{};
   std::size_t unsent = 0;
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     if (w.stopping() || !w.reopen_logs_signal) continue;
     if (!fds.empty() && w.log_handover.valid() && !w.log_handover.send(fds)) ++unsent;
     if (ready(w)) ::kill(w.pid, w.reopen_logs_signal);
@@ -134,13 +134,13 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
     options.on_stop();
     options.listen_fd = -1;
   }
-  for (Worker& w : table.all())
+  for (Child& w : table.all())
     stop(w, reason);
 }
 
 void Master::Impl::reap() {
   for (const ExitedChild& c : reaper.reap()) {
-    std::optional<Worker> w = table.remove(c.pid);
+    std::optional<Child> w = table.remove(c.pid);
     if (!w) {
       // An orphan of a worker's own children (an --exec program's background job), adopted as
       // the master is their subreaper (or PID 1 of a container): reaped, so no zombie stays.
@@ -181,7 +181,7 @@ void Master::Impl::reap() {
   }
 }
 
-void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
+void Master::Impl::on_exit(const Child& w, const ExitedChild& c, std::uint64_t requests,
                            const ExitFacts& facts, const std::string& boot_error) {
   std::string line = name(w) + " " + describe(c) + " after " +
                      seconds_text(monotonic_ns() - w.started_at_ns) + ", " +
@@ -226,7 +226,7 @@ void Master::Impl::on_exit(const Worker& w, const ExitedChild& c, std::uint64_t 
 // taken now, if its block will be written (the crash lines' rate limit), and it is let go.
 void Master::Impl::take_crash_stacks() {
   bool taken = false; // one a turn
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (!crash_waiting(s)) continue;
     std::string stack;
@@ -261,7 +261,7 @@ void Master::Impl::take_crash_stacks() {
 // SIGKILL (the kernel's OOM killer, or another process: the master's own kills are known), or a
 // fatal signal its handler did not catch (a handler the application installed instead). The
 // request in flight, no stack. (An --exec program's slot never shows a request.)
-void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s) {
+void Master::Impl::note_unreported_crash(Child& w, const ExitedChild& c, const WorkerSlot& s) {
   if (!w.crash_block.empty() || c.kind != ExitedChild::Kind::Signaled || !is_busy(s.state)) return;
   if (c.signal == SIGKILL && !w.was_signalled(SIGKILL))
     w.crash_block = describe_crash(s, monotonic_ns(),
@@ -274,7 +274,7 @@ void Master::Impl::note_unreported_crash(Worker& w, const ExitedChild& c, const 
 
 // The replacement of a crashed worker of the current generation goes in the same slot, so
 // that the slot's backoff follows it.
-void Master::Impl::hold_for_respawn(const Worker& w, std::uint64_t at_ns) {
+void Master::Impl::hold_for_respawn(const Child& w, std::uint64_t at_ns) {
   if (w.generation != current_gen() || !can_spawn(state) || !table.reserve_slot(w.slot)) return;
   held.push_back(HeldSlot{w.slot, at_ns});
 }
@@ -313,7 +313,7 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
 
 // One line, whatever the number of workers: the first failure says what and why; the others
 // (the same cause, as a rule) and the stop that follows are at debug level.
-void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
+void Master::Impl::on_boot_failure(const Child& w, const ExitedChild& c, const std::string& line,
                                    const std::string& why) {
   std::string what = "worker " + std::to_string(w.pid) +
                      (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
@@ -398,7 +398,7 @@ void Master::Impl::on_readable(int fd) {
 // The workers are children of this object: none outlives it (run() normally returns with none).
 Master::Impl::~Impl() {
   if (getpid() != master_pid) return;
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     ::kill(w.pid, SIGKILL);
     ::waitpid(w.pid, nullptr, 0);
   }

@@ -40,7 +40,7 @@ inline constexpr std::chrono::milliseconds kStackTraceBudget{1000};
 inline constexpr std::chrono::milliseconds kForensicStackBudget{3000};
 
 // "worker 123 (gen 2, slot 0)", as every line about a worker names it.
-inline std::string name(const Worker& w) {
+inline std::string name(const Child& w) {
   return "worker " + std::to_string(w.pid) + " (gen " + std::to_string(w.generation) + ", slot " +
          std::to_string(w.slot) + ")";
 }
@@ -59,7 +59,7 @@ struct Master::Impl {
   void dispatch(int sig);
   void reap();
   void take_crash_stacks();
-  void note_unreported_crash(Worker& w, const ExitedChild& c, const WorkerSlot& s);
+  void note_unreported_crash(Child& w, const ExitedChild& c, const WorkerSlot& s);
   void enforce_timeouts();
   void nudge_slow_workers();
   void take_slow_request_stacks();
@@ -82,18 +82,18 @@ struct Master::Impl {
 
   // Stops and exits (master.cpp, master_timeouts.cpp).
   void begin_stop(State to, StopReason reason);
-  void stop(Worker& w, StopReason reason);
+  void stop(Child& w, StopReason reason);
   void stop_all(const std::vector<pid_t>& pids, StopReason reason);
-  void send(Worker& w, int sig);
-  void on_exit(const Worker& w, const ExitedChild& c, std::uint64_t requests,
-               const ExitFacts& facts, const std::string& boot_error);
-  void on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
+  void send(Child& w, int sig);
+  void on_exit(const Child& w, const ExitedChild& c, std::uint64_t requests, const ExitFacts& facts,
+               const std::string& boot_error);
+  void on_boot_failure(const Child& w, const ExitedChild& c, const std::string& line,
                        const std::string& why);
   void log_held_crash_count();
   void log_crash(LogLevel level, const std::string& line, const CrashPolicy::Decision& d,
                  const std::string& block = {});
   void spawn_failed(const std::string& line);
-  void hold_for_respawn(const Worker& w, std::uint64_t at_ns);
+  void hold_for_respawn(const Child& w, std::uint64_t at_ns);
   void release_held_slots();
   void respawn_held_slots();
   std::chrono::milliseconds wait_time() const;
@@ -105,7 +105,7 @@ struct Master::Impl {
 
   // The pool (master_pool.cpp).
   bool spawn_worker(std::optional<std::size_t> held_slot = std::nullopt);
-  bool ready(const Worker& w) const;
+  bool ready(const Child& w) const;
   void mark_booted_by_time();
   void scale();
   void fit_pool();

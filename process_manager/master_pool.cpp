@@ -65,7 +65,7 @@ void Master::Impl::scale() {
   PoolSettings& p = current().pool;
   if (p.mode == PoolMode::Static) return;
   std::uint64_t now = monotonic_ns();
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     if (w.generation != current_gen() || w.stopping()) continue;
     const WorkerSlot& s = scoreboard.slot(w.slot);
     IdleWatch idle = watch_idle({w.idle_since_ns, w.requests_seen}, s.state, s.requests, now);
@@ -80,7 +80,7 @@ void Master::Impl::scale() {
 // The current generation's workers that were not asked to stop, their slots read once.
 std::vector<PoolMember> Master::Impl::members() const {
   std::vector<PoolMember> m;
-  for (const Worker& w : table.all())
+  for (const Child& w : table.all())
     if (w.generation == current_gen() && !w.stopping())
       m.push_back(
           PoolMember{w.pid, scoreboard.slot(w.slot).state, w.started_at_ns, w.idle_since_ns});
@@ -113,7 +113,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
   // files to another worker as if it were the master.
   LogHandover handover;
   if (current().pool.reopen_logs_signal != 0) handover = LogHandover::make();
-  for (const Worker& other : table.all())
+  for (const Child& other : table.all())
     if (other.log_handover.valid()) master_fds.push_back(other.log_handover.master_fd());
   if (handover.valid()) master_fds.push_back(handover.master_fd());
   pid_t pid =
@@ -124,7 +124,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
     spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
     return false;
   }
-  Worker w;
+  Child w;
   w.pid = pid;
   w.slot = *slot;
   w.generation = current_gen();
@@ -145,7 +145,7 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
 }
 
 // A worker is ready once it has left Starting (the worker loop sets Idle before its first accept).
-bool Master::Impl::ready(const Worker& w) const {
+bool Master::Impl::ready(const Child& w) const {
   return is_ready(scoreboard.slot(w.slot).state);
 }
 
@@ -153,7 +153,7 @@ bool Master::Impl::ready(const Worker& w) const {
 // boot window: the master writes Idle in its slot for it (the process no longer can).
 void Master::Impl::mark_booted_by_time() {
   std::uint64_t now = monotonic_ns();
-  for (const Worker& w : table.all()) {
+  for (const Child& w : table.all()) {
     WorkerSlot& s = scoreboard.slot(w.slot);
     if (w.boot_window.count() != 0 && s.state == WorkerState::Starting &&
         now - w.started_at_ns >= ns(w.boot_window)) {

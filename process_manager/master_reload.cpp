@@ -53,7 +53,7 @@ void Master::Impl::go_back(const std::string& why) {
 void Master::Impl::advance_reload() {
   if (!generation_ready(current().pool.workers, members())) return;
   std::size_t retired = 0;
-  for (Worker& w : table.all())
+  for (Child& w : table.all())
     if (w.generation != current_gen() && !w.stopping()) {
       stop(w, StopReason::Retire);
       ++retired;
@@ -70,7 +70,7 @@ void Master::Impl::abandon_reload(const std::string& why, const std::string& blo
                    ", keeping generation " + std::to_string(gens.previous_number()) +
                    (block.empty() ? "" : ":"),
                block);
-  for (Worker& w : table.all())
+  for (Child& w : table.all())
     if (w.generation == current_gen()) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);
   gens.abandon();

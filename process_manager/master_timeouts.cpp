@@ -12,7 +12,7 @@
 
 namespace process_manager {
 
-void Master::Impl::stop(Worker& w, StopReason reason) {
+void Master::Impl::stop(Child& w, StopReason reason) {
   Escalation e = stop_escalation(w, reason, scoreboard.slot(w.slot).thread_count());
   w.stop_reason = reason;
   send(w, e.signal);
@@ -29,10 +29,10 @@ void Master::Impl::stop(Worker& w, StopReason reason) {
 
 void Master::Impl::stop_all(const std::vector<pid_t>& pids, StopReason reason) {
   for (pid_t pid : pids)
-    if (Worker* w = table.find(pid)) stop(*w, reason);
+    if (Child* w = table.find(pid)) stop(*w, reason);
 }
 
-void Master::Impl::send(Worker& w, int sig) {
+void Master::Impl::send(Child& w, int sig) {
   if (!w.mark_signalled(sig)) return;
   // ESRCH: it has exited and waits to be reaped.
   if (::kill(w.pid, sig) == -1 && errno != ESRCH)
@@ -54,7 +54,7 @@ void Master::Impl::enforce_timeouts() {
 void Master::Impl::kill_past_stop_deadline(std::uint64_t now) {
   std::size_t killed = 0;
   std::string pids;
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     if (!kill_due(w, now)) continue;
     send(w, SIGKILL);
     ++killed;
@@ -67,7 +67,7 @@ void Master::Impl::kill_past_stop_deadline(std::uint64_t now) {
 }
 
 void Master::Impl::resend_stop_signals(std::uint64_t now) {
-  for (Worker& w : table.all())
+  for (Child& w : table.all())
     if (resend_due(w, now)) {
       ::kill(w.pid, w.stop_signal); // not send(): that one sends each signal once
       w.resend_at_ns = now + ns(w.resend_stop_every);
@@ -75,7 +75,7 @@ void Master::Impl::resend_stop_signals(std::uint64_t now) {
 }
 
 void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     const WorkerSlot& slot = scoreboard.slot(w.slot);
     const std::size_t threads = slot.thread_count();
     for (std::size_t t = 0; t < threads; ++t) {
@@ -114,7 +114,7 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
 void Master::Impl::nudge_slow_workers() {
   if (table.all().size() < 2) return;
   std::uint64_t now = monotonic_ns();
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     SlotSnapshot s = SlotSnapshot::of(scoreboard.slot(w.slot));
     if (!nudge_due(w, s, now)) continue;
     w.nudged_request_ns = s.request_start_ns;
@@ -126,7 +126,7 @@ void Master::Impl::nudge_slow_workers() {
 // request (the worker logs the request again when it ends, with its duration and status).
 void Master::Impl::take_slow_request_stacks() {
   std::uint64_t now = monotonic_ns();
-  for (Worker& w : table.all()) {
+  for (Child& w : table.all()) {
     const WorkerSlot& slot = scoreboard.slot(w.slot);
     const std::size_t threads = slot.thread_count();
     for (std::size_t t = 0; t < threads; ++t) {
@@ -160,7 +160,7 @@ void Master::Impl::take_slow_request_stacks() {
 // kTick otherwise, so that an idle host stays idle.
 std::chrono::milliseconds Master::Impl::tick() const {
   if (table.all().size() < 2) return kTick;
-  for (const Worker& w : table.all())
+  for (const Child& w : table.all())
     if (std::optional<std::chrono::milliseconds> t =
             nudge_tick(w, scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed)))
       return *t;

@@ -20,7 +20,7 @@ SlotSnapshot SlotSnapshot::of(const WorkerSlot& s, std::size_t thread) {
   return v;
 }
 
-Escalation stop_escalation(const Worker& w, StopReason reason, std::size_t threads) {
+Escalation stop_escalation(const Child& w, StopReason reason, std::size_t threads) {
   // A request timeout in one of several threads ends that request only (the worker cuts it):
   // the others finish within the graceful timeout, as in any graceful stop.
   if (reason == StopReason::Timeout && threads > 1) reason = StopReason::Graceful;
@@ -29,7 +29,7 @@ Escalation stop_escalation(const Worker& w, StopReason reason, std::size_t threa
   return e;
 }
 
-StopFollowUp stop_follow_up(const Worker& w, StopReason reason, const Escalation& e,
+StopFollowUp stop_follow_up(const Child& w, StopReason reason, const Escalation& e,
                             const SlotSnapshot& s, std::uint64_t now_ns) {
   StopFollowUp f;
   if (e.signal == SIGKILL) return f;
@@ -43,11 +43,11 @@ StopFollowUp stop_follow_up(const Worker& w, StopReason reason, const Escalation
   return f;
 }
 
-bool kill_due(const Worker& w, std::uint64_t now_ns) {
+bool kill_due(const Child& w, std::uint64_t now_ns) {
   return w.kill_at_ns != 0 && now_ns >= w.kill_at_ns && !w.was_signalled(SIGKILL);
 }
 
-bool resend_due(const Worker& w, std::uint64_t now_ns) {
+bool resend_due(const Child& w, std::uint64_t now_ns) {
   return w.resend_at_ns != 0 && now_ns >= w.resend_at_ns && !w.was_signalled(SIGKILL);
 }
 
@@ -58,23 +58,23 @@ std::uint64_t running_ns(const SlotSnapshot& s, std::uint64_t now_ns) {
 
 namespace {
 // The slot's request has run longer than `limit` (0: off), and the worker is not being killed.
-bool ran_past(const Worker& w, std::chrono::milliseconds limit, const SlotSnapshot& s,
+bool ran_past(const Child& w, std::chrono::milliseconds limit, const SlotSnapshot& s,
               std::uint64_t now_ns) {
   return limit.count() != 0 && !w.was_signalled(SIGKILL) && running_ns(s, now_ns) > ns(limit);
 }
 } // namespace
 
-bool request_timed_out(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+bool request_timed_out(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns) {
   return is_busy(s.state) && w.stop_reason != StopReason::Timeout &&
          ran_past(w, w.request_timeout, s, now_ns);
 }
 
-bool nudge_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+bool nudge_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns) {
   return s.request_start_ns != w.nudged_request_ns && s.connections >= 2 &&
          ran_past(w, w.nudge_after, s, now_ns);
 }
 
-bool slow_stack_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns) {
+bool slow_stack_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns) {
   // Later than the last request stacked: starts only grow, and each thread's request is stacked
   // once though several run at a time.
   return is_busy(s.state) && s.request_start_ns > w.slow_stack_request_ns && !s.crashed &&
@@ -94,7 +94,7 @@ bool SlowStackBudget::take(std::uint64_t now_ns) {
   return true;
 }
 
-std::optional<std::chrono::milliseconds> nudge_tick(const Worker& w, std::uint32_t connections) {
+std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, std::uint32_t connections) {
   if (w.nudge_after.count() == 0 || connections < 2) return std::nullopt;
   return std::min(kTick, std::max(std::chrono::milliseconds{1}, w.nudge_after / 2));
 }

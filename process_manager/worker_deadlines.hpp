@@ -37,7 +37,7 @@ struct SlotSnapshot {
 
 // The first step of a stop: which signal, and when SIGKILL follows. A request timeout in a
 // worker of several threads is a graceful stop: its other requests finish.
-Escalation stop_escalation(const Worker& w, StopReason reason, std::size_t threads = 1);
+Escalation stop_escalation(const Child& w, StopReason reason, std::size_t threads = 1);
 
 // What follows the stop signal (none of it when it was SIGKILL).
 struct StopFollowUp {
@@ -45,25 +45,25 @@ struct StopFollowUp {
   std::uint64_t resend_at_ns = 0; // repeat the stop signal then (0: never)
   std::uint64_t kill_at_ns = 0;   // SIGKILL then, or at an earlier kill already planned
 };
-StopFollowUp stop_follow_up(const Worker& w, StopReason reason, const Escalation& e,
+StopFollowUp stop_follow_up(const Child& w, StopReason reason, const Escalation& e,
                             const SlotSnapshot& s, std::uint64_t now_ns);
 
 // The stop deadline has passed: SIGKILL now.
-bool kill_due(const Worker& w, std::uint64_t now_ns);
+bool kill_due(const Child& w, std::uint64_t now_ns);
 // --exec: the stop signal again now.
-bool resend_due(const Worker& w, std::uint64_t now_ns);
+bool resend_due(const Child& w, std::uint64_t now_ns);
 
 // How long the slot's request has been running (0: none, or a start stamped after now).
 std::uint64_t running_ns(const SlotSnapshot& s, std::uint64_t now_ns);
 // request_timeout: the request in the handler has run past it (once: not for a worker already
 // stopped for a timeout).
-bool request_timed_out(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns);
+bool request_timed_out(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns);
 // nudge_after: the request has run past it while the worker holds other connections, and this
 // request was not nudged yet.
-bool nudge_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns);
+bool nudge_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns);
 // slow_stack_after: the request in the handler has run past it and has no stack yet; a crashed
 // worker is not slow.
-bool slow_stack_due(const Worker& w, const SlotSnapshot& s, std::uint64_t now_ns);
+bool slow_stack_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns);
 
 // Slow-request stacks stop the master's loop for the debugger's time, and a pool whose every
 // request is slow would have one taken for each: at most this many a minute.
@@ -86,6 +86,6 @@ private:
 inline constexpr std::chrono::milliseconds kTick{100};
 // The loop's tick while a nudge may be due for `w` (it holds several connections): 1 ms up to
 // half its nudge_after, at most kTick. nullopt: `w` needs no faster tick.
-std::optional<std::chrono::milliseconds> nudge_tick(const Worker& w, std::uint32_t connections);
+std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, std::uint32_t connections);
 
 } // namespace process_manager

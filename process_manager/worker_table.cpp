@@ -5,7 +5,7 @@
 
 namespace process_manager {
 
-bool Worker::mark_signalled(int sig) {
+bool Child::mark_signalled(int sig) {
   std::uint64_t bit = std::uint64_t{1} << sig;
   if (signalled & bit) return false;
   signalled |= bit;
@@ -19,16 +19,16 @@ std::optional<std::size_t> WorkerTable::allocate_slot() {
   return static_cast<std::size_t>(it - slot_used_.begin());
 }
 
-std::optional<Worker> WorkerTable::remove(pid_t pid) {
+std::optional<Child> WorkerTable::remove(pid_t pid) {
   auto it = std::find_if(workers_.begin(), workers_.end(), [&](auto& w) { return w.pid == pid; });
   if (it == workers_.end()) return std::nullopt;
-  Worker w = std::move(*it);
+  Child w = std::move(*it);
   workers_.erase(it);
   release_slot(w.slot);
   return w;
 }
 
-Worker* WorkerTable::find(pid_t pid) {
+Child* WorkerTable::find(pid_t pid) {
   auto it = std::find_if(workers_.begin(), workers_.end(), [&](auto& w) { return w.pid == pid; });
   return it == workers_.end() ? nullptr : &*it;
 }

@@ -12,7 +12,9 @@
 
 namespace process_manager {
 
-struct Worker {
+// One child the master forked to serve (the host's worker, or an --exec program): what the
+// master knows of it and what it has done to it. Its own view is the scoreboard slot.
+struct Child {
   pid_t pid = 0;
   std::size_t slot = 0;
   std::uint32_t generation = 0;
@@ -67,13 +69,13 @@ public:
     return true;
   }
 
-  void add(Worker w) { workers_.push_back(std::move(w)); }
+  void add(Child w) { workers_.push_back(std::move(w)); }
   // Forgets the worker and frees its slot.
-  std::optional<Worker> remove(pid_t pid);
-  Worker* find(pid_t pid);
+  std::optional<Child> remove(pid_t pid);
+  Child* find(pid_t pid);
 
-  std::vector<Worker>& all() { return workers_; }
-  const std::vector<Worker>& all() const { return workers_; }
+  std::vector<Child>& all() { return workers_; }
+  const std::vector<Child>& all() const { return workers_; }
   bool empty() const { return workers_.empty(); }
   std::size_t size() const { return workers_.size(); }
   // Workers of `generation` not asked to stop.
@@ -82,7 +84,7 @@ public:
   std::size_t count_active_except(std::uint32_t generation) const;
 
 private:
-  std::vector<Worker> workers_;
+  std::vector<Child> workers_;
   std::vector<bool> slot_used_;
 };
 

@@ -125,7 +125,7 @@ build fcgi-host-nginx "$nginx" conf/containers/Containerfile.nginx
 # from a registry: on a machine that has one, build conf/containers/Containerfile.notes as is).
 if ((notes)); then
   out=$stage/notes-out
-  plugin=$build_dir/app/examples/libnotes_app.so
+  plugin=$build_dir/examples/libnotes_app.so
   mkdir -p "$out/fs/out"
   add_program "$out/fs/out" "$plugin" /usr/lib/fcgi-host/libnotes_app.so
   # Only what the host image lacks: the plugin and SQLite (libc, libstdc++... are there).

@@ -63,12 +63,13 @@ cmake -S . -B build-test -DFCGI_HOST_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAK
 cmake --build build-test -j"$(nproc)"
 stage_done "build"
 
-# The later stages' builds (ThreadSanitizer, the fuzz targets, the package's Release build) run
-# while ctest does, at the lowest priority: a test process that wants a CPU gets it (nice 19
-# weighs 15 against 1024), and the builds take the time the tests spend waiting.
+# The later stages (ThreadSanitizer, the fuzz targets, the package's Release build) build after
+# ctest, never beside it: on a small machine a build beside the tests takes the time their cases
+# wait on, so how long ctest takes would depend on what the builds do (it spread from 267 to
+# 657 s on 2 cores). Each stage says how long it took; the 20 slowest cases are listed at the end.
 fuzz_stage=0
 if [[ "${FCGI_HOST_SKIP_FUZZ:-0}" != 1 ]] && command -v clang++ >/dev/null; then fuzz_stage=1; fi
-prebuild() {
+build_later_stages() {
   cmake -S . -B build-tsan -DFCGI_HOST_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON
   cmake --build build-tsan -j"$(nproc)" --target threads_tests
   if (( fuzz_stage )); then bash scripts/fuzz.sh --build-only; fi
@@ -76,26 +77,15 @@ prebuild() {
     PACKAGE_BUILD_DIR="$PWD/build-package" bash scripts/package-test.sh --build-only
   fi
 }
-prebuild_log="$PWD/build-test/prebuild.log"
-# A process group of its own (set -m), so that an early exit stops every compiler of it; the
-# same session, because with the kernel's autogroups a new session (setsid) would be a group of
-# its own with a full share of the CPU, whatever its nice.
-if (( repeat == 0 )); then
-  set -m
-  nice -n 19 bash -c "set -euo pipefail; $(declare -f prebuild); fuzz_stage=$fuzz_stage; prebuild" \
-    >"$prebuild_log" 2>&1 &
-  prebuild_pid=$!
-  set +m
-  trap 'kill -- -"$prebuild_pid" 2>/dev/null || true' EXIT
-fi
-wait_prebuild() {
-  if ! wait "$prebuild_pid"; then
-    cat "$prebuild_log"
-    echo "the builds of the later stages failed (above)"
-    exit 1
-  fi
-  grep -A3 'warning:' "$prebuild_log" | head -40 || true
-  stage_done "the later stages' builds (after ctest)"
+# The 20 slowest cases of this run's ctest, from its JUnit report: where the suite's time goes.
+junit="$PWD/build-test/ctest-junit.xml"
+slowest_cases() {
+  [[ -s $junit ]] || return 0
+  echo
+  echo "The 20 slowest cases of ctest (seconds):"
+  grep -o '<testcase name="[^"]*"[^>]* time="[0-9.]*"' "$junit" |
+    sed -E 's/^<testcase name="([^"]*)".* time="([0-9.]*)"$/\2\t\1/; s/&quot;/"/g; s/&apos;/'"'"'/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\&/g' |
+    sort -t$'\t' -k1,1 -rn | head -20 | awk -F'\t' '{ printf "  %6.1f  %s\n", $1, $2 }'
 }
 cd build-test
 # Sanitizer reports fail the run; leak checking stays on.
@@ -104,10 +94,12 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 if (( repeat > 0 )); then
   exec bash ../scripts/stress.sh "$repeat" "$@"
 fi
+rm -f "$junit"
+trap slowest_cases EXIT
 set +e
 # Two at a time: the process and integration tests hold at -j2 beside two CPU hogs
 # (scripts/stress.sh), and their waits overlap; it halves the stage.
-ctest --output-on-failure --timeout 600 -j2 "$@" | tee ctest-output.log
+ctest --output-on-failure --timeout 600 -j2 --output-junit "$junit" "$@" | tee ctest-output.log
 status=${PIPESTATUS[0]}
 set -e
 skipped=$(sed -n '/The following tests did not run:/,/^$/p' ctest-output.log | grep '(Skipped)' || true)
@@ -119,7 +111,8 @@ fi
 stage_done "ctest"
 (( status == 0 )) || exit "$status"
 cd ..
-wait_prebuild
+build_later_stages
+stage_done "the later stages' builds"
 
 # The threaded worker under ThreadSanitizer (it cannot share a build with AddressSanitizer): one
 # small target, the in-process --threads tests, which link the worker's library (fcgi_serving)

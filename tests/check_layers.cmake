@@ -11,7 +11,8 @@
 # - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
 # - protocol/ (the wire) reads net/ (socket writes, connect) and config/ only; net/ reads config/.
 # - The ground room config/ (the option table, the version, the limits) includes no other.
-# - The handler API (app/, not its examples) knows no host.
+# - The handler API (app/) knows no host. The example programs, which include the host, live
+#   outside every room (examples/), and no room includes them.
 set(rules
     "fcgi_host/(config|protocol|net|observe|worker|runners|testing|pools)/|fcgi_host/run\\.hpp|app/|process_manager/"
     "#include \"fcgi_host/cli/"
@@ -27,8 +28,10 @@ set(rules
     "#include \"(fcgi_host/(cli|protocol|net|observe|worker|runners|testing)|process_manager|app)/"
     "fcgi_host/observe/"
     "#include \"fcgi_host/(worker|runners|cli)/"
-    "app/[^/]+$"
-    "#include \"(fcgi_host|process_manager)/")
+    "app/"
+    "#include \"(fcgi_host|process_manager)/"
+    "fcgi_host/|app/|process_manager/"
+    "#include \"examples/")
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/fcgi_host/*.hpp"
      "${SOURCE_DIR}/fcgi_host/*.cpp" "${SOURCE_DIR}/app/*.hpp" "${SOURCE_DIR}/app/*.cpp"
      "${SOURCE_DIR}/process_manager/*.hpp" "${SOURCE_DIR}/process_manager/*.cpp")

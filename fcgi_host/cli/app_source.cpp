@@ -3,7 +3,6 @@
 #include "app/builtin_apps.hpp"
 #include "app/plugin.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
-#include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/runners/plugin.hpp"
 #include "fcgi_host/runners/plugin_check.hpp"
 #include "fcgi_host/sys_error.hpp"

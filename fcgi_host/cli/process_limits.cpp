@@ -1,6 +1,5 @@
 #include "fcgi_host/cli/process_limits.hpp"
 
-#include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>

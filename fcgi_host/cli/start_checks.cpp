@@ -1,7 +1,7 @@
 #include "fcgi_host/cli/start_checks.hpp"
 
 #include "fcgi_host/cli/settings_from_config.hpp"
-#include "fcgi_host/net/listen_socket.hpp" // StartupError
+#include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
 

@@ -4,16 +4,11 @@
 // Unix socket path without checking whether a live server holds it.
 #include "fcgi_host/net/listen_options.hpp"
 #include "fcgi_host/net/socket_file.hpp"
+#include "fcgi_host/sys_error.hpp" // StartupError, which the constructor throws
 
-#include <stdexcept>
 #include <string>
 
 namespace fcgi_host {
-
-class StartupError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 // Whether the listening socket `fd` is bound to `address` (its Unix path, or its TCP port): a
 // socket handed over across exec for another address is not to be served on.

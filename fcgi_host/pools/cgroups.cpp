@@ -1,7 +1,6 @@
 #include "fcgi_host/pools/cgroups.hpp"
 
 #include "fcgi_host/config/exec_env.hpp"
-#include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/cgroup_v2.hpp"
 #include "process_manager/log.hpp"

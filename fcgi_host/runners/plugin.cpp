@@ -2,7 +2,7 @@
 
 #include "app/plugin.hpp"
 #include "fcgi_host/config/version.hpp"
-#include "fcgi_host/net/listen_socket.hpp" // StartupError
+#include "fcgi_host/sys_error.hpp"
 
 #include <cstdio>
 #include <dlfcn.h>

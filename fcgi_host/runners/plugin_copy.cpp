@@ -1,6 +1,5 @@
 #include "fcgi_host/runners/plugin_copy.hpp"
 
-#include "fcgi_host/net/listen_socket.hpp" // StartupError
 #include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>

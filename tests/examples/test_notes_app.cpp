@@ -1,4 +1,4 @@
-// The notes example (app/examples/notes) through the in-process host: the real worker loop and
+// The notes example (examples/notes) through the in-process host: the real worker loop and
 // the raw FastCGI client, on a real SQLite file in a temporary directory.
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/testing/fcgi_test_client.hpp"
@@ -14,17 +14,6 @@
 
 namespace {
 
-// A temporary directory for the database, removed with everything in it.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = test_support::temp_template("notes-test");
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 const fcgi_test::Params kJson = {{"CONTENT_TYPE", "application/json"}};
 
 nlohmann::json json_of(const fcgi_test::Response& r) {
@@ -34,8 +23,8 @@ nlohmann::json json_of(const fcgi_test::Response& r) {
 } // namespace
 
 TEST_CASE("notes example: create, list, get, update, delete") {
-  TempDir dir;
-  notes::NotesApp app((dir.path / "notes.db").string());
+  test_support::TempDir dir("notes-test");
+  notes::NotesApp app(dir.file("notes.db"));
   fcgi_host::InProcessHost host(app);
   auto client = fcgi_test::Client::connect(host.address());
 
@@ -75,8 +64,8 @@ TEST_CASE("notes example: create, list, get, update, delete") {
 }
 
 TEST_CASE("notes example: validation errors are 400, 415 and 422 in JSON") {
-  TempDir dir;
-  notes::NotesApp app((dir.path / "notes.db").string());
+  test_support::TempDir dir("notes-test");
+  notes::NotesApp app(dir.file("notes.db"));
   fcgi_host::InProcessHost host(app);
   auto client = fcgi_test::Client::connect(host.address());
 
@@ -108,8 +97,8 @@ TEST_CASE("notes example: validation errors are 400, 415 and 422 in JSON") {
 }
 
 TEST_CASE("notes example: the data outlives the worker (a real SQLite file)") {
-  TempDir dir;
-  std::string db = (dir.path / "notes.db").string();
+  test_support::TempDir dir("notes-test");
+  std::string db = dir.file("notes.db");
   {
     notes::NotesApp app(db);
     fcgi_host::InProcessHost host(app);

@@ -12,6 +12,15 @@
 
 namespace it {
 
+// Fixture plugins (tests/fixtures/CMakeLists.txt): one that crashes as its path says, and one that
+// tries what --sandbox refuses.
+inline const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
+inline const std::string kSandboxPlugin = FCGI_TEST_SANDBOX_PLUGIN;
+
+// The master's exit codes as the README publishes them: the tests hold the binary to the table.
+inline constexpr int kExitUsage = 2;          // bad option, bad config file
+inline constexpr int kExitStartupFailure = 3; // listen socket, pidfile, privileges
+
 // The host never logs at [alert] in a healthy run (alert is for "a person must look at this").
 // Checked at any point of a test; the harness checks the whole log again in its teardown.
 inline void check_no_alerts(const HostProcess& host) {

@@ -236,4 +236,31 @@ void open_socket_dir(const HostProcess& host) {
   ::chmod(host.dir().path().c_str(), 0711); // others may pass through, not list
 }
 
+const std::vector<ReuseMode>& reuse_modes(Front front) {
+  static const std::vector<ReuseMode> none{{"one connection per request", {}}};
+  static const std::vector<ReuseMode> apache{
+      {"enablereuse=on", {}, true}, {"enablereuse=off", {{"enablereuse=on", "enablereuse=off"}}}};
+  static const std::vector<ReuseMode> h2o{
+      {"keepalive", {}, true},
+      {"no keepalive", {{"fastcgi.timeout.keepalive: 10000", "fastcgi.timeout.keepalive: 0"}}}};
+  static const std::vector<ReuseMode> haproxy{
+      {"keep-conn", {}, true},
+      {"no keep-conn", {{"    option keep-conn", "    no option keep-conn"}}},
+      {"keep-conn, get-values", {{"no option get-values", "option get-values"}}, true},
+      {"keep-conn, mpxs-conns, get-values",
+       {{"no option get-values", "option get-values"},
+        {"no option mpxs-conns", "option mpxs-conns"}},
+       true}};
+  switch (front) {
+  case Front::ApacheProxyPass:
+    return apache;
+  case Front::H2o:
+    return h2o;
+  case Front::Haproxy:
+    return haproxy;
+  default:
+    return none;
+  }
+}
+
 } // namespace it

@@ -26,6 +26,16 @@ bool front_installed(Front front);
 
 using TextEdits = std::vector<std::pair<std::string, std::string>>;
 
+// A connection-reuse mode of a front server: its name, its edits to the shipped snippet, and
+// whether it keeps its connections to the host between requests.
+struct ReuseMode {
+  std::string name;
+  TextEdits edits;
+  bool reuses = false;
+};
+// The modes a server is run in, the shipped snippet's own first (then the other reuse mode).
+const std::vector<ReuseMode>& reuse_modes(Front front);
+
 struct FrontOptions {
   Front front = Front::Lighttpd;
   std::string fastcgi_address; // the host's --listen: "unix:/path" or "127.0.0.1:port"

@@ -44,21 +44,7 @@ namespace it {
 
 using fcgi_test::Millis;
 
-// A fresh directory from mkdtemp, removed with its contents on destruction.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // Writes `content` to path()/name (making its directories) and returns the full path.
-  std::string write(const std::string& name, const std::string& content) const;
-
-private:
-  std::string path_;
-};
+using test_support::TempDir; // a fresh directory, removed with its contents
 
 using test_support::read_file; // "" when missing
 inline bool has(const std::string& text, const std::string& needle) {
@@ -71,6 +57,8 @@ inline std::string pool_section(const std::string& name, const std::string& body
   return "[" + name + "]\nlisten = unix:{dir}/" + name + ".sock\n" + body;
 }
 int free_tcp_port(); // a loopback port that was free a moment ago
+// A number field of a JSON status page ("active processes":2); -1 when absent.
+long json_number(const std::string& json, const std::string& field);
 
 // ---- /proc -------------------------------------------------------------------------------------
 
@@ -156,6 +144,15 @@ public:
   // The master's JSON status page, with one entry per worker when `full` (needs status_socket);
   // "" when it does not answer.
   std::string status_json(bool full = false) const;
+  // Waits, bounded by `timeout`, until the master's JSON status page satisfies `holds`, and
+  // returns that page ("" on timeout). A request is counted after its response went out, so a
+  // test that reads a counter after a response waits for the count it expects here, never reads
+  // the page once.
+  std::string wait_status(const std::function<bool(const std::string& json)>& holds,
+                          Millis timeout = Millis{5000}, bool full = false) const;
+  // The same for one number field of the page: until `field` is `value`.
+  std::string wait_status(const std::string& field, long value, Millis timeout = Millis{5000},
+                          bool full = false) const;
   // Waits until exactly n workers are inside a request (by the status page).
   bool wait_active(long n, Millis timeout = Millis{5000}) const;
   // Waits until a worker is inside a request for `uri` (by the full status page).

@@ -263,16 +263,11 @@ std::vector<pid_t> HostProcess::wait_worker_replaced(pid_t old, std::size_t n, M
              : std::vector<pid_t>{};
 }
 
-namespace {
-
-// A number from the JSON status page, e.g. "active processes"; nullopt when absent.
-std::optional<long> json_number(const std::string& json, const std::string& key) {
+long json_number(const std::string& json, const std::string& field) {
   std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return std::nullopt;
+  if (!std::regex_search(json, m, std::regex("\"" + field + "\":(-?[0-9]+)"))) return -1;
   return std::stol(m[1]);
 }
-
-} // namespace
 
 std::string HostProcess::status_json(bool full) const {
   if (status_address_.empty()) throw Error("status_json: the host has no --status-listen");
@@ -285,12 +280,30 @@ std::string HostProcess::status_json(bool full) const {
   }
 }
 
+std::string HostProcess::wait_status(const std::function<bool(const std::string&)>& holds,
+                                     Millis timeout, bool full) const {
+  std::string json;
+  bool seen = wait_for(
+      [&] {
+        json = status_json(full);
+        return !json.empty() && holds(json);
+      },
+      timeout);
+  return seen ? json : std::string();
+}
+
+std::string HostProcess::wait_status(const std::string& field, long value, Millis timeout,
+                                     bool full) const {
+  return wait_status([&](const std::string& json) { return json_number(json, field) == value; },
+                     timeout, full);
+}
+
 bool HostProcess::wait_active(long n, Millis timeout) const {
-  return wait_for([&] { return json_number(status_json(), "active processes") == n; }, timeout);
+  return !wait_status("active processes", n, timeout).empty();
 }
 
 bool HostProcess::wait_accepted(Millis timeout) const {
-  return wait_for([&] { return json_number(status_json(), "listen queue") == 0L; }, timeout);
+  return !wait_status("listen queue", 0, timeout).empty();
 }
 
 bool HostProcess::wait_master_turn(Millis timeout) const {

@@ -1,11 +1,10 @@
-// What a test borrows from the machine: a temporary directory, a free port, and what /proc
+// What a test borrows from the machine: a free port, and what /proc
 // says about processes.
 #include "harness.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,28 +12,6 @@
 namespace it {
 
 using fcgi_test::Error;
-
-// ---- TempDir -----------------------------------------------------------------------------------
-
-TempDir::TempDir() {
-  std::string tmpl = test_support::temp_template("fcgi-it");
-  if (!::mkdtemp(tmpl.data())) throw Error(std::string("mkdtemp: ") + std::strerror(errno));
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content) const {
-  std::string p = file(name);
-  std::filesystem::create_directories(std::filesystem::path(p).parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << content;
-  if (!out) throw Error("cannot write " + p);
-  return p;
-}
 
 int free_tcp_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

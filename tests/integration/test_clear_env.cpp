@@ -14,9 +14,10 @@
 using it::HostOptions;
 using it::HostProcess;
 
+using it::kSandboxPlugin;
+
 namespace {
 
-const std::string kSandboxPlugin = FCGI_TEST_SANDBOX_PLUGIN;
 const std::string kPath = "PATH=/usr/local/bin:/usr/bin:/bin";
 const char* kMasterOnly = "FCGI_HOST_TEST_MASTER_ONLY";
 

@@ -10,8 +10,6 @@ using it::Listen;
 
 namespace {
 
-constexpr int kUsage = 2;
-
 struct BrokenConfig {
   const char* what;
   std::string file;              // host.conf, "{dir}" replaced; may be empty
@@ -109,7 +107,7 @@ TEST_SUITE("config checks") {
         CAPTURE(test_config);
         it::RunResult r = run(c, test_config);
         INFO("output:\n" << r.output);
-        CHECK(r.status == kUsage);
+        CHECK(r.status == it::kExitUsage);
         CHECK(r.output.find(c.message) != std::string::npos);
         CHECK(r.output.find("is valid") == std::string::npos);
       }

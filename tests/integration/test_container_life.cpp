@@ -102,9 +102,9 @@ TEST_SUITE("container life") {
     REQUIRE(host.wait_accepted());
 
     host.signal(SIGTERM);
-    REQUIRE(it::wait_for(
-        [&] { return host.status_json(true).find("\"stopping\"") != std::string::npos; },
-        Millis{5000}));
+    REQUIRE(!host.wait_status([](const std::string& json) { return it::has(json, "\"stopping\""); },
+                              Millis{5000}, true)
+                 .empty());
     // The master's ping (exit 1: unhealthy) and the worker's ping path both say so.
     it::Command master_ping = it::run_binary("ping --connect " + status_socket);
     CHECK(master_ping.status != 0);

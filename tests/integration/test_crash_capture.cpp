@@ -22,9 +22,10 @@ using fcgi_test::Millis;
 using it::HostOptions;
 using it::HostProcess;
 
+using it::kCrashPlugin;
+
 namespace {
 
-const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
 const std::string kSecret = "sid=very-secret-value";
 
 // A directory the workers may write: as root they run as nobody.
@@ -312,8 +313,8 @@ TEST_SUITE("crash capture") {
     CHECK(files.size() == 3);
     CHECK_FALSE(has(log, "suppressed"));
     // The crashed requests are their route's, as `crashed` (not calls).
-    it::wait_for([&] { return has(host.status_json(), "\"crashed\":3"); }, Millis{5000});
-    const std::string status = host.status_json();
+    const std::string status = host.wait_status(
+        [](const std::string& json) { return has(json, "\"crashed\":3"); }, Millis{5000});
     INFO(status);
     CHECK(has(status, "{\"route\":\"GET /crash/segv\",\"calls\":0,\"5xx\":0,\"crashed\":3"));
   }

@@ -20,9 +20,9 @@ using fcgi_test::Millis;
 using it::HostOptions;
 using it::HostProcess;
 
-namespace {
+using it::kCrashPlugin;
 
-const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
+namespace {
 
 // Sends GET `uri` with X-Request-Id `id` on a connection of its own; the worker may die on it.
 fcgi_test::Response send_with_id(const HostProcess& host, const std::string& uri,

@@ -7,13 +7,9 @@
 #include "front_servers.hpp"
 #include "lifecycle_load.hpp"
 #include "support/skip.hpp"
-#include "support/time.hpp"
 
-#include <atomic>
 #include <csignal>
-#include <cstdlib>
-#include <regex>
-#include <thread>
+#include <cstdint>
 
 using fcgi_test::Millis;
 using it::Front;
@@ -22,13 +18,6 @@ using it::HostOptions;
 using it::HostProcess;
 
 namespace {
-
-// A connection-reuse mode: its name and its edits to the shipped snippet.
-struct Mode {
-  std::string name;
-  it::TextEdits edits;
-  bool reuses = false; // keeps its connections to the host between requests
-};
 
 std::string transport_name(it::Listen listen) {
   return listen == it::Listen::Tcp ? "TCP" : "a Unix socket";
@@ -104,12 +93,9 @@ void check_reload_under_load(const FrontServer& front, HostProcess& host) {
   CHECK(load.samples().size() >= 60);
 }
 
-// Connections the host accepted so far (its master's status page).
+// Connections the host accepted so far (its master's status page; counted at the accept).
 long accepted(const HostProcess& host) {
-  std::smatch m;
-  std::string json = host.status_json();
-  return std::regex_search(json, m, std::regex("\"accepted conn\":([0-9]+)")) ? std::stol(m[1])
-                                                                              : -1;
+  return it::json_number(host.status_json(), "accepted conn");
 }
 
 // 20 GETs one after the other: a server that reuses its connections makes fewer than 20.
@@ -125,7 +111,8 @@ void check_reuse(const FrontServer& front, const HostProcess& host, bool reuses)
     CHECK(made >= 20);
 }
 
-void check_mode(Front front, it::Listen listen, const std::string& what, const Mode& mode) {
+void check_mode(Front front, it::Listen listen, const std::string& what,
+                const it::ReuseMode& mode) {
   INFO(what);
   HostOptions o;
   o.args = {"--app", "echo", "--workers", "2"};
@@ -143,61 +130,19 @@ void check_mode(Front front, it::Listen listen, const std::string& what, const M
   check_reload_under_load(server, host);
 }
 
-void run_front(Front front, it::Listen listen, const std::vector<Mode>& modes) {
+// Checks the server in its reuse modes (it::reuse_modes), the first `most` of them.
+void run_front(Front front, it::Listen listen, std::size_t most = SIZE_MAX) {
   const std::string name = it::front_name(front) + " over " + transport_name(listen);
   if (!it::front_installed(front)) {
     return test_support::skip(it::front_name(front) +
                               " is not installed (scripts/test.sh installs it)");
   }
-  for (const Mode& mode : modes) {
+  const std::vector<it::ReuseMode>& modes = it::reuse_modes(front);
+  for (std::size_t i = 0; i < modes.size() && i < most; ++i) {
+    const it::ReuseMode& mode = modes[i];
     check_mode(front, listen, name + ", " + mode.name, mode);
     MESSAGE(name << ", " << mode.name << ": checked");
   }
-}
-
-const std::vector<Mode> kNoReuse{{"one connection per request", {}}};
-const std::vector<Mode> kApacheReuse{{"enablereuse=on", {}, true},
-                                     {"enablereuse=off", {{"enablereuse=on", "enablereuse=off"}}}};
-const std::vector<Mode> kH2oReuse{
-    {"keepalive", {}, true},
-    {"no keepalive", {{"fastcgi.timeout.keepalive: 10000", "fastcgi.timeout.keepalive: 0"}}}};
-const std::vector<Mode> kHaproxyModes{
-    {"keep-conn", {}, true},
-    {"no keep-conn", {{"    option keep-conn", "    no option keep-conn"}}},
-    {"keep-conn, get-values", {{"no option get-values", "option get-values"}}, true},
-    {"keep-conn, mpxs-conns, get-values",
-     {{"no option get-values", "option get-values"}, {"no option mpxs-conns", "option mpxs-conns"}},
-     true}};
-
-// 10 clients x 300 GETs of the hello app through the server on `port` (a new client connection
-// each): req/s, or 0 after an error.
-double rate_of(int port) {
-  std::atomic<int> errors{0};
-  auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 10; ++c)
-    clients.emplace_back([&] {
-      for (int i = 0; i < 300 && errors == 0; ++i) {
-        try {
-          if (it::http_request(port, "GET", "/", {}, Millis{10000}).body != "OK") ++errors;
-        } catch (const std::exception&) {
-          ++errors;
-        }
-      }
-    });
-  for (auto& t : clients)
-    t.join();
-  double seconds = test_support::elapsed_s(start);
-  return errors == 0 ? 3000 / seconds : 0;
-}
-
-HostOptions hello_host(it::Listen listen) {
-  HostOptions o;
-  o.args = {"--app", "hello", "--workers", "2"};
-  for (const std::string& a : it::reachable_socket_args())
-    o.args.push_back(a);
-  o.listen = listen;
-  return o;
 }
 
 } // namespace
@@ -205,81 +150,40 @@ HostOptions hello_host(it::Listen listen) {
 TEST_SUITE("front servers") {
 
   TEST_CASE("Apache ProxyPass over a Unix socket, enablereuse on and off") {
-    run_front(Front::ApacheProxyPass, it::Listen::UnixSocket, kApacheReuse);
+    run_front(Front::ApacheProxyPass, it::Listen::UnixSocket);
   }
   TEST_CASE("Apache ProxyPass over TCP, enablereuse on and off") {
-    run_front(Front::ApacheProxyPass, it::Listen::Tcp, kApacheReuse);
+    run_front(Front::ApacheProxyPass, it::Listen::Tcp);
   }
   TEST_CASE("Apache SetHandler over a Unix socket") {
-    run_front(Front::ApacheSetHandler, it::Listen::UnixSocket, kNoReuse);
+    run_front(Front::ApacheSetHandler, it::Listen::UnixSocket);
   }
   TEST_CASE("Apache SetHandler over TCP") {
-    run_front(Front::ApacheSetHandler, it::Listen::Tcp, kNoReuse);
+    run_front(Front::ApacheSetHandler, it::Listen::Tcp);
   }
   TEST_CASE("lighttpd over a Unix socket") {
-    run_front(Front::Lighttpd, it::Listen::UnixSocket, kNoReuse);
+    run_front(Front::Lighttpd, it::Listen::UnixSocket);
   }
   TEST_CASE("lighttpd over TCP") {
-    run_front(Front::Lighttpd, it::Listen::Tcp, kNoReuse);
+    run_front(Front::Lighttpd, it::Listen::Tcp);
   }
   TEST_CASE("Caddy over a Unix socket") {
-    run_front(Front::Caddy, it::Listen::UnixSocket, kNoReuse);
+    run_front(Front::Caddy, it::Listen::UnixSocket);
   }
   TEST_CASE("Caddy over TCP") {
-    run_front(Front::Caddy, it::Listen::Tcp, kNoReuse);
+    run_front(Front::Caddy, it::Listen::Tcp);
   }
   TEST_CASE("h2o over a Unix socket, keepalive on and off") {
-    run_front(Front::H2o, it::Listen::UnixSocket, kH2oReuse);
+    run_front(Front::H2o, it::Listen::UnixSocket);
   }
   TEST_CASE("h2o over TCP, keepalive on and off") {
-    run_front(Front::H2o, it::Listen::Tcp, kH2oReuse);
+    run_front(Front::H2o, it::Listen::Tcp);
   }
   TEST_CASE("HAProxy over a Unix socket, every fcgi-app connection mode") {
-    run_front(Front::Haproxy, it::Listen::UnixSocket, kHaproxyModes);
+    run_front(Front::Haproxy, it::Listen::UnixSocket);
   }
   TEST_CASE("HAProxy over TCP, keep-conn on and off") {
-    run_front(Front::Haproxy, it::Listen::Tcp, {kHaproxyModes.begin(), kHaproxyModes.begin() + 2});
-  }
-
-  // A measurement, not a check: FCGI_HOST_FRONT_RATES=1 (with FCGI_HOST_BINARY pointing at a
-  // Release build) prints req/s through each server, as docs/front-servers.md shows them.
-  TEST_CASE("req/s of 10 clients x 300 GETs through each front server (FCGI_HOST_FRONT_RATES=1)") {
-    if (!std::getenv("FCGI_HOST_FRONT_RATES")) {
-      return test_support::skip("a measurement: set FCGI_HOST_FRONT_RATES=1 to run it");
-    }
-    struct Cell {
-      Front front;
-      std::string mode;
-      it::TextEdits edits;
-    };
-    const std::vector<Cell> cells{
-        {Front::ApacheProxyPass, "enablereuse=on", {}},
-        {Front::ApacheProxyPass, "enablereuse=off", kApacheReuse[1].edits},
-        {Front::ApacheSetHandler, "", {}},
-        {Front::Lighttpd, "", {}},
-        {Front::Caddy, "", {}},
-        {Front::H2o, "keepalive", {}},
-        {Front::H2o, "no keepalive", kH2oReuse[1].edits},
-        {Front::Haproxy, "keep-conn", {}},
-        {Front::Haproxy, "no keep-conn", kHaproxyModes[1].edits},
-    };
-    for (it::Listen listen : {it::Listen::UnixSocket, it::Listen::Tcp}) {
-      for (int keepalive : {0, 32}) { // the reference: nginx, as the other tests run it
-        HostProcess host(hello_host(listen));
-        it::NginxProcess nginx({host.address(), keepalive});
-        MESSAGE("nginx keepalive " << keepalive << " over " << transport_name(listen) << ": "
-                                   << static_cast<long>(rate_of(nginx.port())) << " req/s");
-      }
-      for (const Cell& cell : cells) {
-        if (!it::front_installed(cell.front)) continue;
-        HostProcess host(hello_host(listen));
-        it::open_socket_dir(host);
-        FrontServer server({cell.front, host.address(), cell.edits});
-        MESSAGE(it::front_name(cell.front)
-                << " " << cell.mode << " over " << transport_name(listen) << ": "
-                << static_cast<long>(rate_of(server.port())) << " req/s");
-      }
-    }
+    run_front(Front::Haproxy, it::Listen::Tcp, 2);
   }
 
 } // TEST_SUITE

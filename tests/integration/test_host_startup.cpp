@@ -11,9 +11,6 @@ using it::Listen;
 
 namespace {
 
-constexpr int kUsage = 2;          // bad option, bad config file
-constexpr int kStartupFailure = 3; // listen socket, privileges
-
 bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -39,18 +36,26 @@ TEST_SUITE("host start-up") {
       std::string word;
     };
     const std::vector<Case> cases = {
-        {"--workers 0", {"--workers", "0", "--listen", "unix:{dir}/s.sock"}, {}, kUsage, "workers"},
-        {"--listen nonsense", {"--listen", "nonsense"}, {}, kUsage, "nonsense"},
+        {"--workers 0",
+         {"--workers", "0", "--listen", "unix:{dir}/s.sock"},
+         {},
+         it::kExitUsage,
+         "workers"},
+        {"--listen nonsense", {"--listen", "nonsense"}, {}, it::kExitUsage, "nonsense"},
         {"unknown option",
          {"--no-such-option", "--listen", "unix:{dir}/s.sock"},
          {},
-         kUsage,
+         it::kExitUsage,
          "no-such-option"},
-        {"unreadable config", {"--config", "{dir}/missing.conf"}, {}, kUsage, "missing.conf"},
+        {"unreadable config",
+         {"--config", "{dir}/missing.conf"},
+         {},
+         it::kExitUsage,
+         "missing.conf"},
         {"bad config line",
          {"--config", "{dir}/host.conf"},
          {{"host.conf", "workers = 2\nthis line has no equals sign\n"}},
-         kUsage,
+         it::kExitUsage,
          "host.conf:2"},
         {"--app /nonexistent.so",
          {"--app", "/nonexistent.so", "--listen", "unix:{dir}/s.sock"},
@@ -75,7 +80,7 @@ TEST_SUITE("host start-up") {
     it::RunResult r = it::run_host(
         HostOptions{{"--app", "hello", "--listen", first.address()}, {}, Listen::AsGiven});
     INFO("output:\n" << r.output);
-    CHECK(r.status == kStartupFailure);
+    CHECK(r.status == it::kExitStartupFailure);
     CHECK(r.output.find(path) != std::string::npos);
     // The refused host must not have unlinked the live server's socket.
     CHECK(first.connect().request("GET", "/").body == "OK");
@@ -106,7 +111,7 @@ TEST_SUITE("host start-up") {
                                    {{"host.conf", "listen = unix:{dir}/t.sock\nworkers = 0\n"}},
                                    Listen::AsGiven});
       INFO("output:\n" << r.output);
-      CHECK(r.status == kUsage);
+      CHECK(r.status == it::kExitUsage);
       CHECK(r.output.find("workers") != std::string::npos);
     }
     SUBCASE("bad line") {
@@ -115,7 +120,7 @@ TEST_SUITE("host start-up") {
                                    {{"host.conf", "app = hello\n\nnot an option line\n"}},
                                    Listen::AsGiven});
       INFO("output:\n" << r.output);
-      CHECK(r.status == kUsage);
+      CHECK(r.status == it::kExitUsage);
       CHECK(r.output.find("host.conf:3") != std::string::npos);
     }
   }

@@ -60,14 +60,10 @@ struct TwoKeptOnOneWorker {
   // accepted the question just before it took the slow request answers it only after that
   // request, never seeing it run; and through nginx it would take one of the kept connections.)
   bool wait_status(const std::string& what) {
-    std::string last;
-    bool seen = it::wait_for(
-        [&] {
-          last = host.status_json();
-          return last.find(what) != std::string::npos;
-        },
-        Millis{10000});
-    if (!seen) MESSAGE("status page: " << last << "\nhost log:\n" << host.log());
+    bool seen = !host.wait_status([&](const std::string& json) { return it::has(json, what); },
+                                  Millis{10000})
+                     .empty();
+    if (!seen) MESSAGE("status page: " << host.status_json() << "\nhost log:\n" << host.log());
     return seen;
   }
   // Until one worker runs a request.

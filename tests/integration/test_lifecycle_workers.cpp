@@ -362,9 +362,7 @@ TEST_SUITE("lifecycle") {
     CHECK(served_by.size() >= 1);
     // Respawned when killed once ready (alive for the boot window: worker_exit.hpp); a death
     // before would be a boot failure.
-    CHECK(it::wait_for(
-        [&] { return host.status_json().find("\"idle processes\":2") != std::string::npos; },
-        Millis{5000}));
+    CHECK(!host.wait_status("idle processes", 2).empty());
     // Respawned when killed.
     ::kill(pids[0], SIGKILL);
     CHECK(host.wait_worker_replaced(pids[0], 2, Millis{3000}).size() == 2);

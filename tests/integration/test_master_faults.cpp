@@ -25,8 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kStartupFailure = 3; // listen socket, pidfile, privileges
-
 struct FileId {
   dev_t dev = 0;
   ino_t ino = 0;
@@ -121,7 +119,7 @@ TEST_SUITE("master faults") {
           {"--app", "hello", "--listen", listen, "--pidfile", pidfile}, {}, Listen::AsGiven};
       it::RunResult r = it::run_host(o);
       INFO("output:\n" << r.output);
-      CHECK(r.status == kStartupFailure);
+      CHECK(r.status == it::kExitStartupFailure);
       CHECK(r.output.find("locked by running process " + std::to_string(first.pid())) !=
             std::string::npos);
       CHECK(r.output.find("other.sock") == std::string::npos); // not even bound
@@ -280,11 +278,7 @@ TEST_SUITE("master faults") {
     REQUIRE(host.wait_workers(4).size() == 4);
     // Healthy means ready: a worker killed while it boots is a boot failure, which stops the
     // master. The status page counts only workers past their boot.
-    auto all_ready = [&] {
-      return it::wait_for(
-          [&] { return host.status_json().find("\"idle processes\":4") != std::string::npos; },
-          Millis{10000});
-    };
+    auto all_ready = [&] { return !host.wait_status("idle processes", 4, Millis{10000}).empty(); };
     REQUIRE(all_ready());
     std::mt19937 random(12345);
     std::vector<double> delays;

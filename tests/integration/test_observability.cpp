@@ -20,6 +20,7 @@ using fcgi_test::Millis;
 using it::Command;
 using it::HostOptions;
 using it::HostProcess;
+using it::json_number;
 using it::Listen;
 using it::parse_openmetrics;
 using it::run_binary;
@@ -36,14 +37,6 @@ fcgi_test::Response get(const std::string& address, const std::string& uri) {
   auto c = fcgi_test::Client::connect(address);
   c.set_keep_conn(false);
   return c.request("GET", uri);
-}
-
-// A number from the JSON status page, e.g. "active processes"; -1 when absent.
-long json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  std::regex re("\"" + key + "\":(-?[0-9]+)");
-  if (!std::regex_search(json, m, re)) return -1;
-  return std::stol(m[1]);
 }
 
 // Every "pss bytes" figure of a JSON page, in order: the pool's total first, then each worker's
@@ -84,15 +77,8 @@ TEST_SUITE("observability") {
     REQUIRE(host.wait_workers(W).size() == W);
     auto held = hold_requests(host, N, 2000);
     // From the master's socket: it waits until both requests are inside handlers.
-    std::string json;
-    bool seen = it::wait_for(
-        [&] {
-          json = get(status_socket(host), "/status?json").body;
-          return json_number(json, "active processes") == N;
-        },
-        Millis{1500});
-    INFO(json);
-    REQUIRE(seen);
+    std::string json = host.wait_status("active processes", N, Millis{1500});
+    REQUIRE(!json.empty());
     CHECK(json_number(json, "idle processes") == W - N);
     CHECK(json_number(json, "total processes") == W);
     // From the worker that serves the page: the same numbers, itself counted idle.
@@ -176,11 +162,9 @@ TEST_SUITE("observability") {
     for (int i = 0; i < 3; ++i)
       REQUIRE(get(host.address(), "/a").status == 200);
     // Counted once the answer went out: wait until the third is in.
-    REQUIRE(it::wait_for(
-        [&] {
-          return get(status_socket(host), "/?json").body.find("\"+Inf\":3}") != std::string::npos;
-        },
-        Millis{3000}));
+    REQUIRE(!host.wait_status([](const std::string& json) { return it::has(json, "\"+Inf\":3}"); },
+                              Millis{3000})
+                 .empty());
     auto scrape = [&](const std::string& address, const std::string& uri,
                       const std::string& accept) {
       auto c = fcgi_test::Client::connect(address);
@@ -238,11 +222,7 @@ TEST_SUITE("observability") {
         {"--app", "echo", "--workers", "1", "--status-listen", "unix:{dir}/status.sock"});
     REQUIRE(host.wait_workers(1).size() == 1);
     auto held = hold_requests(host, 1, 2000);
-    REQUIRE(it::wait_for(
-        [&] {
-          return json_number(get(status_socket(host), "/?json").body, "active processes") == 1;
-        },
-        Millis{1500}));
+    REQUIRE(!host.wait_status("active processes", 1, Millis{1500}).empty());
     std::vector<int> queued;
     for (int i = 0; i < K; ++i)
       queued.push_back(fcgi_test::connect_socket(host.address()));

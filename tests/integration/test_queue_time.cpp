@@ -28,13 +28,6 @@ fcgi_test::Request stamped(const std::string& uri, std::chrono::system_clock::ti
   return r;
 }
 
-// The master's JSON status page.
-std::string status_json(const HostProcess& host) {
-  auto c = fcgi_test::Client::connect("unix:" + host.dir().file("status.sock"));
-  c.set_keep_conn(false);
-  return c.request("GET", "/status?json").body;
-}
-
 long number_after(const std::string& text, const std::string& pattern) {
   std::smatch m;
   if (!std::regex_search(text, m, std::regex(pattern))) return -1;
@@ -71,9 +64,7 @@ TEST_SUITE("queue time") {
     fcgi_test::Request slow;
     slow.uri = "/echo?delay_ms=500"; // no stamp: runs, not measured
     held.send_request(slow);
-    REQUIRE(it::wait_for(
-        [&] { return status_json(host).find("\"active processes\":1") != std::string::npos; },
-        Millis{5000}));
+    REQUIRE(host.wait_active(1));
     const int queued = 3;
     std::vector<fcgi_test::Client> waiting;
     for (int i = 0; i < queued; ++i) {
@@ -97,16 +88,12 @@ TEST_SUITE("queue time") {
     // An unstamped request after them runs.
     CHECK(host.connect().request("GET", "/echo?plain=1").status == 200);
 
-    std::string json;
-    bool seen = it::wait_for(
-        [&] {
-          json = status_json(host);
-          // The metrics of a request are recorded after its response went out: wait for them.
-          return number_after(json, R"("client gone":([0-9]+))") == 1 && echo_calls(json) >= 2;
+    std::string json = host.wait_status(
+        [](const std::string& page) {
+          return number_after(page, R"("client gone":([0-9]+))") == 1 && echo_calls(page) >= 2;
         },
         Millis{3000});
-    INFO(json);
-    CHECK(seen);
+    REQUIRE(!json.empty());
     CHECK(echo_calls(json) == 2); // the held request and the unstamped one: nothing shed ran
     CHECK(number_after(json, R"("waited too long":([0-9]+))") == queued);
     CHECK(measured(json) == queued + 1); // the stamped ones, the gone client's included
@@ -127,14 +114,9 @@ TEST_SUITE("queue time") {
     for (int i = 0; i < 4; ++i)
       CHECK(host.connect().request(stamped("/echo?s=" + std::to_string(i), old)).status == 200);
     CHECK(host.connect().request("GET", "/echo?unstamped=1").status == 200);
-    std::string json;
-    CHECK(it::wait_for(
-        [&] {
-          json = status_json(host);
-          return echo_calls(json) == 5; // recorded after each response went out
-        },
-        Millis{3000}));
-    INFO(json);
+    std::string json = host.wait_status(
+        [](const std::string& page) { return echo_calls(page) == 5; }, Millis{3000});
+    REQUIRE(!json.empty());
     CHECK(measured(json) == 4);
     CHECK(echo_calls(json) == 5);
     // All four waited about 2 s: in the (1, 2.5] s bucket.
@@ -159,14 +141,9 @@ TEST_SUITE("queue time") {
     it::HttpResponse r = it::http_request(nginx.port(), "GET", "/echo?via=nginx");
     CHECK(r.status == 200);
     CHECK(r.body.find("param HTTP_X_REQUEST_START=t=") != std::string::npos);
-    std::string json;
-    CHECK(it::wait_for(
-        [&] {
-          json = status_json(host);
-          return echo_calls(json) == 1;
-        },
-        Millis{3000}));
-    INFO(json);
+    std::string json = host.wait_status(
+        [](const std::string& page) { return echo_calls(page) == 1; }, Millis{3000});
+    REQUIRE(!json.empty());
     CHECK(measured(json) == 1);
     CHECK(number_after(json, R"("waited too long":([0-9]+))") == 0);
   }

@@ -15,10 +15,10 @@ using fcgi_test::Millis;
 using it::HostOptions;
 using it::HostProcess;
 
-namespace {
+using it::kCrashPlugin;
+using it::kSandboxPlugin;
 
-const std::string kSandboxPlugin = FCGI_TEST_SANDBOX_PLUGIN;
-const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
+namespace {
 
 std::string get(const HostProcess& host, const std::string& uri) {
   fcgi_test::Response r = host.connect().request("GET", uri);

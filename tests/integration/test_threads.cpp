@@ -22,19 +22,13 @@
 using fcgi_test::Millis;
 using it::HostOptions;
 using it::HostProcess;
+using it::json_number;
+
+using it::kCrashPlugin;
 
 namespace {
 
-const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
-
 using it::has;
-
-// A number field of the master's JSON status page ("busy threads": 3), or -1.
-long json_number(const std::string& json, const std::string& field) {
-  std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + field + "\":(\\d+)"))) return -1;
-  return std::stol(m[1]);
-}
 
 // `n` GET requests of `target` at once through nginx; their statuses, in order.
 std::vector<int> concurrent_gets(int port, const std::vector<std::string>& targets) {
@@ -124,14 +118,13 @@ TEST_SUITE("threads") {
     // All eight inside their handlers at once, seen by the master.
     std::thread slow(
         [&] { concurrent_gets(nginx.port(), std::vector<std::string>(8, "/slow?ms=1500")); });
-    bool eight_busy = test_wait::wait_until(
-        [&] { return json_number(host.status_json(), "busy threads") == 8; }, Millis{5000});
+    bool eight_busy = !host.wait_status("busy threads", 8).empty();
     slow.join();
     CHECK(eight_busy);
     // A thread is idle again just after its response's last byte went out: wait for the last.
-    CHECK(test_wait::wait_until(
-        [&] { return json_number(host.status_json(), "busy threads") == 0; }, Millis{5000}));
-    CHECK(json_number(host.status_json(), "idle threads") == 8);
+    std::string json = host.wait_status("busy threads", 0);
+    CHECK(!json.empty());
+    CHECK(json_number(json, "idle threads") == 8);
 
     auto begin = std::chrono::steady_clock::now();
     std::vector<int> statuses =
@@ -159,9 +152,12 @@ TEST_SUITE("threads") {
     });
     // The others start once the stuck one has run 1.2 s: they are in flight when it is cut at
     // 2 s, and each finishes within its own 2 s.
-    REQUIRE(test_wait::wait_until(
-        [&] { return json_number(host.status_json(true), "request duration") >= 1'200'000; },
-        Millis{5000}));
+    REQUIRE(!host.wait_status(
+                     [](const std::string& json) {
+                       return json_number(json, "request duration") >= 1'200'000;
+                     },
+                     Millis{5000}, true)
+                 .empty());
     std::vector<int> others =
         concurrent_gets(nginx.port(), {"/slow?ms=1500", "/slow?ms=1500", "/slow?ms=1500"});
     hung.join();
@@ -189,14 +185,13 @@ TEST_SUITE("threads") {
     it::NginxProcess nginx({host.address()});
     std::thread slow(
         [&] { concurrent_gets(nginx.port(), std::vector<std::string>(3, "/slow?ms=4000")); });
-    REQUIRE(test_wait::wait_until(
-        [&] { return json_number(host.status_json(), "busy threads") == 3; }, Millis{5000}));
+    REQUIRE(!host.wait_status("busy threads", 3).empty());
     CHECK(it::http_request(nginx.port(), "GET", "/crash/segv").status == 502);
     slow.join();
     INFO("host log:\n" << host.log());
     REQUIRE(host.wait_log(R"(faulted in request: "GET /crash/segv")"));
     REQUIRE(host.wait_log(R"(lost request: "GET /slow\?ms=4000")", Millis{5000}, 3));
-    CHECK(json_number(host.status_json(), "requests lost in crashes") == 3);
+    CHECK(!host.wait_status("requests lost in crashes", 3).empty());
     CHECK(!host.wait_worker_replaced(before[0], 1).empty());
   }
 
@@ -326,13 +321,9 @@ TEST_SUITE("threads") {
     for (int i = 0; i < 128; ++i)
       REQUIRE(c.request("GET", "/spin?ms=2").status == 200);
     // A request is counted just after its response's last byte went out: wait for the last.
-    std::string json;
-    test_wait::wait_until(
-        [&] {
-          json = host.status_json(true);
-          return has(json, R"("route":"GET /spin","calls":128,)");
-        },
-        Millis{5000});
+    const std::string json = host.wait_status(
+        [](const std::string& page) { return has(page, R"("route":"GET /spin","calls":128,)"); },
+        Millis{5000}, true);
     std::smatch m;
     REQUIRE(std::regex_search(json, m,
                               std::regex(R"re("route":"[^"]*/spin","calls":(\d+),"5xx":\d+,)re"

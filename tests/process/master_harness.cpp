@@ -136,10 +136,7 @@ MasterUnderTest::MasterUnderTest(Generation first, MasterOptions options) {
   void* p = mmap(nullptr, sizeof(Probe), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
   g_probe = new (p) Probe;
-  std::string tmpl = test_support::temp_template("pm-test");
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  dir_ = tmpl;
-  log_path_ = dir_ + "/master.log";
+  log_path_ = dir_.file("master.log");
   options.scoreboard_capacity = 16;
   // Constructed here so that the test sees the scoreboard; run only in the child.
   master_ = std::make_unique<Master>(std::move(first), std::move(options));
@@ -163,8 +160,6 @@ MasterUnderTest::~MasterUnderTest() {
   test_wait::wait_until(reap_children, Millis{2000});
   munmap(g_probe, sizeof(Probe));
   g_probe = nullptr;
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 std::vector<pid_t> MasterUnderTest::ready(std::uint32_t generation) {

@@ -8,6 +8,7 @@
 // it and can be reaped and checked by pid. The destructor kills and reaps every process the test
 // started, by pid, and removes the log.
 #include "process_manager/master.hpp"
+#include "support/files.hpp"
 #include "support/wait.hpp"
 
 #include <atomic>
@@ -102,7 +103,7 @@ public:
 private:
   std::unique_ptr<process_manager::Master> master_;
   pid_t pid_ = -1;
-  std::string dir_;
+  test_support::TempDir dir_{"pm-test"}; // the master's log
   std::string log_path_;
   std::set<pid_t> seen_;
 };

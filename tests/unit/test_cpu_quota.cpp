@@ -4,6 +4,7 @@
 // as podman makes it on this machine, a cgroup v2 pod, a hybrid system, no cgroup at all) and
 // read through read_cpu_quota(root).
 #include "process_manager/cpu_quota.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,24 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct FakeRoot {
-  fs::path path;
-  FakeRoot() {
-    std::string tmpl = (fs::temp_directory_path() / "cpu-quota-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~FakeRoot() { fs::remove_all(path); }
-  FakeRoot(const FakeRoot&) = delete;
-  FakeRoot& operator=(const FakeRoot&) = delete;
-
-  void write(const std::string& name, const std::string& text) const {
-    fs::path p = path / name.substr(1);
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-  }
-  std::optional<pm::CpuQuota> quota() const { return pm::read_cpu_quota(path.string()); }
-};
+// A temporary directory stands for "/": root.write("/proc/self/cgroup", ...) lays out the
+// kernel's files, and the quota is read under it.
+std::optional<pm::CpuQuota> quota(const test_support::TempDir& root) {
+  return pm::read_cpu_quota(root.path());
+}
 
 // cgroup v1, as podman (cgroupfs, no cgroup namespace) shows a container its own cgroup: the
 // path in /proc/self/cgroup is the host's, the mount's root is that same cgroup.
@@ -93,22 +81,22 @@ TEST_SUITE("cpu quota") {
   }
 
   TEST_CASE("a v1 container with --cpus 1.5 reads 1.5 from cfs_quota_us") {
-    FakeRoot root;
+    test_support::TempDir root("cpu-quota");
     root.write("/proc/self/cgroup", kV1Cgroup);
     root.write("/proc/self/mountinfo", kV1Mountinfo);
     root.write("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "150000\n");
     root.write("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-    auto q = root.quota();
+    auto q = quota(root);
     REQUIRE(q);
     CHECK(q->cpus == doctest::Approx(1.5));
     CHECK(q->file.ends_with("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"));
     // No limit: -1.
     root.write("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-    CHECK_FALSE(root.quota());
+    CHECK_FALSE(quota(root));
   }
 
   TEST_CASE("v1 without a namespace: the cgroup's own directory and the smallest of its parents") {
-    FakeRoot root;
+    test_support::TempDir root("cpu-quota");
     root.write("/proc/self/cgroup", "1:cpu:/kubepods/pod1/c2\n");
     root.write("/proc/self/mountinfo",
                "30 20 0:30 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n");
@@ -118,49 +106,49 @@ TEST_SUITE("cpu quota") {
     root.write("/sys/fs/cgroup/cpu/kubepods/pod1/cpu.cfs_period_us", "100000\n");
     root.write("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
     root.write("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
-    auto q = root.quota();
+    auto q = quota(root);
     REQUIRE(q);
     CHECK(q->cpus == doctest::Approx(2.5));
     CHECK(q->file.ends_with("/kubepods/pod1/cpu.cfs_quota_us"));
   }
 
   TEST_CASE("a v2 pod: cpu.max, max is no limit") {
-    FakeRoot root;
+    test_support::TempDir root("cpu-quota");
     root.write("/proc/self/cgroup", kV2Cgroup);
     root.write("/proc/self/mountinfo", kV2Mountinfo);
     root.write("/sys/fs/cgroup/cpu.max", "50000 100000\n");
-    auto q = root.quota();
+    auto q = quota(root);
     REQUIRE(q);
     CHECK(q->cpus == doctest::Approx(0.5));
     root.write("/sys/fs/cgroup/cpu.max", "max 100000\n");
-    CHECK_FALSE(root.quota());
+    CHECK_FALSE(quota(root));
   }
 
   TEST_CASE("a hybrid system: the cpu controller is v1's, the v2 mount has none") {
-    FakeRoot root;
+    test_support::TempDir root("cpu-quota");
     root.write("/proc/self/cgroup", "1:cpu:/\n0::/user.slice\n");
     root.write("/proc/self/mountinfo",
                "30 20 0:30 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
                "41 20 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
     root.write("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
     root.write("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
-    CHECK_FALSE(root.quota());
+    CHECK_FALSE(quota(root));
     root.write("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "300000\n");
-    auto q = root.quota();
+    auto q = quota(root);
     REQUIRE(q);
     CHECK(q->cpus == doctest::Approx(3.0));
   }
 
   TEST_CASE("no cgroup at all: no quota") {
-    FakeRoot root;
-    CHECK_FALSE(root.quota()); // no /proc/self files
+    test_support::TempDir root("cpu-quota");
+    CHECK_FALSE(quota(root)); // no /proc/self files
     root.write("/proc/self/cgroup", "");
     root.write("/proc/self/mountinfo", "22 1 8:1 / / rw - ext4 /dev/vda rw\n");
-    CHECK_FALSE(root.quota());
+    CHECK_FALSE(quota(root));
     // A v2 path but no cpu.max file (the cpu controller not enabled there).
     root.write("/proc/self/cgroup", kV2Cgroup);
     root.write("/proc/self/mountinfo", kV2Mountinfo);
-    CHECK_FALSE(root.quota());
+    CHECK_FALSE(quota(root));
   }
 
   TEST_CASE("the choice: the quota rounded up, at least 1, then affinity, then the cores") {

@@ -10,6 +10,7 @@
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/scoreboard.hpp"
+#include "support/files.hpp"
 
 #include <cstdio>
 #include <doctest/doctest.h>
@@ -375,9 +376,8 @@ TEST_CASE("allow-lists: an empty list or a bad item is refused, naming the item"
 }
 
 TEST_CASE("output capture: a worker's stdout and stderr lines reach the log with its pid") {
-  char dir[] = "/tmp/fcgi-host-oc-XXXXXX";
-  REQUIRE(mkdtemp(dir));
-  std::string path = std::string(dir) + "/log";
+  test_support::TempDir dir("fcgi-host-oc");
+  const std::string path = dir.file("log");
   process_manager::Log& log = process_manager::Log::get();
   {
     fcgi_host::OutputCapture capture;
@@ -405,16 +405,13 @@ TEST_CASE("output capture: a worker's stdout and stderr lines reach the log with
     CHECK(text.find(who + "second half\n") != std::string::npos);
   }
   log.open("");
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 // The master keeps a worker's unfinished line only while the worker lives: forget() (at reap)
 // logs and frees it, so short-lived writers cannot grow the master's memory.
 TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed") {
-  char dir[] = "/tmp/fcgi-host-oc-XXXXXX";
-  REQUIRE(mkdtemp(dir));
-  std::string path = std::string(dir) + "/log";
+  test_support::TempDir dir("fcgi-host-oc");
+  const std::string path = dir.file("log");
   process_manager::Log& log = process_manager::Log::get();
   log.open(path);
   {
@@ -449,6 +446,4 @@ TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed
   for (int i = 0; i < 3; ++i)
     CHECK(text.find(": no newline " + std::to_string(i) + "\\x1b[2J\n") != std::string::npos);
   CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);
-  unlink(path.c_str());
-  rmdir(dir);
 }

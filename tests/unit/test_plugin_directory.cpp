@@ -1,5 +1,6 @@
 // The plugin directories of masters that are gone are swept by the next master; nothing else is.
 #include "fcgi_host/runners/plugin_copy.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -13,16 +14,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "plugin-dir-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // A pid that ran and is gone (reaped): no process of that pid exists now, barring reuse.
 pid_t gone_pid() {
@@ -45,15 +36,15 @@ fs::path left_behind(const fs::path& root, pid_t owner, const std::string& suffi
 } // namespace
 
 TEST_CASE("plugin directory: named after its master, swept once that master is gone") {
-  TempDir root;
+  test_support::TempDir root("plugin-dir");
   const pid_t dead = gone_pid();
-  const fs::path orphan = left_behind(root.path, dead, "abcdef");
-  const fs::path alive = left_behind(root.path, ::getppid(), "ghijkl");
-  const fs::path other_name = root.path / "fcgi-host-plugins.XXXXXX";
+  const fs::path orphan = left_behind(root.path(), dead, "abcdef");
+  const fs::path alive = left_behind(root.path(), ::getppid(), "ghijkl");
+  const fs::path other_name = fs::path(root.path()) / "fcgi-host-plugins.XXXXXX";
   fs::create_directory(other_name);
 
   {
-    fcgi_host::PluginDirectory dir(static_cast<gid_t>(-1), root.path.string());
+    fcgi_host::PluginDirectory dir(static_cast<gid_t>(-1), root.path());
     CHECK(fs::path(dir.path())
               .filename()
               .string()
@@ -66,31 +57,32 @@ TEST_CASE("plugin directory: named after its master, swept once that master is g
 }
 
 TEST_CASE("plugin directory sweep: a symlink, another user's directory, a locked one are kept") {
-  TempDir root;
+  test_support::TempDir root("plugin-dir");
   const pid_t dead = gone_pid();
   // A symlink under a dead master's name, pointing at a directory with a file: nothing followed.
-  TempDir target;
-  std::ofstream(target.path / "keep") << "x";
-  const fs::path link = root.path / ("fcgi-host-plugins." + std::to_string(dead) + ".linkxx");
-  fs::create_directory_symlink(target.path, link);
+  test_support::TempDir target("plugin-dir");
+  std::ofstream(target.file("keep")) << "x";
+  const fs::path link =
+      fs::path(root.path()) / ("fcgi-host-plugins." + std::to_string(dead) + ".linkxx");
+  fs::create_directory_symlink(target.path(), link);
   // One that a sweeper at the same moment holds.
-  const fs::path locked = left_behind(root.path, dead, "lockxx");
+  const fs::path locked = left_behind(root.path(), dead, "lockxx");
   int held = ::open(locked.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   REQUIRE(held >= 0);
   REQUIRE(::flock(held, LOCK_EX | LOCK_NB) == 0);
   // One that another user owns (only root can make it).
-  const fs::path foreign = left_behind(root.path, dead, "userxx");
+  const fs::path foreign = left_behind(root.path(), dead, "userxx");
   const bool root_user = ::geteuid() == 0;
   if (root_user) REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
 
-  CHECK(fcgi_host::sweep_dead_plugin_directories(root.path.string()) == (root_user ? 0 : 1));
+  CHECK(fcgi_host::sweep_dead_plugin_directories(root.path()) == (root_user ? 0 : 1));
   CHECK(fs::is_symlink(link));
-  CHECK(fs::exists(target.path / "keep"));
+  CHECK(fs::exists(target.file("keep")));
   CHECK(fs::exists(locked / "1-libapp.so"));
   CHECK(fs::exists(foreign) == root_user);
 
   ::close(held);
-  CHECK(fcgi_host::sweep_dead_plugin_directories(root.path.string()) == 1);
+  CHECK(fcgi_host::sweep_dead_plugin_directories(root.path()) == 1);
   CHECK_FALSE(fs::exists(locked));
   CHECK(fs::is_symlink(link));
 }

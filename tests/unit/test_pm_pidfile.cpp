@@ -1,4 +1,5 @@
 #include "process_manager/pidfile.hpp"
+#include "support/files.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -16,16 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "pm-pidfile-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
@@ -37,19 +28,19 @@ std::size_t entries(const fs::path& dir) {
 } // namespace
 
 TEST_CASE("pidfile: written with our pid, nothing else left in the directory, removed after") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   {
     Pidfile pf(p.string());
     CHECK(Pidfile::read(p.string()) == getpid());
-    CHECK(entries(dir.path) == 1); // the temporary file was renamed, not left behind
+    CHECK(entries(dir.path()) == 1); // the temporary file was renamed, not left behind
   }
   CHECK_FALSE(fs::exists(p));
 }
 
 TEST_CASE("pidfile: refuses a file another master holds locked, and leaves it as it was") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   Pidfile first(p.string());
   std::string before = std::to_string(getpid()) + "\n";
   try {
@@ -66,16 +57,16 @@ TEST_CASE("pidfile: refuses a file another master holds locked, and leaves it as
 }
 
 TEST_CASE("pidfile: a live pid in an unlocked file does not block (a zombie, a recycled pid)") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   write_text(p, std::to_string(getppid()) + "\n");
   Pidfile pf(p.string());
   CHECK(Pidfile::read(p.string()) == getpid());
 }
 
 TEST_CASE("pidfile: the lock goes with the process, even while it is an unreaped zombie") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   int ready[2];
   REQUIRE(pipe(ready) == 0);
   pid_t child = fork();
@@ -106,8 +97,8 @@ TEST_CASE("pidfile: the lock goes with the process, even while it is an unreaped
 }
 
 TEST_CASE("pidfile: an inherited locked descriptor is taken over") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   Pidfile old(p.string());
   int fd = fcntl(old.fd(), F_DUPFD_CLOEXEC, 3);
   REQUIRE(fd >= 0);
@@ -119,8 +110,8 @@ TEST_CASE("pidfile: an inherited locked descriptor is taken over") {
 }
 
 TEST_CASE("pidfile: a stale file is replaced") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   pid_t dead = fork();
   REQUIRE(dead != -1);
   if (dead == 0) _exit(0);
@@ -131,8 +122,8 @@ TEST_CASE("pidfile: a stale file is replaced") {
 }
 
 TEST_CASE("pidfile: not removed when another process has taken it over") {
-  TempDir dir;
-  fs::path p = dir.path / "master.pid";
+  test_support::TempDir dir("pm-pidfile");
+  fs::path p = dir.file("master.pid");
   {
     Pidfile pf(p.string());
     write_text(p, "1\n");

@@ -15,8 +15,8 @@ using test_support::kMs;
 using test_support::kS;
 using test_support::kT0;
 
-Worker worker() {
-  Worker w;
+Child worker() {
+  Child w;
   w.pid = 42;
   w.graceful_timeout = 30s;
   w.retire_signal = SIGQUIT;
@@ -29,7 +29,7 @@ SlotSnapshot in_handler(std::uint64_t started, std::uint32_t connections = 1) {
 } // namespace
 
 TEST_CASE("deadlines: a retire sends the generation's retire signal, SIGKILL after the timeout") {
-  Worker w = worker();
+  Child w = worker();
   w.retire_signal = SIGTERM; // an --exec program's
   Escalation e = stop_escalation(w, StopReason::Retire);
   CHECK(e.signal == SIGTERM);
@@ -41,7 +41,7 @@ TEST_CASE("deadlines: a retire sends the generation's retire signal, SIGKILL aft
 }
 
 TEST_CASE("deadlines: a later stop never moves a planned SIGKILL later, an earlier one sooner") {
-  Worker w = worker();
+  Child w = worker();
   w.kill_at_ns = kT0 + 5 * kS; // a graceful stop already planned it
   Escalation fast = stop_escalation(w, StopReason::Fast);
   CHECK(stop_follow_up(w, StopReason::Fast, fast, SlotSnapshot{}, kT0).kill_at_ns ==
@@ -52,7 +52,7 @@ TEST_CASE("deadlines: a later stop never moves a planned SIGKILL later, an earli
 }
 
 TEST_CASE("deadlines: a retired worker in a slow request beside kept connections is nudged") {
-  Worker w = worker();
+  Child w = worker();
   w.nudge_after = 100ms;
   Escalation e = stop_escalation(w, StopReason::Retire);
   CHECK(stop_follow_up(w, StopReason::Retire, e, in_handler(kT0, 3), kT0).nudge);
@@ -63,7 +63,7 @@ TEST_CASE("deadlines: a retired worker in a slow request beside kept connections
 }
 
 TEST_CASE("deadlines: --exec programs get their stop signal again, a SIGKILL needs nothing more") {
-  Worker w = worker();
+  Child w = worker();
   w.resend_stop_every = 500ms;
   Escalation e = stop_escalation(w, StopReason::Retire);
   StopFollowUp f = stop_follow_up(w, StopReason::Retire, e, SlotSnapshot{}, kT0);
@@ -81,7 +81,7 @@ TEST_CASE("deadlines: --exec programs get their stop signal again, a SIGKILL nee
 }
 
 TEST_CASE("deadlines: SIGKILL is due at the stop deadline, once") {
-  Worker w = worker();
+  Child w = worker();
   CHECK_FALSE(kill_due(w, kT0)); // none planned
   w.kill_at_ns = kT0;
   CHECK_FALSE(kill_due(w, kT0 - 1));
@@ -91,7 +91,7 @@ TEST_CASE("deadlines: SIGKILL is due at the stop deadline, once") {
 }
 
 TEST_CASE("deadlines: a request past request_timeout in the handler is timed out") {
-  Worker w = worker();
+  Child w = worker();
   CHECK_FALSE(request_timed_out(w, in_handler(kT0), kT0 + 3600 * kS)); // off
   w.request_timeout = 2s;
   CHECK_FALSE(request_timed_out(w, in_handler(kT0), kT0 + 2 * kS)); // exactly: not yet
@@ -104,7 +104,7 @@ TEST_CASE("deadlines: a request past request_timeout in the handler is timed out
 }
 
 TEST_CASE("deadlines: a nudge once per request, only beside other connections") {
-  Worker w = worker();
+  Child w = worker();
   w.nudge_after = 100ms;
   CHECK_FALSE(nudge_due(w, in_handler(kT0, 2), kT0 + 100 * kMs));
   CHECK(nudge_due(w, in_handler(kT0, 2), kT0 + 101 * kMs));
@@ -115,7 +115,7 @@ TEST_CASE("deadlines: a nudge once per request, only beside other connections") 
 }
 
 TEST_CASE("deadlines: a slow request gets one stack, a crashed worker is not slow") {
-  Worker w = worker();
+  Child w = worker();
   w.slow_stack_after = 1s;
   CHECK(slow_stack_due(w, in_handler(kT0), kT0 + 2 * kS));
   SlotSnapshot crashed = in_handler(kT0);
@@ -137,7 +137,7 @@ TEST_CASE("deadlines: at most ten slow-request stacks a minute, the refused ones
 }
 
 TEST_CASE("deadlines: the loop ticks faster only while a nudge may be due") {
-  Worker w = worker();
+  Child w = worker();
   CHECK_FALSE(nudge_tick(w, 5));
   w.nudge_after = 100ms;
   CHECK_FALSE(nudge_tick(w, 1));

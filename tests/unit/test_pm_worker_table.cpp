@@ -8,9 +8,9 @@ using namespace process_manager;
 
 namespace {
 
-// Adds a worker; returns its slot (a Worker owns its log channel, so it is not copied).
+// Adds a worker; returns its slot (a Child owns its log channel, so it is not copied).
 std::size_t make(WorkerTable& t, pid_t pid, std::uint32_t gen) {
-  Worker w;
+  Child w;
   w.pid = pid;
   w.slot = t.allocate_slot().value();
   w.generation = gen;
@@ -28,7 +28,7 @@ TEST_CASE("worker table: slots are allocated lowest first and reused") {
   CHECK(make(t, 102, 1) == 2);
   CHECK_FALSE(t.allocate_slot().has_value());
 
-  std::optional<Worker> gone = t.remove(101);
+  std::optional<Child> gone = t.remove(101);
   REQUIRE(gone);
   CHECK(gone->slot == 1);
   CHECK(t.find(101) == nullptr);
@@ -52,7 +52,7 @@ TEST_CASE("worker table: counts by generation, stopping workers excluded") {
 }
 
 TEST_CASE("worker table: each signal is sent at most once") {
-  Worker w;
+  Child w;
   CHECK(w.mark_signalled(SIGQUIT));
   CHECK_FALSE(w.mark_signalled(SIGQUIT));
   CHECK(w.was_signalled(SIGQUIT));

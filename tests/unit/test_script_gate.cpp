@@ -3,6 +3,7 @@
 // PATH_INFO after the script, a root that is itself a link, the suffixes.
 #include "fcgi_host/protocol/records.hpp"
 #include "fcgi_host/runners/script_gate.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,24 +21,15 @@ namespace {
 
 // site/root/{index.php, notes.txt, sub/page.php, in.php -> index.php, out.php -> ../secret.php,
 // txt.php -> notes.txt}, site/secret.php, site/link-root -> root.
-struct Site {
-  fs::path path;
-  Site() {
-    std::string tmpl = (fs::temp_directory_path() / "script-gate-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-    fs::create_directories(path / "root/sub");
+struct Site : test_support::TempDir {
+  Site() : TempDir("script-gate") {
     for (const char* name : {"root/index.php", "root/notes.txt", "root/sub/page.php", "secret.php"})
-      std::ofstream(path / name) << "<?php\n";
-    fs::create_symlink("index.php", path / "root/in.php");
-    fs::create_symlink("../secret.php", path / "root/out.php");
-    fs::create_symlink("notes.txt", path / "root/txt.php");
-    fs::create_symlink("root", path / "link-root");
+      write(name, "<?php\n");
+    fs::create_symlink("index.php", file("root/in.php"));
+    fs::create_symlink("../secret.php", file("root/out.php"));
+    fs::create_symlink("notes.txt", file("root/txt.php"));
+    fs::create_symlink("root", file("link-root"));
   }
-  ~Site() { fs::remove_all(path); }
-  Site(const Site&) = delete;
-  Site& operator=(const Site&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
 ScriptGate gate(const ScriptRule& rule) {

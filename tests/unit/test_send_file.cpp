@@ -15,21 +15,6 @@
 
 namespace {
 
-// A private directory with one file, removed at the end.
-struct Files {
-  std::filesystem::path dir;
-  Files() {
-    std::string tmpl = test_support::temp_template("fcgi-send-file");
-    REQUIRE(::mkdtemp(tmpl.data()));
-    dir = tmpl;
-  }
-  ~Files() { std::filesystem::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::ofstream(dir / name, std::ios::binary) << content;
-    return (dir / name).string();
-  }
-};
-
 std::string bytes(std::size_t n) {
   std::string s(n, '\0');
   for (std::size_t i = 0; i < n; ++i)
@@ -49,7 +34,7 @@ TEST_CASE("content_type_for: by the extension, case-insensitively, octet-stream 
 }
 
 TEST_CASE("send_file streams by default: small files buffered, large ones in chunks") {
-  Files f;
+  test_support::TempDir f("fcgi-send-file");
   app::Response small;
   CHECK(small.send_file(f.write("a.txt", "hello\n")));
   CHECK(small.status == 200);
@@ -70,7 +55,7 @@ TEST_CASE("send_file streams by default: small files buffered, large ones in chu
 }
 
 TEST_CASE("send_file for HEAD sends the head with the length and no bytes") {
-  Files f;
+  test_support::TempDir f("fcgi-send-file");
   app::testing::CaptureSink sink;
   app::Response res;
   res.reset(&sink);
@@ -82,7 +67,7 @@ TEST_CASE("send_file for HEAD sends the head with the length and no bytes") {
 }
 
 TEST_CASE("send_file with X-Accel-Redirect or X-Sendfile: the header and no body") {
-  Files f;
+  test_support::TempDir f("fcgi-send-file");
   const std::string path = f.write("my file.css", "body{}");
   app::FileOffload nginx{app::FileOffload::Mode::XAccelRedirect, "/internal/"};
   app::Response accel;
@@ -92,7 +77,7 @@ TEST_CASE("send_file with X-Accel-Redirect or X-Sendfile: the header and no body
   CHECK(accel.body.empty());
   CHECK(accel.header("Content-Type") == "text/css; charset=utf-8");
   // Each segment percent-encoded (nginx decodes the URI), the prefix's slash not doubled.
-  CHECK(accel.header("X-Accel-Redirect") == "/internal" + f.dir.string() + "/my%20file.css");
+  CHECK(accel.header("X-Accel-Redirect") == "/internal" + f.path() + "/my%20file.css");
 
   app::FileOffload lighttpd{app::FileOffload::Mode::XSendfile, ""};
   app::Response sendfile;
@@ -104,10 +89,10 @@ TEST_CASE("send_file with X-Accel-Redirect or X-Sendfile: the header and no body
 }
 
 TEST_CASE("send_file answers 404 for a missing file or a directory, in every mode") {
-  Files f;
+  test_support::TempDir f("fcgi-send-file");
   const app::FileOffload nginx{app::FileOffload::Mode::XAccelRedirect, "/internal"};
   for (const app::FileOffload* mode : {static_cast<const app::FileOffload*>(nullptr), &nginx}) {
-    for (const std::string& path : {(f.dir / "missing").string(), f.dir.string()}) {
+    for (const std::string& path : {f.file("missing"), f.path()}) {
       app::Response res;
       res.set_file_offload(mode);
       CHECK(res.send_file(path));
@@ -124,7 +109,7 @@ TEST_CASE("send_file refuses paths whose meaning could change on the way (a hand
     CHECK_THROWS_AS(res.send_file(path), std::invalid_argument);
   CHECK_THROWS_AS(res.send_file(std::string_view("/srv/a\0b", 8)), std::invalid_argument);
   // A name that merely holds dots is a name.
-  Files f;
+  test_support::TempDir f("fcgi-send-file");
   CHECK(res.send_file(f.write("..hidden..", "x")));
   CHECK(res.status == 200);
 }
