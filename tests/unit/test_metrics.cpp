@@ -1,9 +1,11 @@
 // Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
-// status page formats, the access log line, the status socket's params decoder.
+// status page formats and their one table of fields, the access log line, the status socket's
+// params decoder.
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/route_stats.hpp"
+#include "fcgi_host/observe/status_fields.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
@@ -14,6 +16,8 @@
 #include <cstdio>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <set>
+#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -435,4 +439,80 @@ TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed
   CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);
   unlink(path.c_str());
   rmdir(dir);
+}
+
+TEST_CASE("status fields: every row shows in the forms it names, in each of them") {
+  Snapshot s;
+  s.pool_mode = "dynamic";
+  s.pool_name = "api";
+  s.threads_total = 4;
+  s.threads_busy = 3;
+  s.target_workers = 2;
+  s.max_workers = 6;
+  s.threads_per_worker = 2;
+  s.listen_queue.known = true;
+  std::string type;
+  const std::string text = render_status(s, {StatusFormat::Text, false}, type);
+  const std::string json = render_status(s, {StatusFormat::Json, false}, type);
+  const std::string om = render_status(s, {StatusFormat::OpenMetrics, false}, type);
+  const std::string prom = render_status(s, {StatusFormat::Prometheus, false}, type);
+  std::set<std::string_view> families;
+  for (const StatusField& f : status_fields()) {
+    INFO(f.key, " ", f.metric);
+    const FieldValue v = f.value(s);
+    if (v.kind == FieldValue::Kind::Absent) continue;
+    CHECK(f.key.empty() == !(f.forms & (kTextForm | kJsonForm))); // a page's field has a name
+    if (!f.key.empty()) {
+      CHECK((text.find("\n" + std::string(f.key) + ":") != std::string::npos ||
+             text.starts_with(std::string(f.key) + ":")) == bool(f.forms & kTextForm));
+      CHECK((json.find("\"" + std::string(f.key) + "\":") != std::string::npos) ==
+            bool(f.forms & kJsonForm));
+    }
+    if (f.metric.empty()) continue;
+    const bool counter = f.kind == MetricKind::Counter;
+    const std::string name = "fcgihost_" + std::string(f.metric);
+    const std::string sample = (counter ? name + "_total" : name) +
+                               (f.labels.empty() ? "" : "{" + std::string(f.labels) + "}") + " " +
+                               v.value + "\n";
+    CHECK(om.find("\n" + sample) != std::string::npos);
+    CHECK(prom.find("\n" + sample) != std::string::npos);
+    // A family's HELP and TYPE once, whatever the rows that fill it.
+    if (families.insert(f.metric).second) {
+      CHECK(om.find("# TYPE " + name + (counter ? " counter" : " gauge")) != std::string::npos);
+      CHECK(prom.find("# TYPE " + name + (counter ? "_total counter" : " gauge")) !=
+            std::string::npos);
+    }
+  }
+  // The gauges an autoscaler reads: one family each, no arithmetic.
+  CHECK(om.find("\nfcgihost_utilization 0.75\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_max_processes 6\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_target_processes 2\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_threads_per_process 2\n") != std::string::npos);
+  CHECK(text.find("\nutilization:          0.75\n") != std::string::npos);
+  CHECK(json.find("\"utilization\":0.75,") != std::string::npos);
+  s.threads_total = 0;
+  s.threads_busy = 0;
+  CHECK(utilization_text(s) == "0");
+}
+
+TEST_CASE("status fields: with pool_label every metrics sample carries pool=\"NAME\" first") {
+  Snapshot s;
+  s.pool_name = "a\"b";
+  RouteSnapshot r;
+  r.name = "/x";
+  r.calls = 1;
+  s.routes.push_back(r);
+  WorkerSnapshot w;
+  s.workers.push_back(w);
+  StatusQuery q{StatusFormat::Prometheus, false, true};
+  std::string type;
+  std::istringstream lines(render_status(s, q, type));
+  int samples = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("#")) continue;
+    ++samples;
+    INFO(line);
+    CHECK(line.find("{pool=\"a\\\"b\"") != std::string::npos);
+  }
+  CHECK(samples > 40);
 }
