@@ -1,7 +1,9 @@
 // Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
 // status page formats and their one table of fields, the access log line, the status socket's
-// params decoder.
+// params decoder, the health port's pure parts (its request parser, /readyz's rule, its answer).
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/health_request.hpp"
+#include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/route_stats.hpp"
@@ -439,6 +441,103 @@ TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed
   CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);
   unlink(path.c_str());
   rmdir(dir);
+}
+
+using Verdict = HealthRequest::Verdict;
+
+namespace {
+
+// The views of the result point into `bytes`: a literal here.
+HealthRequest parse(std::string_view bytes) {
+  return parse_health_request(bytes);
+}
+
+int refused_with(const std::string& bytes) {
+  HealthRequest r = parse(bytes);
+  return r.verdict == Verdict::Bad ? r.status : 0;
+}
+
+} // namespace
+
+TEST_CASE("health request: a probe, a scrape and curl's HEAD parse; path without the query") {
+  HealthRequest r = parse("GET /readyz HTTP/1.1\r\nHost: 10.0.0.1:9100\r\nUser-Agent: "
+                          "kube-probe/1.28\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.path == "/readyz");
+  CHECK_FALSE(r.head);
+  CHECK(r.accept == "*/*");
+  r = parse("GET /metrics?x=1 HTTP/1.0\r\naccept:  application/openmetrics-text;version=1.0.0 "
+            "\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.path == "/metrics");
+  CHECK(r.accept == "application/openmetrics-text;version=1.0.0");
+  r = parse("HEAD /livez HTTP/1.1\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.head);
+  CHECK(parse("GET /livez HTTP/1.1\r\nContent-Length: 0\r\n\r\n").verdict == Verdict::Ready);
+}
+
+TEST_CASE("health request: what is not whole yet waits, within the caps") {
+  CHECK(parse("").verdict == Verdict::NeedMore);
+  CHECK(parse("GET /livez HTTP/1.1\r\nHost: x\r\n").verdict == Verdict::NeedMore);
+  CHECK(refused_with("GET /" + std::string(kMaxHealthRequestLine, 'a')) == 414);
+  std::string many = "GET / HTTP/1.1\r\n";
+  while (many.size() < kMaxHealthHead)
+    many += "X-A: b\r\n";
+  CHECK(refused_with(many) == 431);
+  std::string headers = "GET / HTTP/1.1\r\n";
+  for (std::size_t i = 0; i <= kMaxHealthHeaders; ++i)
+    headers += "X: y\r\n";
+  CHECK(refused_with(headers + "\r\n") == 431);
+}
+
+TEST_CASE("health request: everything else is refused with its status") {
+  CHECK(refused_with("POST /livez HTTP/1.1\r\n\r\n") == 405);
+  CHECK(refused_with("DELETE /livez HTTP/1.1\r\n\r\n") == 405);
+  CHECK(refused_with("GET /livez HTTP/2.0\r\n\r\n") == 505);
+  CHECK(refused_with("GET /livez FTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET  /livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET http://x/livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET /a\x7f HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("G(T /livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nNo colon\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nBad Name: x\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\r\n folded\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\nY: b\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\x01\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello") == 413);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n") == 413);
+}
+
+TEST_CASE("readyz: starting, ready, stopping, and the queue-time limit") {
+  const std::uint64_t ms = 1'000'000;
+  CHECK_FALSE(readiness(false, false, -1, 0).ready);
+  CHECK(readiness(false, false, -1, 0).why == "starting\n");
+  CHECK(readiness(false, true, -1, 0).ready);
+  CHECK_FALSE(readiness(true, true, -1, 0).ready);
+  CHECK(readiness(true, true, -1, 0).why == "stopping\n");
+  // The limit: off by default; on, the newest running request's queue time against it.
+  CHECK(readiness(false, true, 900 * ms, 0).ready);
+  CHECK(readiness(false, true, 90 * ms, 100 * ms).ready);
+  CHECK(readiness(false, true, -1, 100 * ms).ready); // nothing running, or not stamped
+  Readiness late = readiness(false, true, 250 * ms, 100 * ms);
+  CHECK_FALSE(late.ready);
+  CHECK(late.why.find("over ready-max-queue-time") != std::string::npos);
+}
+
+TEST_CASE("health answer: status line, length, Connection: close; HEAD without the body") {
+  HealthReply reply{503, "text/plain; charset=utf-8", "stopping\n"};
+  std::string get = http_response(reply, true);
+  CHECK(get.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+  CHECK(get.find("\r\nContent-Length: 9\r\n") != std::string::npos);
+  CHECK(get.find("\r\nConnection: close\r\n") != std::string::npos);
+  CHECK(get.ends_with("\r\n\r\nstopping\n"));
+  std::string head = http_response(reply, false);
+  CHECK(head.ends_with("\r\n\r\n"));
+  CHECK(head.find("Content-Length: 9") != std::string::npos);
+  CHECK(http_response({405, "text/plain", ""}, true).find("\r\nAllow: GET, HEAD\r\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("status fields: every row shows in the forms it names, in each of them") {
