@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Plays conf/kubernetes/fcgi-host.yaml with `podman kube play` and checks what a cluster would:
 # builds the images (scripts/image.sh), starts the pod, sends requests through its nginx, runs the
-# probes (the readiness GET through nginx, the liveness exec in the host's container), reads the
-# metrics port, then stops the pod as the kubelet does, under load with slow requests in flight
-# (the load stops and nginx has accepted what it sent, as after the preStop pause; QUIT to
-# nginx, TERM to the host once nginx stopped listening): every request that had been accepted
-# must be answered, the ping must answer 503 during the drain, both containers exit 0.
+# probes (the host's /readyz and /livez on its master's health port), reads the metrics (the
+# health port's /metrics, nginx's metrics port), then stops the pod as the kubelet does, under
+# load with slow requests in flight (the load stops and nginx has accepted what it sent, as after
+# the preStop pause; QUIT to nginx, TERM to the host once nginx stopped listening): every request
+# that had been accepted must be answered, the ping must answer 503 during the drain, both containers exit 0.
 # Removes every pod, container, volume, network and image it made.
 #
 # podman is configured here, not by the system: a CONTAINERS_CONF of its own (runc, cgroupfs,
@@ -175,12 +175,6 @@ done
 ((ready)) || fail "the readiness probe (GET http://$ip:8080/ping) never answered 200"
 say "pod $pod ready at $ip after $((SECONDS - started)) s (images included)"
 
-check() { # check WHAT COMMAND...: runs it, fails with WHAT if it fails
-  local what=$1
-  shift
-  "$@" >/dev/null 2>&1 || fail "$what"
-  say "ok: $what"
-}
 body=$(curl -s -m 5 "http://$ip:8080/echo?x=1")
 [[ $body == *"query=x=1"* ]] || fail "GET /echo?x=1 through nginx: $body"
 say "ok: a GET through nginx reaches the host's worker"
@@ -189,15 +183,27 @@ body=$(curl -s -m 5 --data-binary 'hello from kube-test' "http://$ip:8080/echo")
 say "ok: a POST body through nginx and back"
 [[ $(curl -s -m 5 "http://$ip:8080/ping") == pong ]] || fail "readiness: /ping is not pong"
 say "ok: readiness probe: GET /ping through nginx answers 200 pong"
-liveness=$(python3 -c '
+# The host's probes, as the kubelet sends them: GETs to the master's health port.
+probes=$(python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d and d["kind"] == "Deployment":
         for c in d["spec"]["template"]["spec"]["containers"]:
-            if "livenessProbe" in c: print("\n".join(c["livenessProbe"]["exec"]["command"]))
+            for kind in ("readinessProbe", "livenessProbe"):
+                get = c.get(kind, {}).get("httpGet")
+                if get: print(c["name"], kind, get["port"], get["path"])
 ' "$work/play.yaml")
-mapfile -t liveness <<<"$liveness"
-check "liveness probe: ${liveness[*]} in the host's container" podman exec "$host" "${liveness[@]}"
+[[ -n $probes ]] || fail "the manifest has no httpGet probe"
+while read -r container kind port path; do
+  code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ip:$port$path")
+  [[ $code == 200 ]] || fail "$kind of $container: GET :$port$path answered $code"
+  say "ok: $kind of $container: GET :$port$path answers 200"
+done <<<"$probes"
+metrics=$(curl -s -m 5 -H 'Accept: application/openmetrics-text; version=1.0.0' \
+  "http://$ip:9100/metrics")
+[[ $metrics == *'fcgihost_up{pool="fcgi-host"} 1'* && $metrics == *"# EOF"* ]] ||
+  fail "the health port's /metrics did not answer OpenMetrics: ${metrics:0:200}"
+say "ok: Prometheus scrape of the health port's :9100/metrics answers OpenMetrics"
 metrics=$(curl -s -m 5 -H 'Accept: application/openmetrics-text; version=1.0.0' \
   "http://$ip:9145/status")
 [[ $metrics == *"fcgihost_up 1"* && $metrics == *"# EOF"* ]] ||
