@@ -459,7 +459,7 @@ int refused_with(const std::string& bytes) {
 
 } // namespace
 
-TEST_CASE("health request: a probe, a scrape and curl's HEAD parse; path without the query") {
+TEST_CASE("health request: a probe, a scrape and curl's HEAD parse, the path without the query") {
   HealthRequest r = parse("GET /readyz HTTP/1.1\r\nHost: 10.0.0.1:9100\r\nUser-Agent: "
                           "kube-probe/1.28\r\nAccept: */*\r\nConnection: close\r\n\r\n");
   REQUIRE(r.verdict == Verdict::Ready);
@@ -526,7 +526,7 @@ TEST_CASE("readyz: starting, ready, stopping, and the queue-time limit") {
   CHECK(late.why.find("over ready-max-queue-time") != std::string::npos);
 }
 
-TEST_CASE("health answer: status line, length, Connection: close; HEAD without the body") {
+TEST_CASE("health answer: status line, length, Connection: close, HEAD without the body") {
   HealthReply reply{503, "text/plain; charset=utf-8", "stopping\n"};
   std::string get = http_response(reply, true);
   CHECK(get.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
