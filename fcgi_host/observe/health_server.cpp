@@ -1,5 +1,6 @@
 #include "fcgi_host/observe/health_server.hpp"
 
+#include "app/response.hpp"
 #include "fcgi_host/config/version.hpp"
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <unistd.h>
+#include <utility>
 
 namespace fcgi_host {
 
@@ -49,42 +51,8 @@ std::int64_t newest_queue_ns(const process_manager::Scoreboard& sb) {
 }
 
 std::string http_response(const HealthReply& reply, bool with_body) {
-  const char* reason = "Error";
-  switch (reply.status) {
-  case 200:
-    reason = "OK";
-    break;
-  case 400:
-    reason = "Bad Request";
-    break;
-  case 403:
-    reason = "Forbidden";
-    break;
-  case 404:
-    reason = "Not Found";
-    break;
-  case 405:
-    reason = "Method Not Allowed";
-    break;
-  case 413:
-    reason = "Content Too Large";
-    break;
-  case 414:
-    reason = "URI Too Long";
-    break;
-  case 431:
-    reason = "Request Header Fields Too Large";
-    break;
-  case 503:
-    reason = "Service Unavailable";
-    break;
-  case 505:
-    reason = "HTTP Version Not Supported";
-    break;
-  default:
-    break;
-  }
-  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason + "\r\n";
+  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " ";
+  out.append(app::reason_phrase(reply.status)).append("\r\n");
   out.append("Content-Type: ").append(reply.content_type).append("\r\n");
   out.append("Content-Length: ").append(std::to_string(reply.body.size())).append("\r\n");
   if (reply.status == 405) out += "Allow: GET, HEAD\r\n";
