@@ -372,6 +372,14 @@ void Master::Impl::sample_pool() {
   if (now - last_sample_ns < 10'000'000) return;
   last_sample_ns = now;
   scoreboard.sample(query_listen_queue(options.listen_fd).depth);
+  const PoolSettings& pool = current().pool;
+  const int most = sized_by_maximum(pool) && pool.max_workers > 0 ? pool.max_workers : pool.workers;
+  PoolCounters& counters = scoreboard.pool();
+  counters.target_workers.store(static_cast<std::uint32_t>(pool.workers),
+                                std::memory_order_relaxed);
+  counters.max_workers.store(static_cast<std::uint32_t>(std::max(most, pool.workers)),
+                             std::memory_order_relaxed);
+  counters.ready_generation.store(gens.ready_number(), std::memory_order_relaxed);
 }
 
 // The listen socket stays readable while a connection waits: watched only when a connection

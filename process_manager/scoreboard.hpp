@@ -147,6 +147,11 @@ struct PoolCounters {
   // workers, in a scoreboard of their own, go on serving and take this pool's kept connections.
   std::atomic<bool> successor_master{false};
   std::atomic<std::uint32_t> slots_used{0}; // regions ever handed to a worker (Scoreboard::used)
+  // The pool's limits as the master applies them now (its target and its most workers), and the
+  // newest generation that was ready once (0: none yet): for the status page and /readyz.
+  std::atomic<std::uint32_t> target_workers{0};
+  std::atomic<std::uint32_t> max_workers{0};
+  std::atomic<std::uint32_t> ready_generation{0};
 };
 
 // The host's area in each region (opaque to the scoreboard): its size, and how the master folds

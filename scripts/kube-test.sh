@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Plays conf/kubernetes/fcgi-host.yaml with `podman kube play` and checks what a cluster would:
 # builds the images (scripts/image.sh), starts the pod, sends requests through its nginx, runs the
-# probes (the readiness GET through nginx, the liveness exec in the host's container), reads the
-# metrics port, then stops the pod as the kubelet does, under load with slow requests in flight
-# (the load stops and nginx has accepted what it sent, as after the preStop pause; QUIT to
-# nginx, TERM to the host once nginx stopped listening): every request that had been accepted
-# must be answered, the ping must answer 503 during the drain, both containers exit 0.
+# probes (the host's /readyz and /livez on its master's health port), reads the metrics (the
+# health port's /metrics, nginx's metrics port), then stops the pod as the kubelet does, under
+# load with slow requests in flight (the load stops and nginx has accepted what it sent, as after
+# the preStop pause; QUIT to nginx, TERM to the host once nginx stopped listening): every request
+# that had been accepted must be answered, the ping and /readyz must answer 503 during the drain
+# (/livez 200), both containers exit 0.
 # Removes every pod, container, volume, network and image it made.
 #
 # podman is configured here, not by the system: a CONTAINERS_CONF of its own (runc, cgroupfs,
@@ -163,7 +164,8 @@ fail() {
   exit 1
 }
 
-# Ready: the readiness probe's GET through nginx to the host's ping path answers 200 (bounded).
+# Ready: a GET through nginx to the host's ping path answers 200 (bounded): nginx, the socket and
+# a worker all serve.
 ready=0
 for _ in $(seq 100); do
   if [[ $(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ip:8080/ping") == 200 ]]; then
@@ -172,32 +174,38 @@ for _ in $(seq 100); do
   fi
   sleep 0.2 # polling the pod's start, bounded: 100 tries
 done
-((ready)) || fail "the readiness probe (GET http://$ip:8080/ping) never answered 200"
+((ready)) || fail "GET http://$ip:8080/ping through nginx never answered 200"
 say "pod $pod ready at $ip after $((SECONDS - started)) s (images included)"
 
-check() { # check WHAT COMMAND...: runs it, fails with WHAT if it fails
-  local what=$1
-  shift
-  "$@" >/dev/null 2>&1 || fail "$what"
-  say "ok: $what"
-}
 body=$(curl -s -m 5 "http://$ip:8080/echo?x=1")
 [[ $body == *"query=x=1"* ]] || fail "GET /echo?x=1 through nginx: $body"
 say "ok: a GET through nginx reaches the host's worker"
 body=$(curl -s -m 5 --data-binary 'hello from kube-test' "http://$ip:8080/echo")
 [[ $body == *"hello from kube-test"* ]] || fail "POST /echo through nginx: $body"
 say "ok: a POST body through nginx and back"
-[[ $(curl -s -m 5 "http://$ip:8080/ping") == pong ]] || fail "readiness: /ping is not pong"
-say "ok: readiness probe: GET /ping through nginx answers 200 pong"
-liveness=$(python3 -c '
+[[ $(curl -s -m 5 "http://$ip:8080/ping") == pong ]] || fail "/ping through nginx is not pong"
+say "ok: GET /ping through nginx answers 200 pong"
+# The host's probes, as the kubelet sends them: GETs to the master's health port.
+probes=$(python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d and d["kind"] == "Deployment":
         for c in d["spec"]["template"]["spec"]["containers"]:
-            if "livenessProbe" in c: print("\n".join(c["livenessProbe"]["exec"]["command"]))
+            for kind in ("readinessProbe", "livenessProbe"):
+                get = c.get(kind, {}).get("httpGet")
+                if get: print(c["name"], kind, get["port"], get["path"])
 ' "$work/play.yaml")
-mapfile -t liveness <<<"$liveness"
-check "liveness probe: ${liveness[*]} in the host's container" podman exec "$host" "${liveness[@]}"
+[[ -n $probes ]] || fail "the manifest has no httpGet probe"
+while read -r container kind port path; do
+  code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ip:$port$path")
+  [[ $code == 200 ]] || fail "$kind of $container: GET :$port$path answered $code"
+  say "ok: $kind of $container: GET :$port$path answers 200"
+done <<<"$probes"
+metrics=$(curl -s -m 5 -H 'Accept: application/openmetrics-text; version=1.0.0' \
+  "http://$ip:9100/metrics")
+[[ $metrics == *'fcgihost_up{pool="fcgi-host"} 1'* && $metrics == *"# EOF"* ]] ||
+  fail "the health port's /metrics did not answer OpenMetrics: ${metrics:0:200}"
+say "ok: Prometheus scrape of the health port's :9100/metrics answers OpenMetrics"
 metrics=$(curl -s -m 5 -H 'Accept: application/openmetrics-text; version=1.0.0' \
   "http://$ip:9145/status")
 [[ $metrics == *"fcgihost_up 1"* && $metrics == *"# EOF"* ]] ||
@@ -410,11 +418,14 @@ while one("/ping", timeout=2)[0] != "refused" and time.monotonic() - t_quit < 10
 t_nginx_closed = time.monotonic()
 os.kill(host_pid, signal.SIGTERM)
 t_term = time.monotonic()
-ping_503, in_flight = None, None
+ping_503, in_flight, readyz, livez = None, None, None, None
 while time.monotonic() - t_term < 10 and not gone(host_pid):
     if ask_master("/ping")[0] == 503:
         ping_503 = time.monotonic() - t_term
         in_flight = master_status().get("active processes")
+        # The probes during the drain: out of the Service, not restarted.
+        readyz = one("/readyz", timeout=2, port=9100)[0]
+        livez = one("/livez", timeout=2, port=9100)[0]
         break
     time.sleep(0.01)
 t_host_gone = wait_gone(host_pid, 60)
@@ -431,9 +442,9 @@ print("kube-test: %d requests in flight through nginx at QUIT (the 2 slow ones a
 print("kube-test: nginx stopped listening %.2f s after QUIT, exited %.2f s after QUIT"
       % (t_nginx_closed - t_quit, t_nginx_gone - t_quit))
 print("kube-test: TERM to fcgi-host %.2f s after QUIT: its ping answered 503 after %s with %s "
-      "worker(s) busy; it exited %.2f s after TERM (the drain)"
+      "worker(s) busy (then /readyz %s, /livez %s); it exited %.2f s after TERM (the drain)"
       % (t_term - t_quit, "%.2f s" % ping_503 if ping_503 is not None else "never",
-         in_flight, t_host_gone - t_term))
+         in_flight, readyz, livez, t_host_gone - t_term))
 if failed:
     sys.exit("kube-test: FAILED: %d accepted requests failed: %s"
              % (len(failed), ["%s %s after %.2f s, begun %.2f s before QUIT"
@@ -444,6 +455,9 @@ if ping_503 is None:
     sys.exit("kube-test: FAILED: the ping never answered 503 while the host drained")
 if not in_flight:
     sys.exit("kube-test: FAILED: no request was in flight when the host's drain began")
+if readyz != 503 or livez != 200:
+    sys.exit("kube-test: FAILED: during the drain /readyz answered %s (not 503), /livez %s "
+             "(not 200)" % (readyz, livez))
 EOF
 ((drain_ok)) || fail "the stop under load (nginx's and fcgi-host's logs below)"
 for c in "$host" "$nginx"; do

@@ -21,7 +21,10 @@ packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-
           elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
           apache2 lighttpd caddy h2o haproxy libseccomp-dev
           podman runc catatonit uidmap slirp4netns fuse-overlayfs containernetworking-plugins
-          iptables python3-yaml)
+          iptables python3-yaml prometheus)
+# kubectl for `kubectl kustomize conf/kubernetes`: Debian's, unless one is installed already (a
+# kubectl of another package holds the same path).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 install_missing() {
   local missing=()

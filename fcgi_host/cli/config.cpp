@@ -240,7 +240,9 @@ std::vector<const ConfigLine*> lines_for(const ConfigFile& file, const Config& c
   std::vector<const ConfigLine*> lines;
   for (const ConfigLine& l : file.globals)
     // status-listen before the first section is the master of the pools' own status socket.
-    if (config.pool.empty() || l.name != "status-listen") lines.push_back(&l);
+    // So is health-listen: each pool names its own in its section.
+    if (config.pool.empty() || (l.name != "status-listen" && l.name != "health-listen"))
+      lines.push_back(&l);
   if (config.pool.empty()) return lines;
   const PoolSection* pool = file.find_pool(config.pool);
   if (!pool)
@@ -449,11 +451,16 @@ void read_status(const Values& v, Config& c) {
   for (const char* path : {"status-path", "ping-path"})
     if (v.has(path) && !v.text(path).starts_with("/")) throw v.error(path, "must start with /");
   if (v.has("status-listen")) v.address("status-listen");
+  v.text("health-listen", c.health_listen);
+  if (v.has("health-listen")) v.address("health-listen");
+  c.ready_max_queue_time =
+      std::chrono::milliseconds(v.integer("ready-max-queue-time", 0, 3'600'000));
 }
 
 void read_access_control(const Values& v, Config& c) {
   for (auto [list, patterns] :
-       {std::pair{"allow-clients", &c.allow_clients}, std::pair{"status-allow", &c.status_allow}}) {
+       {std::pair{"allow-clients", &c.allow_clients}, std::pair{"status-allow", &c.status_allow},
+        std::pair{"health-allow", &c.health_allow}}) {
     std::string why;
     if (v.has(list) && !parse_client_list(v.text(list), *patterns, why)) throw v.error(list, why);
   }
@@ -465,6 +472,10 @@ void read_access_control(const Values& v, Config& c) {
       throw v.error("status-listen", "a TCP status listener needs --status-allow (the addresses "
                                      "that may read it); or listen on a Unix socket");
   }
+  if (!v.given("health-allow") && v.has("health-listen") &&
+      v.address("health-listen").kind == ListenAddress::Kind::Tcp)
+    throw v.error("health-listen", "a TCP health port needs --health-allow (the addresses that "
+                                   "may read it: the kubelet's and Prometheus's)");
   v.text("user", c.user);
   v.text("group", c.group);
 }

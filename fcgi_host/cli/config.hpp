@@ -112,6 +112,9 @@ struct Config {
   std::string ping_path;
   std::string ping_response{find_option("ping-response")->default_text};
   std::string status_listen;
+  std::string health_listen;                         // empty: no health port
+  std::vector<std::string> health_allow;             // who may read it
+  std::chrono::milliseconds ready_max_queue_time{0}; // 0: off
   std::string access_log;
   std::string access_format;
   std::chrono::milliseconds slow_request_threshold{0};

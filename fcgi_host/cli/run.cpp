@@ -13,6 +13,7 @@
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/pools/cgroups.hpp"
@@ -147,12 +148,15 @@ struct Host {
   SocketFile adopted_file;                // USR2: the socket file the old master bound
   int adopted_status_fd = -1;             // USR2: the old master's status socket
   SocketFile adopted_status_file;         // USR2: and its file
+  int adopted_health_fd = -1;             // USR2: the old master's health port
+  SocketFile adopted_health_file;         // USR2: and its file
   int listen_fd = -1;
   int output_fd = -1;       // the write end of the OutputCapture, for every generation (-1: none)
   HandoffChannel handoff;   // kept connections move between the workers of every generation
   bool handed_over = false; // USR2 succeeded: the socket file now belongs to the new master
   std::unique_ptr<OutputCapture> output;
   std::unique_ptr<StatusServer> status_server;
+  std::unique_ptr<HealthServer> health_server;
   std::unique_ptr<process_manager::Pidfile> pidfile;
   process_manager::MasterOptions options;
   int pools_master_fd = -1;       // a pool's master: readable once the master of the pools is gone
@@ -344,36 +348,63 @@ void capture_worker_output(Host& host) {
   }
 }
 
-// --status-listen: the master answers status and ping itself. After USR2 it serves on the
-// socket the old master handed over; one that could not be (a socket the old master had not
-// bound) is bound anew, and, held by the old master still, goes without (logged).
-void open_status_server(Host& host) {
+// A socket of the master's own at `text` (--status-listen, --health-listen): after USR2 the one
+// the old master handed over, when it is bound to that address (a pool's master under the master
+// of the pools names its status socket by its pid: the old master's is not its address, and is
+// closed), else bound anew with `options`. Null when `text` is empty. Throws StartupError.
+std::unique_ptr<ListenSocket> master_socket(const std::string& text, int& adopted_fd,
+                                            SocketFile& adopted_file,
+                                            ListenOptions (*options)(const Config&),
+                                            const Config& config) {
   ListenAddress address;
   std::string why;
-  parse_listen_address(host.config.status_listen, address, why); // checked by parse_config
-  // A pool's master under the master of the pools names its status socket by its pid: the old
-  // master's, handed over, is not its address (it binds its own).
-  if (host.adopted_status_fd >= 0 &&
-      (host.config.status_listen.empty() || !is_bound_to(host.adopted_status_fd, address))) {
-    ::close(std::exchange(host.adopted_status_fd, -1));
-    host.adopted_status_file.forget();
+  parse_listen_address(text, address, why); // checked by parse_config
+  if (adopted_fd >= 0 && (text.empty() || !is_bound_to(adopted_fd, address))) {
+    ::close(std::exchange(adopted_fd, -1));
+    adopted_file.forget();
   }
-  if (host.config.status_listen.empty()) return;
+  if (text.empty()) return nullptr;
+  if (adopted_fd >= 0)
+    return std::make_unique<ListenSocket>(std::exchange(adopted_fd, -1), adopted_file, text);
+  return std::make_unique<ListenSocket>(options(config));
+}
+
+// Opens a server of the master's own with `open`: a failure stops a fresh start; after USR2 (a
+// socket that could not be handed over, held by the old master still) the master serves without
+// it, and says so.
+template <class Open> void open_or_go_without(const Host& host, const char* option, Open open) {
   try {
-    host.status_server =
-        host.adopted_status_fd >= 0
-            ? std::make_unique<StatusServer>(
-                  std::make_unique<ListenSocket>(host.adopted_status_fd, host.adopted_status_file,
-                                                 host.config.status_listen),
-                  observability_settings(host.config), host.listen_fd)
-            : std::make_unique<StatusServer>(status_listen_options(host.config),
-                                             observability_settings(host.config), host.listen_fd);
-    host.options.watch_fds.push_back(host.status_server->fd());
+    open();
   } catch (const StartupError& e) {
     if (host.upgrade_fd < 0)
-      throw StartFailure{exit_code::kStartupFailure, std::string("status-listen: ") + e.what()};
-    PM_LOG(LogLevel::Error, std::string("status-listen: ") + e.what() + "; serving without it");
+      throw StartFailure{exit_code::kStartupFailure, std::string(option) + ": " + e.what()};
+    PM_LOG(LogLevel::Error, std::string(option) + ": " + e.what() + "; serving without it");
   }
+}
+
+// --status-listen: the master answers status and ping itself.
+void open_status_server(Host& host) {
+  open_or_go_without(host, "status-listen", [&host] {
+    auto socket = master_socket(host.config.status_listen, host.adopted_status_fd,
+                                host.adopted_status_file, status_listen_options, host.config);
+    if (!socket) return;
+    host.status_server = std::make_unique<StatusServer>(
+        std::move(socket), observability_settings(host.config), host.listen_fd);
+    host.options.watch_fds.push_back(host.status_server->fd());
+  });
+}
+
+// --health-listen: the master answers probes and scrapes itself, over HTTP.
+void open_health_server(Host& host) {
+  open_or_go_without(host, "health-listen", [&host] {
+    auto socket = master_socket(host.config.health_listen, host.adopted_health_fd,
+                                host.adopted_health_file, health_listen_options, host.config);
+    if (!socket) return;
+    host.health_server =
+        std::make_unique<HealthServer>(std::move(socket), health_settings(host.config),
+                                       observability_settings(host.config), host.listen_fd);
+    host.options.watch_fds.push_back(host.health_server->fd());
+  });
 }
 
 // USR2: exec the binary on disk with the socket; it takes the pidfile over once ready.
@@ -386,6 +417,10 @@ void prepare_upgrade(Host& host) {
   if (host.status_server && !host.status_of_own_pid) {
     handover.status_fd = host.status_server->fd();
     handover.status_file = host.status_server->file();
+  }
+  if (host.health_server) {
+    handover.health_fd = host.health_server->fd();
+    handover.health_file = host.health_server->file();
   }
   host.options.upgrade_exec = [args = host.args, exe = own_executable(), handover,
                                start_dir = host.start_dir](int ready_fd) {
@@ -406,6 +441,7 @@ void prepare_upgrade(Host& host) {
       if (host.listener) host.listener->forget_path(); // the new master serves on it, removes it
       host.adopted_file.forget();
       if (host.status_server && !host.status_of_own_pid) host.status_server->forget_path();
+      if (host.health_server) host.health_server->forget_path();
       return;
     }
     try { // the failed new master wrote its pid there, or removed the file
@@ -428,9 +464,13 @@ void prepare_stop(Host& host) {
       host.adopted_file.remove_if_ours();
       ::close(host.listen_fd);
     }
+    // After an upgrade the new master serves on: its ping and /readyz stay 200.
+    if (host.health_server) {
+      host.health_server->forget_pool_socket();
+      if (!host.handed_over) host.health_server->set_stopping();
+    }
     if (!host.status_server) return;
     host.status_server->forget_pool_socket();
-    // After an upgrade the new master serves on: its ping stays 200.
     if (!host.handed_over) host.status_server->set_stopping();
   };
 }
@@ -439,12 +479,15 @@ void prepare_stop(Host& host) {
 // running host, and only the lock (not a pid that may name a zombie) says whether one runs. An
 // upgrade takes the locked pidfile over from the old master (our parent).
 void take_pidfile(Host& host) {
-  ListenAddress status;
+  ListenAddress status, health;
   std::string why;
   parse_listen_address(host.config.status_listen, status, why); // checked by parse_config
-  UpgradeHandover handover = take_handover(host.config.listen.path, status.path);
+  parse_listen_address(host.config.health_listen, health, why);
+  UpgradeHandover handover = take_handover(host.config.listen.path, status.path, health.path);
   host.adopted_status_fd = handover.status_fd;
   host.adopted_status_file = handover.status_file;
+  host.adopted_health_fd = handover.health_fd;
+  host.adopted_health_file = handover.health_file;
   host.upgrade_fd = handover.ready_fd;
   host.adopted_fd = handover.listen_fd;
   host.adopted_file = handover.socket_file;
@@ -514,6 +557,7 @@ int serve(Host& host) {
     PM_LOG(LogLevel::Warn, risk);
   host.options.on_readable = [&host](int fd) {
     if (host.status_server && fd == host.status_server->fd()) host.status_server->serve();
+    if (host.health_server && fd == host.health_server->fd()) host.health_server->serve();
     if (host.output && fd == host.output->read_fd()) host.output->drain();
     if (fd == host.pools_master_fd) leave_with_pools_master();
     on_watch_readable(host, fd);
@@ -521,6 +565,7 @@ int serve(Host& host) {
   process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
   host.app.copy.reset(); // the generation holds it now, and lets it go when it is retired
+  if (host.health_server) host.health_server->set_scoreboard(&master.scoreboard());
   if (host.status_server) {
     host.status_server->set_scoreboard(&master.scoreboard());
     host.status_server->set_control([&master](std::string_view verb, std::string_view args) {
@@ -635,6 +680,7 @@ int run_host(int argc, char** argv, app::Handler* own, bool own_thread_safe = fa
     watch_files(host);
     capture_worker_output(host);
     open_status_server(host);
+    open_health_server(host);
     prepare_upgrade(host);
     prepare_stop(host);
     change_directory(host.config);

@@ -32,18 +32,39 @@ ListenOptions listen_options(const Config& config) {
   return o;
 }
 
-// The status socket is the master's, closed by default: owned by the user running fcgi-host,
-// 0600, or 0660 for --socket-group (the web server's group reads the workers' socket; an
-// operator's group may read status). Never --socket-owner's nor --socket-mode's: the web server
-// needs the workers' socket, not the master's page.
-ListenOptions status_listen_options(const Config& config) {
+namespace {
+
+// A socket of the master's own at `address`: owned by the user running fcgi-host, 0600, or 0660
+// for --socket-group (the web server's group reads the workers' socket; an operator's group may
+// read status). Never --socket-owner's nor --socket-mode's: the web server needs the workers'
+// socket, not the master's pages.
+ListenOptions master_socket_options(const Config& config, const std::string& address) {
   ListenOptions o = listen_options(config);
   std::string why;
-  parse_listen_address(config.status_listen, o.address, why); // checked by parse_config
+  parse_listen_address(address, o.address, why); // checked by parse_config
   o.backlog = kStatusBacklog;
   o.owner.clear();
   o.mode = config.socket_group.empty() ? 0600 : 0660;
   return o;
+}
+
+} // namespace
+
+// The status socket is the master's, closed by default.
+ListenOptions status_listen_options(const Config& config) {
+  return master_socket_options(config, config.status_listen);
+}
+
+// The health port: the status socket's rules (the master's, not the web server's).
+ListenOptions health_listen_options(const Config& config) {
+  return master_socket_options(config, config.health_listen);
+}
+
+HealthSettings health_settings(const Config& config) {
+  HealthSettings s;
+  s.allow = ClientFilter(config.health_allow);
+  s.ready_max_queue_ns = process_manager::ns(config.ready_max_queue_time);
+  return s;
 }
 
 Credentials credentials(const Config& config) {

@@ -2,7 +2,8 @@
 // The one translator from the options (Config, the whole command line and config file) to what
 // each room below takes: every option reaches its room here. The rooms never see Config.
 //
-//   net/        ListenOptions            listen_options, status_listen_options
+//   net/        ListenOptions            listen_options, status_listen_options,
+//                                        health_listen_options
 //   worker/     Credentials              credentials
 //               WorkerSettings           worker_settings (with Limits, ObservabilitySettings,
 //                                        AdmissionSettings, the client allow-list)
@@ -10,9 +11,11 @@
 //               SandboxSettings          sandbox_settings (--sandbox, --private-tmp)
 //   observe/    ObservabilitySettings    observability_settings (also the master's status server)
 //               AdmissionSettings        admission_settings (--max-queue-time)
+//               HealthSettings           health_settings (the master's health port)
 //   process_manager/  PoolSettings       pool_settings
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/net/listen_options.hpp"
+#include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/worker/handoff.hpp"
@@ -27,6 +30,10 @@ namespace fcgi_host {
 ListenOptions listen_options(const Config& config);
 // --status-listen, with the socket file rules of --listen and a small backlog of its own.
 ListenOptions status_listen_options(const Config& config);
+// --health-listen, by the same rules.
+ListenOptions health_listen_options(const Config& config);
+// --health-allow, --ready-max-queue-time.
+HealthSettings health_settings(const Config& config);
 
 // --user, --group. Throws StartupError (unknown name, not root).
 Credentials credentials(const Config& config);

@@ -263,12 +263,13 @@ constexpr StartCheck kStartChecks[] = {
        if (!c.chdir.empty()) check_directory(c, "chdir", c.chdir);
      }},
     {"the exec program is an executable file", check_program},
-    {"listen and status-listen resolve; a Unix socket's directory exists and is writable, and no "
-     "other kind of file is at its path",
+    {"listen, status-listen and health-listen resolve; a Unix socket's directory exists and is "
+     "writable, and no other kind of file is at its path",
      [](const Config& c) {
        if (c.listen.kind != ListenAddress::Kind::Inherited)
          check_address(c, "listen", c.listen.to_string());
        if (!c.status_listen.empty()) check_address(c, "status-listen", c.status_listen);
+       if (!c.health_listen.empty()) check_address(c, "health-listen", c.health_listen);
      }},
     {"error-log, access-log and pidfile can be written",
      [](const Config& c) {
@@ -350,11 +351,17 @@ std::vector<std::string> addresses_in_use(const Config& config) {
   if (config.listen.kind != ListenAddress::Kind::Inherited)
     look("listen", config.listen.to_string());
   if (!config.status_listen.empty()) look("status-listen", config.status_listen);
+  if (!config.health_listen.empty()) look("health-listen", config.health_listen);
   return notes;
 }
 
 void check_pools_master(const Config& config) {
   if (!config.status_listen.empty()) check_address(config, "status-listen", config.status_listen);
+  // Each pool's master answers for its pool: one port for all would say "ready" for none.
+  if (!config.health_listen.empty())
+    throw ConfigError(config.where("health-listen") +
+                      ": before the first section; give each pool its own health-listen in "
+                      "its section");
 }
 
 std::vector<std::string> start_check_list() {

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fcntl.h>
+#include <tuple>
 #include <unistd.h>
 #include <utility>
 
@@ -15,6 +16,8 @@ namespace {
 
 using exec_env::kHandoffRecvFd;
 using exec_env::kHandoffSendFd;
+using exec_env::kHealthFd;
+using exec_env::kHealthFile;
 using exec_env::kListenFd;
 using exec_env::kPidfileFd;
 using exec_env::kSocketFile;
@@ -37,10 +40,13 @@ bool export_handover(const UpgradeHandover& h) {
   if (!h.socket_file.empty()) set_env(kSocketFile, h.socket_file.to_text());
   // The status socket crosses too (else the new master would find it held by the old one, which
   // removes its path as it exits): one that cannot be kept is left to the new master to bind.
-  if (h.status_fd >= 0 && ::fcntl(h.status_fd, F_SETFD, 0) == 0) {
-    set_env(kStatusFd, std::to_string(h.status_fd));
-    if (!h.status_file.empty()) set_env(kStatusFile, h.status_file.to_text());
-  }
+  for (auto [fd, file, fd_env, file_env] :
+       {std::tuple{h.status_fd, &h.status_file, kStatusFd, kStatusFile},
+        std::tuple{h.health_fd, &h.health_file, kHealthFd, kHealthFile}})
+    if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) == 0) {
+      set_env(fd_env, std::to_string(fd));
+      if (!file->empty()) set_env(file_env, file->to_text());
+    }
   for (auto [fd, env] :
        {std::pair{h.handoff.send_fd, kHandoffSendFd}, std::pair{h.handoff.recv_fd, kHandoffRecvFd},
         std::pair{h.pidfile_fd, kPidfileFd}})
@@ -49,12 +55,17 @@ bool export_handover(const UpgradeHandover& h) {
   return true;
 }
 
-UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path) {
+UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path,
+                              const std::string& health_path) {
   UpgradeHandover h;
-  h.status_fd = take_fd_from_env(kStatusFd);
-  if (const char* text = std::getenv(kStatusFile); text && h.status_fd >= 0)
-    h.status_file = SocketFile::from_text(status_path, text);
-  ::unsetenv(kStatusFile);
+  for (auto [fd, file, path, fd_env, file_env] :
+       {std::tuple{&h.status_fd, &h.status_file, &status_path, kStatusFd, kStatusFile},
+        std::tuple{&h.health_fd, &h.health_file, &health_path, kHealthFd, kHealthFile}}) {
+    *fd = take_fd_from_env(fd_env);
+    if (const char* text = std::getenv(file_env); text && *fd >= 0)
+      *file = SocketFile::from_text(*path, text);
+    ::unsetenv(file_env);
+  }
   h.ready_fd = take_fd_from_env(kUpgradeFd);
   h.listen_fd = take_fd_from_env(kListenFd);
   h.pidfile_fd = take_fd_from_env(kPidfileFd);
@@ -74,7 +85,7 @@ HandoffChannel take_handoff_channel() {
 std::vector<int> inherited_fds_to_keep() {
   std::vector<int> keep;
   for (const char* name :
-       {kListenFd, kUpgradeFd, kHandoffSendFd, kHandoffRecvFd, kPidfileFd, kStatusFd})
+       {kListenFd, kUpgradeFd, kHandoffSendFd, kHandoffRecvFd, kPidfileFd, kStatusFd, kHealthFd})
     if (const char* v = std::getenv(name)) keep.push_back(std::atoi(v));
   for (int i = 0; i < systemd_socket_count(); ++i)
     keep.push_back(kSystemdFirstFd + i);

@@ -1,6 +1,7 @@
 #pragma once
 // USR2, what crosses exec from the old master to the new one: the listen socket, the ready pipe,
-// the handoff channel, the locked pidfile and the status socket (fds left open across exec),
+// the handoff channel, the locked pidfile, the status socket and the health port (fds left open
+// across exec),
 // and the socket files' DEV:INODE, each named by an environment variable (config/exec_env.hpp). The
 // old master's child sets them right before it execs the binary (export_handover()); the new master
 // takes them back at start (take_handover(), take_handoff_channel()), checking each fd, making it
@@ -23,6 +24,8 @@ struct UpgradeHandover {
   HandoffChannel handoff; // the old generation's kept connections move to the new workers
   int status_fd = -1;     // --status-listen's socket: take it, do not bind
   SocketFile status_file; // its path, removed at the stop only if still it
+  int health_fd = -1;     // --health-listen's socket, likewise
+  SocketFile health_file;
 };
 
 // The old master's child, just before exec: the fds lose close-on-exec and are named in the
@@ -32,8 +35,9 @@ bool export_handover(const UpgradeHandover& h);
 
 // The new master, at start: the listen socket, ready pipe, pidfile and status socket an old
 // master handed over (-1 each when not started by an upgrade), and the socket files, read for
-// `socket_path` and `status_path` only when their socket came with them.
-UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path);
+// `socket_path`, `status_path` and `health_path` only when their socket came with them.
+UpgradeHandover take_handover(const std::string& socket_path, const std::string& status_path,
+                              const std::string& health_path);
 // The handoff channel an old master handed over (disabled when none).
 HandoffChannel take_handoff_channel();
 

@@ -14,6 +14,8 @@ inline constexpr const char* kHandoffRecvFd = "FCGI_HOST_HANDOFF_RECV_FD";
 inline constexpr const char* kStatusFd = "FCGI_HOST_STATUS_FD";     // --status-listen's socket
 inline constexpr const char* kSocketFile = "FCGI_HOST_SOCKET_FILE"; // DEV:INODE of its path
 inline constexpr const char* kStatusFile = "FCGI_HOST_STATUS_FILE"; // the same, of the status
+inline constexpr const char* kHealthFd = "FCGI_HOST_HEALTH_FD";     // --health-listen's socket
+inline constexpr const char* kHealthFile = "FCGI_HOST_HEALTH_FILE"; // its DEV:INODE
 // Both upgrades: the locked pidfile.
 inline constexpr const char* kPidfileFd = "FCGI_HOST_PIDFILE_FD";
 

@@ -246,6 +246,16 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"status-allow", 0, "LIST", "127.0.0.0/8 ::1 unix",
      "addresses or CIDRs allowed to read status and ping, and unix for the clients of a Unix "
      "socket server; what does not parse is refused; a TCP --status-listen needs it said"},
+    {"health-listen", 0, "ADDR", "",
+     "the master itself answers plain HTTP here: /livez, /readyz and /metrics (Prometheus text, "
+     "or OpenMetrics by Accept), also when every worker is busy; in a pools file, per pool (in "
+     "its section)"},
+    {"health-allow", 0, "LIST", "127.0.0.0/8 ::1 unix",
+     "addresses or CIDRs allowed to read the health port, and unix for the clients of a Unix "
+     "socket; what does not parse is refused; a TCP --health-listen needs it said"},
+    {"ready-max-queue-time", 0, "MS", "0",
+     "/readyz answers 503 while the request that began last waited longer than this in the "
+     "queue (stamped by the web server's X-Request-Start); 0: off"},
 });
 
 constexpr const OptionSpec* find_option(std::string_view name) {

@@ -122,6 +122,47 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
 
 namespace {
 
+// One live worker's row: its slot, and the request it runs longest (with one thread: its own).
+WorkerSnapshot worker_snapshot(const process_manager::WorkerSlot& s, WorkerState state,
+                               const HostSlot& h, std::size_t i, std::uint64_t now) {
+  WorkerSnapshot w;
+  w.slot = i;
+  w.pid = s.pid.load(std::memory_order_relaxed);
+  w.generation = s.generation.load(std::memory_order_relaxed);
+  w.state = state;
+  w.requests = s.requests.load(std::memory_order_relaxed);
+  w.accepted = h.accepted.load(std::memory_order_relaxed);
+  w.last_duration_ns = h.last_duration_ns.load(std::memory_order_relaxed);
+  w.last_cpu_ns = h.last_cpu_ns.load(std::memory_order_relaxed);
+  w.threads = static_cast<std::uint32_t>(std::max<std::size_t>(s.thread_count(), 1));
+  w.busy_threads = process_manager::busy_threads(s);
+  w.active = process_manager::is_busy(w.state) || w.busy_threads > 0;
+  // The request shown: the one running longest (with one thread: the worker's).
+  std::uint64_t oldest = 0;
+  std::size_t shown = 0;
+  for (std::size_t t = 0; w.threads > 1 && t < w.threads; ++t) {
+    const process_manager::RequestSlot& r = s.request(t);
+    std::uint64_t start = r.request_start_ns.load(std::memory_order_relaxed);
+    if (process_manager::is_busy(r.state.load(std::memory_order_relaxed)) && start != 0 &&
+        (oldest == 0 || start < oldest)) {
+      oldest = start;
+      shown = t;
+    }
+  }
+  if (w.active) {
+    std::uint64_t start = s.request(shown).request_start_ns.load(std::memory_order_relaxed);
+    w.request_duration_ns = start != 0 && now > start ? now - start : 0;
+    process_manager::Scoreboard::RequestInfo info =
+        process_manager::Scoreboard::read_request(s, shown);
+    w.method = info.method;
+    w.uri = info.uri;
+    // A token in a query string is shown as a captured request shows it: redacted.
+    capture::redact_uri_query(w.uri.data(), w.uri.size(), {});
+    w.request_id = info.request_id;
+  }
+  return w;
+}
+
 // One pass over the slots and the retired totals. The retire sequence tells whether the master
 // moved an exited worker's numbers meanwhile (then the caller reads again).
 void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
@@ -180,41 +221,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     add_table(h.routes);
     WorkerState st = s.state.load(std::memory_order_relaxed);
     if (st == WorkerState::Free) continue;
-    WorkerSnapshot w;
-    w.slot = i;
-    w.pid = s.pid.load(std::memory_order_relaxed);
-    w.generation = s.generation.load(std::memory_order_relaxed);
-    w.state = st;
-    w.requests = s.requests.load(std::memory_order_relaxed);
-    w.accepted = h.accepted.load(std::memory_order_relaxed);
-    w.last_duration_ns = h.last_duration_ns.load(std::memory_order_relaxed);
-    w.last_cpu_ns = h.last_cpu_ns.load(std::memory_order_relaxed);
-    w.threads = static_cast<std::uint32_t>(std::max<std::size_t>(s.thread_count(), 1));
-    w.busy_threads = process_manager::busy_threads(s);
-    w.active = process_manager::is_busy(st) || w.busy_threads > 0;
-    // The request shown: the one running longest (with one thread: the worker's).
-    std::uint64_t oldest = 0;
-    std::size_t shown = 0;
-    for (std::size_t t = 0; w.threads > 1 && t < w.threads; ++t) {
-      const process_manager::RequestSlot& r = s.request(t);
-      std::uint64_t start = r.request_start_ns.load(std::memory_order_relaxed);
-      if (process_manager::is_busy(r.state.load(std::memory_order_relaxed)) && start != 0 &&
-          (oldest == 0 || start < oldest)) {
-        oldest = start;
-        shown = t;
-      }
-    }
-    if (w.active) {
-      std::uint64_t start = s.request(shown).request_start_ns.load(std::memory_order_relaxed);
-      w.request_duration_ns = start != 0 && now > start ? now - start : 0;
-      process_manager::Scoreboard::RequestInfo info =
-          process_manager::Scoreboard::read_request(s, shown);
-      w.method = info.method;
-      w.uri = info.uri;
-      // A token in a query string is shown as a captured request shows it: redacted.
-      capture::redact_uri_query(w.uri.data(), w.uri.size(), {});
-      w.request_id = info.request_id;
-    }
+    WorkerSnapshot w = worker_snapshot(s, st, h, i, now);
     if (st != WorkerState::Starting) {
       ++snap.total;
       ++(process_manager::is_busy(st) ? snap.active : snap.idle);
@@ -247,7 +254,12 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   std::uint64_t started = p.start_ns.load(std::memory_order_relaxed);
   snap.uptime_s = now > started ? (now - started) / 1'000'000'000u : 0;
   snap.max_active = std::max(p.max_active.load(std::memory_order_relaxed), snap.active);
+  snap.max_busy_threads = p.max_busy_threads.load(std::memory_order_relaxed);
   snap.all_busy = p.all_busy.load(std::memory_order_relaxed);
+  snap.target_workers = p.target_workers.load(std::memory_order_relaxed);
+  snap.max_workers = p.max_workers.load(std::memory_order_relaxed);
+  snap.threads_per_worker = static_cast<std::uint32_t>(sb.threads());
+  snap.generation_ready = p.ready_generation.load(std::memory_order_relaxed) != 0;
   snap.listen_queue = process_manager::query_listen_queue(listen_fd);
   snap.max_listen_queue =
       std::max(p.max_listen_queue.load(std::memory_order_relaxed), snap.listen_queue.depth);

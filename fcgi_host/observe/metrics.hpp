@@ -168,8 +168,13 @@ struct Snapshot {
   // Handler threads of the workers counted in total (one each without --threads), and of them
   // those serving a request now.
   std::uint32_t threads_total = 0, threads_busy = 0;
-  std::uint32_t max_active = 0;
+  std::uint32_t max_active = 0;       // processes
+  std::uint32_t max_busy_threads = 0; // handler threads (one per process without --threads)
   std::uint64_t all_busy = 0;
+  // The process manager's limits: the workers it keeps now, the most it may run, the handler
+  // threads of each; and whether a generation of the pool was ready once (all its workers).
+  std::uint32_t target_workers = 0, max_workers = 0, threads_per_worker = 1;
+  bool generation_ready = false;
   process_manager::ListenQueue listen_queue;
   std::uint32_t max_listen_queue = 0;
   std::uint64_t kills_by_timeout = 0;

@@ -2,6 +2,7 @@
 
 #include "fcgi_host/config/version.hpp"
 #include "fcgi_host/observe/process_memory.hpp"
+#include "fcgi_host/observe/status_fields.hpp"
 #include "process_manager/clock.hpp"
 
 #include <arpa/inet.h>
@@ -102,24 +103,6 @@ std::string bound(std::size_t b) {
   return s;
 }
 
-std::string start_time_text(std::uint64_t epoch) {
-  time_t t = static_cast<time_t>(epoch);
-  tm local;
-  localtime_r(&t, &local);
-  char buf[64];
-  strftime(buf, sizeof buf, "%d/%b/%Y:%H:%M:%S %z", &local); // php-fpm's format
-  return buf;
-}
-
-std::uint64_t restarts(const Snapshot& s) {
-  std::uint64_t n = 0;
-  for (auto& [code, count] : s.exits_by_code)
-    n += count;
-  for (auto& [sig, count] : s.exits_by_signal)
-    n += count;
-  return n;
-}
-
 std::string json_escape(std::string_view in) {
   std::string out;
   for (unsigned char c : in) {
@@ -176,44 +159,28 @@ std::string label_escape(std::string_view in) {
   return out;
 }
 
-// The pool's fields, in php-fpm's order and words, plus ours.
-std::vector<std::pair<std::string, std::string>> pool_fields(const Snapshot& s) {
-  std::vector<std::pair<std::string, std::string>> f = {
-      {"pool", s.pool_name},
-      {"process manager", s.pool_mode},
-      {"sandbox", s.sandbox},
-      {"start time", start_time_text(s.start_time_s)},
-      {"start since", num(s.uptime_s)},
-      {"accepted conn", num(s.accepted)},
-      {"handed off conn", num(s.handed_off)},
-      {"requests", num(s.requests)},
-      {"listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "-"},
-      {"max listen queue", num(s.max_listen_queue)},
-      {"listen queue len", s.listen_queue.known ? num(s.listen_queue.backlog) : "-"},
-      {"idle processes", num(s.idle)},
-      {"active processes", num(s.active)},
-      {"total processes", num(s.total)},
-      {"max active processes", num(s.max_active)},
-      {"max children reached", num(s.all_busy)},
-      {"slow requests", num(s.slow_requests)},
-      {"aborted requests", num(s.aborted_requests)},
-      {"request timeout kills", num(s.kills_by_timeout)},
-      {"oom kills", num(s.oom_kills)},
-      {"busy threads", num(s.threads_busy)},
-      {"idle threads", num(s.threads_total - s.threads_busy)},
-      {"requests lost in crashes", num(s.requests_lost_crash)},
-      {"worker restarts", num(restarts(s))},
-      // Queue time: only requests the web server stamped (X-Request-Start) are measured.
-      {"queue time measured", num(s.queued())},
-      {"queue time avg ms", s.queued() ? secs(s.queue_sum_ns / s.queued() * 1000) : "-"},
-      {"shed waited too long", num(s.shed_late)},
-      {"shed client gone", num(s.shed_gone)},
-  };
-  if (s.pss_processes) {
-    f.emplace_back("pss bytes", num(s.pss_total_bytes));
-    f.emplace_back("pss processes", num(s.pss_processes));
+// The table's fields of one form, with their values: (key, value as that page shows it).
+std::vector<std::pair<std::string, std::string>> page_fields(const Snapshot& s, FieldForm form) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const StatusField& f : status_fields()) {
+    if (!(f.forms & form)) continue;
+    FieldValue v = f.value(s);
+    using K = FieldValue::Kind;
+    if (v.kind == K::Absent) continue;
+    std::string shown = v.value;
+    if (form == kJsonForm && v.kind == K::Unknown)
+      shown = "null";
+    else if (form == kJsonForm && v.kind == K::Text) // appends: a false -Wrestrict of GCC 12
+      shown = std::string("\"").append(json_escape(v.value)).append("\"");
+    else if (form == kJsonForm)
+      shown = v.value;
+    else if (v.kind == K::Unknown || (v.kind == K::Text && v.value.empty()))
+      shown = "-";
+    else if (f.shown)
+      shown = f.shown(s);
+    out.emplace_back(std::string(f.key), std::move(shown));
   }
-  return f;
+  return out;
 }
 
 std::string text_page(const Snapshot& s, bool full) {
@@ -223,7 +190,7 @@ std::string text_page(const Snapshot& s, bool full) {
     out.append(k.size() < 21 ? 21 - k.size() : 1, ' ');
     out += v + "\n";
   };
-  for (auto& [k, v] : pool_fields(s))
+  for (auto& [k, v] : page_fields(s, kTextForm))
     line(k, v);
   for (auto& [code, n] : s.exits_by_code)
     line("restarts, exit code " + num(code), num(n));
@@ -288,30 +255,8 @@ std::string json_page(const Snapshot& s, bool full) {
     q.append(json_escape(v)).append("\"");
     return q;
   };
-  field("pool", str(s.pool_name));
-  field("process manager", str(s.pool_mode));
-  field("sandbox", str(s.sandbox));
-  field("start time", num(s.start_time_s));
-  field("start since", num(s.uptime_s));
-  field("accepted conn", num(s.accepted));
-  field("handed off conn", num(s.handed_off));
-  field("requests", num(s.requests));
-  field("listen queue", s.listen_queue.known ? num(s.listen_queue.depth) : "null");
-  field("max listen queue", num(s.max_listen_queue));
-  field("listen queue len", s.listen_queue.known ? num(s.listen_queue.backlog) : "null");
-  field("idle processes", num(s.idle));
-  field("active processes", num(s.active));
-  field("total processes", num(s.total));
-  field("max active processes", num(s.max_active));
-  field("max children reached", num(s.all_busy));
-  field("slow requests", num(s.slow_requests));
-  field("aborted requests", num(s.aborted_requests));
-  field("request timeout kills", num(s.kills_by_timeout));
-  field("oom kills", num(s.oom_kills));
-  field("busy threads", num(s.threads_busy));
-  field("idle threads", num(s.threads_total - s.threads_busy));
-  field("requests lost in crashes", num(s.requests_lost_crash));
-  field("worker restarts", num(restarts(s)));
+  for (auto& [k, v] : page_fields(s, kJsonForm))
+    field(k, v);
   std::string r = "{";
   for (auto& [code, n] : s.exits_by_code)
     r += (r.size() > 1 ? "," : "") + str("exit " + num(code)) + ":" + num(n);
@@ -334,10 +279,6 @@ std::string json_page(const Snapshot& s, bool full) {
                           cumulative_buckets_json(s.queue_buckets) + "}");
   field("shed",
         "{\"waited too long\":" + num(s.shed_late) + ",\"client gone\":" + num(s.shed_gone) + "}");
-  if (s.pss_processes) {
-    field("pss bytes", num(s.pss_total_bytes));
-    field("pss processes", num(s.pss_processes));
-  }
   if (full) {
     std::string p = "[";
     for (const WorkerSnapshot& w : s.workers) {
@@ -366,7 +307,10 @@ std::string json_page(const Snapshot& s, bool full) {
 // named (OpenMetrics: without _total), and in the closing "# EOF" of OpenMetrics.
 class MetricsWriter {
 public:
-  explicit MetricsWriter(bool openmetrics) : openmetrics_(openmetrics) {}
+  // `pool`: a pool="NAME" label first on every sample (empty: none).
+  MetricsWriter(bool openmetrics, std::string_view pool) : openmetrics_(openmetrics) {
+    if (!pool.empty()) pool_label_.append("pool=\"").append(label_escape(pool)).append("\"");
+  }
 
   void family(const std::string& name, const char* type, const std::string& help) {
     bool counter = std::string_view(type) == "counter";
@@ -376,7 +320,12 @@ public:
   void sample(const std::string& name, const std::string& labels, const std::string& value,
               const ExemplarSnapshot* exemplar = nullptr) {
     out_ += name;
-    if (!labels.empty()) out_ += "{" + labels + "}";
+    if (!pool_label_.empty() || !labels.empty())
+      out_.append("{")
+          .append(pool_label_)
+          .append(!pool_label_.empty() && !labels.empty() ? "," : "")
+          .append(labels)
+          .append("}");
     out_ += " " + value;
     // Exemplars exist in OpenMetrics only: "# {trace_id="..."} value timestamp".
     if (openmetrics_ && exemplar && !exemplar->id.empty())
@@ -385,15 +334,6 @@ public:
               secs(exemplar->unix_ms * 1'000'000u);
     out_ += "\n";
   }
-  void gauge(const std::string& name, const std::string& help, const std::string& value) {
-    family(name, "gauge", help);
-    sample(name, "", value);
-  }
-  void counter(const std::string& name, const std::string& help, std::uint64_t value) {
-    family(name, "counter", help);
-    sample(name + "_total", "", num(value));
-  }
-
   // One series of a latency histogram: per-bucket counts (not cumulative), written cumulative.
   struct Series {
     std::string labels; // "route=\"/x\"" (may be empty)
@@ -425,51 +365,29 @@ public:
 
 private:
   bool openmetrics_;
+  std::string pool_label_;
   std::string out_;
 };
 
-std::string metrics_page(const Snapshot& s, bool openmetrics) {
-  MetricsWriter w(openmetrics);
-  const std::string p = "fcgihost_";
-  w.gauge(p + "up", "Whether the host answers.", "1");
-  w.gauge(p + "start_time_seconds", "When the master started, seconds since the epoch.",
-          num(s.start_time_s));
-  w.gauge(p + "start_since_seconds", "Seconds since the master started.", num(s.uptime_s));
-  w.counter(p + "accepted_connections", "Connections accepted by the workers.", s.accepted);
-  w.counter(p + "handed_off_connections",
-            "Kept connections a worker passed to another (slow handler, stop).", s.handed_off);
-  w.counter(p + "requests", "Requests served.", s.requests);
-  if (s.listen_queue.known) {
-    w.gauge(p + "listen_queue", "Connections waiting in the listen queue.",
-            num(s.listen_queue.depth));
-    w.gauge(p + "listen_queue_length", "Size of the listen queue (backlog).",
-            num(s.listen_queue.backlog));
+// The table's metrics: a family's HELP and TYPE before its first row.
+void table_metrics(MetricsWriter& w, const Snapshot& s) {
+  std::string_view family;
+  for (const StatusField& f : status_fields()) {
+    if (!(f.forms & kMetricForm)) continue;
+    FieldValue v = f.value(s);
+    if (v.kind != FieldValue::Kind::Number) continue;
+    const std::string name = "fcgihost_" + std::string(f.metric);
+    const bool counter = f.kind == MetricKind::Counter;
+    if (f.metric != family) w.family(name, counter ? "counter" : "gauge", std::string(f.help));
+    family = f.metric;
+    w.sample(counter ? name + "_total" : name, std::string(f.labels), v.value);
   }
-  w.gauge(p + "max_listen_queue", "Most connections seen waiting in the listen queue.",
-          num(s.max_listen_queue));
-  w.gauge(p + "idle_processes", "Workers waiting for a request.", num(s.idle));
-  w.gauge(p + "active_processes", "Workers serving a request.", num(s.active));
-  w.gauge(p + "total_processes", "Workers.", num(s.total));
-  w.gauge(p + "max_active_processes", "Most workers seen serving at once.", num(s.max_active));
-  w.counter(p + "max_children_reached", "Times every worker was seen busy.", s.all_busy);
-  w.counter(p + "slow_requests", "Requests slower than --slow-request-threshold.", s.slow_requests);
-  w.counter(p + "aborted_requests",
-            "Requests the web server aborted or closed before the answer (logged as 499).",
-            s.aborted_requests);
-  w.counter(p + "request_timeout_kills", "Workers killed by --request-timeout.",
-            s.kills_by_timeout);
-  w.counter(p + "oom_kills", "Workers killed by the OOM killer in the pool's cgroup (memory-max).",
-            s.oom_kills);
-  w.gauge(p + "busy_threads",
-          "Handler threads serving a request (one per worker without --threads).",
-          num(s.threads_busy));
-  w.gauge(p + "idle_threads", "Handler threads waiting for a request.",
-          num(s.threads_total - s.threads_busy));
-  w.family(p + "requests_lost", "counter",
-           "Requests in flight lost with their worker, by reason (crash: the other threads' "
-           "requests of a worker that crashed in one).");
-  w.sample(p + "requests_lost_total", "reason=\"crash\"", num(s.requests_lost_crash));
-  w.counter(p + "worker_restarts", "Worker exits the master did not ask for.", restarts(s));
+}
+
+std::string metrics_page(const Snapshot& s, bool openmetrics, std::string_view pool_label) {
+  MetricsWriter w(openmetrics, pool_label);
+  const std::string p = "fcgihost_";
+  table_metrics(w, s);
   w.family(p + "worker_exits", "counter",
            "Worker exits the master did not ask for, by exit code or signal.");
   for (auto& [code, n] : s.exits_by_code)
@@ -501,16 +419,6 @@ std::string metrics_page(const Snapshot& s, bool openmetrics) {
       p + "queue_time_seconds",
       "Arrival at the web server (X-Request-Start) to handler start, stamped requests only.",
       {{"", &s.queue_buckets, s.queued(), s.queue_sum_ns}});
-  w.family(p + "shed_requests", "counter",
-           "Requests answered 503 without running the handler (--max-queue-time), by reason.");
-  w.sample(p + "shed_requests_total", "reason=\"queue_time\"", num(s.shed_late));
-  w.sample(p + "shed_requests_total", "reason=\"client_gone\"", num(s.shed_gone));
-  if (s.pss_processes) {
-    w.gauge(p + "pss_bytes",
-            "PSS of the host's processes, the master included (those the page could read).",
-            num(s.pss_total_bytes));
-    w.gauge(p + "pss_processes", "Processes summed in fcgihost_pss_bytes.", num(s.pss_processes));
-  }
 
   // Labelled by the slot, which outlives the worker in it: a recycled worker continues the
   // series of its slot instead of starting new ones. The pid is a value of its own.
@@ -551,7 +459,7 @@ std::string html_page(const Snapshot& s) {
       "table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:"
       "2px 8px;text-align:right}th{background:#eee}</style></head><body>\n"
       "<h1>fcgi-host status</h1>\n<table>\n";
-  for (auto& [k, v] : pool_fields(s))
+  for (auto& [k, v] : page_fields(s, kTextForm))
     out += "<tr><th>" + html_escape(k) + "</th><td>" + html_escape(v) + "</td></tr>\n";
   out += "</table>\n<table><tr><th>handler</th><th>calls</th><th>5xx</th><th>crashed</th>"
          "<th>avg ms</th>"
@@ -592,10 +500,10 @@ std::string render_status(const Snapshot& snap, StatusQuery query, std::string& 
     return json_page(snap, query.full);
   case StatusFormat::OpenMetrics:
     content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-    return metrics_page(snap, true);
+    return metrics_page(snap, true, query.pool_label ? snap.pool_name : "");
   case StatusFormat::Prometheus:
     content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return metrics_page(snap, false);
+    return metrics_page(snap, false, query.pool_label ? snap.pool_name : "");
   case StatusFormat::Html:
     content_type = "text/html; charset=utf-8";
     return html_page(snap);
@@ -604,6 +512,15 @@ std::string render_status(const Snapshot& snap, StatusQuery query, std::string& 
   }
   content_type = "text/plain";
   return text_page(snap, query.full);
+}
+
+Snapshot page_snapshot(const ObservabilitySettings& settings,
+                       const process_manager::Scoreboard& scoreboard, int listen_fd) {
+  Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
+  add_process_memory(snap, master_pid(snap));
+  snap.pool_name = settings.pool_name;
+  snap.sandbox = settings.sandbox;
+  return snap;
 }
 
 EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& settings,
@@ -623,10 +540,7 @@ EndpointReply answer_endpoint(Endpoint endpoint, const ObservabilitySettings& se
     reply.body = stopping ? "stopping\n" : settings.ping_response + "\n";
     return reply;
   }
-  Snapshot snap = take_snapshot(scoreboard, listen_fd, settings.pool_mode);
-  add_process_memory(snap, master_pid(snap));
-  snap.pool_name = settings.pool_name;
-  snap.sandbox = settings.sandbox;
+  Snapshot snap = page_snapshot(settings, scoreboard, listen_fd);
   reply.body = render_status(snap, parse_status_query(query, accept), reply.content_type);
   reply.headers.emplace_back("X-Idle-Workers", num(snap.idle));
   reply.headers.emplace_back("X-Listen-Queue",

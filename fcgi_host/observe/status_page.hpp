@@ -20,6 +20,7 @@ enum class StatusFormat { Text, Json, OpenMetrics, Prometheus, Html };
 struct StatusQuery {
   StatusFormat format = StatusFormat::Text;
   bool full = false;
+  bool pool_label = false; // the metrics formats: pool="NAME" on every sample (the health port)
 };
 
 // "json", "openmetrics", "prometheus", "html", "full", "text", joined by '&' (php-fpm's
@@ -34,6 +35,10 @@ StatusFormat format_from_accept(std::string_view accept);
 // Every status and ping answer carries this header, so that `fcgi-host status|ping` can tell the
 // host's answer from a page of whatever else listens on the address.
 inline constexpr std::string_view kHostHeader = "X-Fcgi-Host";
+
+// The scoreboard as the pages show it: the pool's name and sandbox, the processes' memory.
+Snapshot page_snapshot(const ObservabilitySettings& settings,
+                       const process_manager::Scoreboard& scoreboard, int listen_fd);
 
 // The page, and its Content-Type.
 std::string render_status(const Snapshot& snap, StatusQuery query, std::string& content_type);

@@ -4,6 +4,7 @@
 
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/net/socket_write.hpp"
+#include "fcgi_host/observe/serve_queued.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
@@ -12,8 +13,6 @@
 #include "process_manager/log.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,21 +69,15 @@ StatusServer::StatusServer(std::unique_ptr<ListenSocket> socket, ObservabilitySe
 
 void StatusServer::serve() {
   client_errors_.flush_due(process_manager::monotonic_ns());
-  std::uint64_t deadline = process_manager::monotonic_ns() + process_manager::ns(kBudget);
-  for (int i = 0; i < kMaxPerCall && process_manager::monotonic_ns() < deadline; ++i) {
-    sockaddr_storage peer{};
-    socklen_t len = sizeof peer;
-    int c = accept4(fd(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0) return; // EAGAIN: nothing more queued
-    // --status-allow: TCP peers by address; Unix peers pass (the socket's mode governs them).
-    bool allowed = peer.ss_family == AF_UNIX ||
-                   settings_.status_allow.allows(reinterpret_cast<sockaddr*>(&peer));
-    std::uint64_t own_deadline =
-        process_manager::monotonic_ns() + process_manager::ns(kPerConnection);
-    serve_connection(c, allowed, peer.ss_family == AF_UNIX && peer_is_owner(c),
-                     std::min(deadline, own_deadline));
-    ::close(c);
-  }
+  serve_queued(
+      fd(), {kBudget, kPerConnection, kMaxPerCall},
+      [this](int c, const sockaddr_storage& peer, std::uint64_t deadline) {
+        // --status-allow: TCP peers by address; Unix peers pass (the socket's mode
+        // governs them).
+        bool allowed = peer.ss_family == AF_UNIX ||
+                       settings_.status_allow.allows(reinterpret_cast<const sockaddr*>(&peer));
+        serve_connection(c, allowed, peer.ss_family == AF_UNIX && peer_is_owner(c), deadline);
+      });
 }
 
 void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint64_t deadline) {
@@ -106,17 +99,14 @@ void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint6
       return;
     }
     if (v == RecordGuard::Verdict::Close || size == in.size()) return;
-    std::uint64_t now = process_manager::monotonic_ns();
-    if (now >= deadline) {
+    if (process_manager::monotonic_ns() >= deadline) {
       client_errors_.write(ClientErrorLog::Kind::Request,
                            "status-listen: request not received in time; connection closed");
       return;
     }
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>((deadline - now) / 1'000'000 + 1)) <= 0) continue;
-    ssize_t n = ::read(fd, in.data() + size, in.size() - size);
-    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return;
-    if (n > 0) size += static_cast<std::size_t>(n);
+    const long n = read_before(fd, in.data() + size, in.size() - size, deadline);
+    if (n < 0) return;
+    size += static_cast<std::size_t>(n);
   }
 
   // The request as a worker sees it (app::Request: path and query by the same rule).

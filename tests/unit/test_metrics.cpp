@@ -1,9 +1,13 @@
 // Metrics: route tables, folding an exited worker into the retired totals, the snapshot, the
-// status page formats, the access log line, the status socket's params decoder.
+// status page formats and their one table of fields, the access log line, the status socket's
+// params decoder, the health port's pure parts (its request parser, /readyz's rule, its answer).
 #include "fcgi_host/observe/access_log.hpp"
+#include "fcgi_host/observe/health_request.hpp"
+#include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/host_slot.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/route_stats.hpp"
+#include "fcgi_host/observe/status_fields.hpp"
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
@@ -15,6 +19,8 @@
 #include <cstdio>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <set>
+#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -446,4 +452,177 @@ TEST_CASE("output capture: a reaped worker's unfinished line is logged and freed
   for (int i = 0; i < 3; ++i)
     CHECK(text.find(": no newline " + std::to_string(i) + "\\x1b[2J\n") != std::string::npos);
   CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') == 3, text);
+}
+
+using Verdict = HealthRequest::Verdict;
+
+namespace {
+
+// The views of the result point into `bytes`: a literal here.
+HealthRequest parse(std::string_view bytes) {
+  return parse_health_request(bytes);
+}
+
+int refused_with(const std::string& bytes) {
+  HealthRequest r = parse(bytes);
+  return r.verdict == Verdict::Bad ? r.status : 0;
+}
+
+} // namespace
+
+TEST_CASE("health request: a probe, a scrape and curl's HEAD parse, the path without the query") {
+  HealthRequest r = parse("GET /readyz HTTP/1.1\r\nHost: 10.0.0.1:9100\r\nUser-Agent: "
+                          "kube-probe/1.28\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.path == "/readyz");
+  CHECK_FALSE(r.head);
+  CHECK(r.accept == "*/*");
+  r = parse("GET /metrics?x=1 HTTP/1.0\r\naccept:  application/openmetrics-text;version=1.0.0 "
+            "\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.path == "/metrics");
+  CHECK(r.accept == "application/openmetrics-text;version=1.0.0");
+  r = parse("HEAD /livez HTTP/1.1\r\n\r\n");
+  REQUIRE(r.verdict == Verdict::Ready);
+  CHECK(r.head);
+  CHECK(parse("GET /livez HTTP/1.1\r\nContent-Length: 0\r\n\r\n").verdict == Verdict::Ready);
+}
+
+TEST_CASE("health request: what is not whole yet waits, within the caps") {
+  CHECK(parse("").verdict == Verdict::NeedMore);
+  CHECK(parse("GET /livez HTTP/1.1\r\nHost: x\r\n").verdict == Verdict::NeedMore);
+  CHECK(refused_with("GET /" + std::string(kMaxHealthRequestLine, 'a')) == 414);
+  std::string many = "GET / HTTP/1.1\r\n";
+  while (many.size() < kMaxHealthHead)
+    many += "X-A: b\r\n";
+  CHECK(refused_with(many) == 431);
+  std::string headers = "GET / HTTP/1.1\r\n";
+  for (std::size_t i = 0; i <= kMaxHealthHeaders; ++i)
+    headers += "X: y\r\n";
+  CHECK(refused_with(headers + "\r\n") == 431);
+}
+
+TEST_CASE("health request: everything else is refused with its status") {
+  CHECK(refused_with("POST /livez HTTP/1.1\r\n\r\n") == 405);
+  CHECK(refused_with("DELETE /livez HTTP/1.1\r\n\r\n") == 405);
+  CHECK(refused_with("GET /livez HTTP/2.0\r\n\r\n") == 505);
+  CHECK(refused_with("GET /livez FTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET  /livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET http://x/livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET /a\x7f HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("G(T /livez HTTP/1.1\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nNo colon\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nBad Name: x\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\r\n folded\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\nY: b\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nX: a\x01\r\n\r\n") == 400);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello") == 413);
+  CHECK(refused_with("GET /livez HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n") == 413);
+}
+
+TEST_CASE("readyz: starting, ready, stopping, and the queue-time limit") {
+  const std::uint64_t ms = 1'000'000;
+  CHECK_FALSE(readiness(false, false, -1, 0).ready);
+  CHECK(readiness(false, false, -1, 0).why == "starting\n");
+  CHECK(readiness(false, true, -1, 0).ready);
+  CHECK_FALSE(readiness(true, true, -1, 0).ready);
+  CHECK(readiness(true, true, -1, 0).why == "stopping\n");
+  // The limit: off by default; on, the newest running request's queue time against it.
+  CHECK(readiness(false, true, 900 * ms, 0).ready);
+  CHECK(readiness(false, true, 90 * ms, 100 * ms).ready);
+  CHECK(readiness(false, true, -1, 100 * ms).ready); // nothing running, or not stamped
+  Readiness late = readiness(false, true, 250 * ms, 100 * ms);
+  CHECK_FALSE(late.ready);
+  CHECK(late.why.find("over ready-max-queue-time") != std::string::npos);
+}
+
+TEST_CASE("health answer: status line, length, Connection: close, HEAD without the body") {
+  HealthReply reply{503, "text/plain; charset=utf-8", "stopping\n"};
+  std::string get = http_response(reply, true);
+  CHECK(get.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+  CHECK(get.find("\r\nContent-Length: 9\r\n") != std::string::npos);
+  CHECK(get.find("\r\nConnection: close\r\n") != std::string::npos);
+  CHECK(get.ends_with("\r\n\r\nstopping\n"));
+  std::string head = http_response(reply, false);
+  CHECK(head.ends_with("\r\n\r\n"));
+  CHECK(head.find("Content-Length: 9") != std::string::npos);
+  CHECK(http_response({405, "text/plain", ""}, true).find("\r\nAllow: GET, HEAD\r\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("status fields: every row shows in the forms it names, in each of them") {
+  Snapshot s;
+  s.pool_mode = "dynamic";
+  s.pool_name = "api";
+  s.threads_total = 4;
+  s.threads_busy = 3;
+  s.target_workers = 2;
+  s.max_workers = 6;
+  s.threads_per_worker = 2;
+  s.listen_queue.known = true;
+  std::string type;
+  const std::string text = render_status(s, {StatusFormat::Text, false}, type);
+  const std::string json = render_status(s, {StatusFormat::Json, false}, type);
+  const std::string om = render_status(s, {StatusFormat::OpenMetrics, false}, type);
+  const std::string prom = render_status(s, {StatusFormat::Prometheus, false}, type);
+  std::set<std::string_view> families;
+  for (const StatusField& f : status_fields()) {
+    INFO(f.key, " ", f.metric);
+    const FieldValue v = f.value(s);
+    if (v.kind == FieldValue::Kind::Absent) continue;
+    CHECK(f.key.empty() == !(f.forms & (kTextForm | kJsonForm))); // a page's field has a name
+    if (!f.key.empty()) {
+      CHECK((text.find("\n" + std::string(f.key) + ":") != std::string::npos ||
+             text.starts_with(std::string(f.key) + ":")) == bool(f.forms & kTextForm));
+      CHECK((json.find("\"" + std::string(f.key) + "\":") != std::string::npos) ==
+            bool(f.forms & kJsonForm));
+    }
+    if (f.metric.empty()) continue;
+    const bool counter = f.kind == MetricKind::Counter;
+    const std::string name = "fcgihost_" + std::string(f.metric);
+    const std::string sample = (counter ? name + "_total" : name) +
+                               (f.labels.empty() ? "" : "{" + std::string(f.labels) + "}") + " " +
+                               v.value + "\n";
+    CHECK(om.find("\n" + sample) != std::string::npos);
+    CHECK(prom.find("\n" + sample) != std::string::npos);
+    // A family's HELP and TYPE once, whatever the rows that fill it.
+    if (families.insert(f.metric).second) {
+      CHECK(om.find("# TYPE " + name + (counter ? " counter" : " gauge")) != std::string::npos);
+      CHECK(prom.find("# TYPE " + name + (counter ? "_total counter" : " gauge")) !=
+            std::string::npos);
+    }
+  }
+  // The gauges an autoscaler reads: one family each, no arithmetic.
+  CHECK(om.find("\nfcgihost_utilization 0.75\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_max_processes 6\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_target_processes 2\n") != std::string::npos);
+  CHECK(om.find("\nfcgihost_pm_threads_per_process 2\n") != std::string::npos);
+  CHECK(text.find("\nutilization:          0.75\n") != std::string::npos);
+  CHECK(json.find("\"utilization\":0.75,") != std::string::npos);
+  s.threads_total = 0;
+  s.threads_busy = 0;
+  CHECK(utilization_text(s) == "0");
+}
+
+TEST_CASE("status fields: with pool_label every metrics sample carries pool=\"NAME\" first") {
+  Snapshot s;
+  s.pool_name = "a\"b";
+  RouteSnapshot r;
+  r.name = "/x";
+  r.calls = 1;
+  s.routes.push_back(r);
+  WorkerSnapshot w;
+  s.workers.push_back(w);
+  StatusQuery q{StatusFormat::Prometheus, false, true};
+  std::string type;
+  std::istringstream lines(render_status(s, q, type));
+  int samples = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("#")) continue;
+    ++samples;
+    INFO(line);
+    CHECK(line.find("{pool=\"a\\\"b\"") != std::string::npos);
+  }
+  CHECK(samples > 40);
 }
