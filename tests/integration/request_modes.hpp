@@ -44,4 +44,4 @@ inline std::vector<std::string> with_threads(std::vector<std::string> args) {
   }                                                                                                \
   static void body()
 #define REQUEST_PATH_CASE(name)                                                                    \
-  IT_REQUEST_PATH_CASE(IT_REQUEST_PATH_CAT(request_path_case_, __LINE__), name)
+  IT_REQUEST_PATH_CASE(IT_REQUEST_PATH_CAT(request_path_case_, __COUNTER__), name)

@@ -26,7 +26,7 @@ std::string body_of(std::size_t n) {
   return b;
 }
 
-HostProcess start_host(std::vector<std::string> extra = {}) {
+HostProcess start_echo_host(std::vector<std::string> extra = {}) {
   HostOptions o;
   o.args = {"--app", "echo", "--workers", "1"};
   o.args.insert(o.args.end(), extra.begin(), extra.end());
@@ -61,7 +61,7 @@ std::string stdin_records(std::uint16_t id, std::string_view data, std::size_t r
 TEST_SUITE("streamed body") {
 
   REQUEST_PATH_CASE("a body in 1-byte records is read as it arrives, and the connection is kept") {
-    HostProcess host = start_host();
+    HostProcess host = start_echo_host();
     auto c = host.connect();
     const std::string body = body_of(3000);
     c.send_raw(head(1, "/stream?piece=100", 3000) + stdin_records(1, body.substr(0, 10), 1, false));
@@ -77,7 +77,7 @@ TEST_SUITE("streamed body") {
 
   REQUEST_PATH_CASE(
       "a handler that reads half the body: the rest is dropped, the connection kept") {
-    HostProcess host = start_host();
+    HostProcess host = start_echo_host();
     auto c = host.connect();
     const std::string body = body_of(200'000);
     c.send_raw(head(1, "/stream?read=1000", 200'000) +
@@ -91,7 +91,7 @@ TEST_SUITE("streamed body") {
   }
 
   REQUEST_PATH_CASE("a body over --max-body is refused with 413 in the middle of the stream") {
-    HostProcess host = start_host({"--max-body", "64K"});
+    HostProcess host = start_echo_host({"--max-body", "64K"});
     host.allow_log("request body over --max-body");
     auto c = host.connect();
     const std::string body = body_of(100'000);
@@ -108,7 +108,7 @@ TEST_SUITE("streamed body") {
   }
 
   REQUEST_PATH_CASE("a client that stops sending gets 408 at the body's deadline") {
-    HostProcess host = start_host({"--body-timeout", "1", "--body-min-rate", "0"});
+    HostProcess host = start_echo_host({"--body-timeout", "1", "--body-min-rate", "0"});
     host.allow_log("request body");
     auto c = host.connect();
     c.send_raw(head(1, "/stream", 5000) + stdin_records(1, body_of(100), 100, false));
@@ -120,7 +120,7 @@ TEST_SUITE("streamed body") {
   }
 
   REQUEST_PATH_CASE("a body cut short by the web server: logged, and the worker goes on") {
-    HostProcess host = start_host();
+    HostProcess host = start_echo_host();
     host.expect_log("closed the connection in the middle of the body");
     {
       auto c = host.connect();
@@ -132,7 +132,7 @@ TEST_SUITE("streamed body") {
   }
 
   REQUEST_PATH_CASE("multipart parts are parsed as the body arrives") {
-    HostProcess host = start_host();
+    HostProcess host = start_echo_host();
     auto c = host.connect();
     const std::string file = body_of(300'000);
     std::string body = "--XyZ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nhello\r\n"
@@ -156,7 +156,7 @@ TEST_SUITE("streamed body") {
   }
 
   REQUEST_PATH_CASE("a 64 MiB streamed body: the worker's memory does not grow with it") {
-    HostProcess host = start_host({"--max-body", "128M", "--max-buffered", "256M"});
+    HostProcess host = start_echo_host({"--max-body", "128M", "--max-buffered", "256M"});
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
     auto c = host.connect();
