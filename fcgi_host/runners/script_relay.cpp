@@ -31,6 +31,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +47,8 @@ namespace {
 
 // A buffer of this much unsent data stops reading from the side that fills it.
 constexpr std::size_t kHighWater = 256 * 1024;
+// How long a program that closed its connection has to exit before it is killed.
+constexpr int kExitGraceMs = 2000;
 
 // What the master asks of the relay, read from the house's signalfd (WorkerSignals) as a
 // worker reads it: TERM lets the request in flight finish, QUIT stops at once, USR1 takes the
@@ -113,6 +116,22 @@ public:
     }
   }
   void started(pid_t pid) { pid_ = pid; }
+  // The program closed its connection: it is exiting (php-cgi after its last request). One that
+  // lives on without it (it dropped the connection on a record it did not expect) is killed
+  // after kExitGraceMs, so that the worker ends either way and the master starts a new one.
+  int wait_for_exit() {
+    OwnedFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+    if (pidfd.get() >= 0) {
+      pollfd p{pidfd.get(), POLLIN, 0};
+      while (::poll(&p, 1, kExitGraceMs) < 0 && errno == EINTR) {}
+      if (p.revents == 0) {
+        PM_LOG(LogLevel::Warn, "--exec relay: the program closed its connection but did not "
+                               "exit; killed");
+        ::kill(pid_, SIGKILL);
+      }
+    }
+    return wait();
+  }
   // The program's exit as a worker exit code (a signal: 128 + its number).
   int wait() {
     int status = 0;
@@ -344,7 +363,7 @@ private:
     if (guard_.aborted()) {
       // FCGI_ABORT_REQUEST before the request ended: it ends here, the program never sees it.
       rec::append_end_request(to_client_, id_, 0, rec::ProtocolStatus::RequestComplete);
-      return next_request(end);
+      return request_read(end);
     }
     const RequestFraming framing = guard_.framing();
     const std::size_t begin = guard_.request_begin();
@@ -398,14 +417,12 @@ private:
       end_of_body(0);
       return true;
     case StdinStream::State::Aborted:
-      // The program has begun: it ends the request itself, as the client asked.
-      if (program_has_request_) {
+      // A program that has begun ends the request itself, as the client asked.
+      if (program_has_request_)
         rec::append_record(to_upstream_, rec::Type::AbortRequest, id_, {});
-        phase_ = Phase::Wait;
-      } else {
+      else
         rec::append_end_request(to_client_, id_, 0, rec::ProtocolStatus::RequestComplete);
-        next_request(0);
-      }
+      request_read(0);
       return true;
     case StdinStream::State::Refused:
       reject(id_, body_->status(), body_->reason());
@@ -417,22 +434,23 @@ private:
     return false;
   }
 
-  // The body ended: the program gets its end and answers, or (a refused script) the next
-  // request is read. `end`: the request's bytes still in the client's buffer.
+  // The body ended: the program gets its end (a refused script's body was dropped).
   void end_of_body(std::size_t end) {
-    body_.reset();
-    if (!program_has_request_) return next_request(end);
-    rec::append_record(to_upstream_, rec::Type::Stdin, id_, {});
-    guard_.consume_request();
-    from_client_.erase(0, end);
-    phase_ = Phase::Wait;
+    if (program_has_request_) rec::append_record(to_upstream_, rec::Type::Stdin, id_, {});
+    request_read(end);
   }
 
-  // The request is over on the client's side: the next one, or the end of the connection.
-  void next_request(std::size_t end) {
+  // The request is all read: its bytes, data[0, end), leave the buffer, and the connection
+  // waits for the program's answer, reads the next request, or ends.
+  void request_read(std::size_t end) {
+    release_answer();
+    answer_released_ = false;
+    body_.reset();
     guard_.consume_request();
     from_client_.erase(0, end);
-    phase_ = keep_conn_ && !client_eof_ ? Phase::Head : Phase::Done;
+    phase_ = program_has_request_         ? Phase::Wait
+             : keep_conn_ && !client_eof_ ? Phase::Head
+                                          : Phase::Done;
   }
 
   void refuse_script(const std::string& why) {
@@ -445,7 +463,9 @@ private:
   // worker gives, then the connection closes. A program that has begun the request gets its end,
   // and its answer is dropped.
   void reject(std::uint16_t id, int status, const std::string& reason) {
-    rec::append_error_response(to_client_, id, status);
+    // Unless part of the program's answer went out already (then the close cuts it).
+    held_answer_.clear();
+    if (!answer_released_) rec::append_error_response(to_client_, id, status);
     relay_.client_errors.write(ClientErrorLog::Kind::Request,
                                "request refused with " + std::to_string(status) + ": " + reason);
     client_eof_ = true;
@@ -503,7 +523,9 @@ private:
   }
 
   // The program answered: its request is over, for the slot too.
-  void finish_request() {
+  // The program answered its request: over, for the slot too. An answer before the body ended
+  // (a script that does not read it) leaves the rest of the body to be read and dropped.
+  void program_answered() {
     relay_.slot.request(0).request_start_ns.store(0, std::memory_order_relaxed);
     process_manager::single_writer_add(relay_.slot.requests, 1);
     // The program serves: proof of readiness, no guess by the boot window (a program recycled
@@ -511,7 +533,14 @@ private:
     relay_.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
     answer_dropped_ = false;
     program_has_request_ = false;
-    phase_ = keep_conn_ && !client_eof_ ? Phase::Head : Phase::Done;
+    if (phase_ == Phase::Wait) phase_ = keep_conn_ && !client_eof_ ? Phase::Head : Phase::Done;
+  }
+
+  // What the program answered so far goes to the client.
+  void release_answer() {
+    to_client_ += held_answer_;
+    held_answer_.clear();
+    answer_released_ = true;
   }
 
   bool receive_from_program() {
@@ -524,11 +553,16 @@ private:
   void take_program_records() {
     rec::RecordView r;
     while (from_program_.next(r)) {
-      if (client_alive_ && !answer_dropped_)
-        rec::append_record(to_client_, static_cast<rec::Type>(r.header.type), r.header.request_id,
-                           r.content);
-      if (r.header.is(rec::Type::EndRequest) && r.header.request_id == id_ && phase_ == Phase::Wait)
-        finish_request();
+      if (client_alive_ && !answer_dropped_) {
+        // Held while the body is still read, so that a refusal of the body is answered as a
+        // plugin worker answers it; an answer of kHighWater before that goes out as it comes.
+        const bool hold = phase_ == Phase::Body && !answer_released_;
+        rec::append_record(hold ? held_answer_ : to_client_, static_cast<rec::Type>(r.header.type),
+                           r.header.request_id, r.content);
+        if (held_answer_.size() >= kHighWater) release_answer();
+      }
+      if (r.header.is(rec::Type::EndRequest) && r.header.request_id == id_ && program_has_request_)
+        program_answered();
     }
   }
 
@@ -544,11 +578,13 @@ private:
   bool program_gone_ = false;        // the program closed its connection (it exited)
   bool program_has_request_ = false; // the program was sent the current request
   bool answer_dropped_ = false;      // the client was answered by the host instead
+  bool answer_released_ = false;     // the program's answer goes out as it comes
   bool refused_ = false;             // the guard refused the request: drained, then closed
   bool keep_conn_ = false;
   std::uint16_t id_ = 0;
   std::string from_client_, to_client_, to_upstream_;
-  std::string received_; // the program's last bytes, on their way into from_program_
+  std::string received_;    // the program's last bytes, on their way into from_program_
+  std::string held_answer_; // the program's answer while the body is still read
   rec::RecordReader from_program_;
 };
 
@@ -597,7 +633,7 @@ int run_script_relay(const process_manager::WorkerContext& context, const ExecSe
     }
     if (fds[1].revents != 0) {
       upstream.reset();
-      return program.wait();
+      return program.wait_for_exit();
     }
     if (!(fds[0].revents & POLLIN)) continue;
     OwnedFd client(::accept4(settings.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
@@ -610,7 +646,7 @@ int run_script_relay(const process_manager::WorkerContext& context, const ExecSe
     if (c.run() == RelayedConnection::Outcome::ProgramGone) {
       client.reset();
       upstream.reset();
-      return program.wait();
+      return program.wait_for_exit();
     }
   }
   return exit_code::kWorkerDone;

@@ -97,6 +97,12 @@ TEST_SUITE("script relay") {
     big.emplace_back("HTTP_BIG", std::string(1 << 20, 'v'));
     Params over_body = fcgi_test::standard_params("POST", "/x.php", 70000);
     over_body.insert(over_body.end(), script.begin(), script.end());
+    // Refused in its first STDIN record, after the program has begun the request: a script that
+    // reads its body, so that the program answers only once the relay has ended it.
+    const std::string reader =
+        site.dir.write("root/read.php", "<?php echo strlen(file_get_contents('php://input'));");
+    Params longer = fcgi_test::standard_params("POST", "/x.php", 60000);
+    longer.emplace_back("SCRIPT_FILENAME", reader);
     struct Case {
       const char* what;
       std::string bytes;
@@ -107,6 +113,9 @@ TEST_SUITE("script relay") {
                "request refused with 400: more than 64 FastCGI params"},
           Case{"a body declared over --max-body", relay_request_bytes(1, over_body, ""),
                "request refused with 413: CONTENT_LENGTH 70000 is over --max-body"},
+          Case{"a body longer than its CONTENT_LENGTH (the program has begun it)",
+               relay_request_bytes(1, longer, std::string(70000, 'b')),
+               "request refused with 400: a body longer than CONTENT_LENGTH 60000"},
           Case{"1 MiB of params", relay_request_bytes(1, big, ""),
                "request refused with 400: FastCGI params over --max-params-size"}}) {
       CAPTURE(k.what);
