@@ -18,6 +18,7 @@ namespace fcgi_host::records {
 
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kHeaderSize = 8;
+inline constexpr std::size_t kRequestIdOffset = 2;     // the header's requestIdB1, then B0
 inline constexpr std::size_t kPaddingLengthOffset = 6; // the header's paddingLength byte
 inline constexpr std::size_t kMaxContent = 65535;
 // The largest content whose record stays 8-byte aligned without padding (FastCGI 1.0, 3.3).
