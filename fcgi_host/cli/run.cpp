@@ -81,7 +81,8 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
                       config.clear_env,
                       config.env,
                       settings.sandbox,
-                      {config.script_root, config.script_extensions}};
+                      {config.script_root, config.script_extensions},
+                      settings.limits.request};
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };

@@ -8,6 +8,8 @@
 #include "fcgi_host/observe/status_page.hpp"
 #include "fcgi_host/protocol/cgi_head.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/protocol/request_adapter.hpp"
+#include "fcgi_host/protocol/request_decoder.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
@@ -109,19 +111,17 @@ void StatusServer::serve_connection(int fd, bool allowed, bool owner, std::uint6
     size += static_cast<std::size_t>(n);
   }
 
-  // The request as a worker sees it (app::Request: path and query by the same rule).
-  std::string params;
-  std::string_view records_in(in.data() + guard.request_begin(),
-                              guard.request_end() - guard.request_begin());
-  for (records::RecordView r; records::take_record(records_in, r);)
-    if (r.header.is(records::Type::Params)) params.append(r.content);
-  std::vector<records::NameValue> pairs;
-  records::decode_name_values(params, pairs); // the guard checked the pair lengths already
-  // The request as the worker derives it (app::Request): path, query, method, Accept.
+  // The request as a worker decodes it, from the guard's framing and scan (app::Request: path,
+  // query, method and Accept by the same rules).
+  const RequestFraming framing = guard.framing();
+  DecodedRequest decoded;
   app::Request request;
-  for (auto& [name, value] : pairs)
-    request.add_param(name, value);
-  request.finish_params();
+  if (!framing.params ||
+      decode_guarded_request(in.data() + guard.request_begin(),
+                             guard.request_end() - guard.request_begin(), framing,
+                             decoded) != DecodeStatus::Whole ||
+      !fill_request(decoded, framing, request))
+    return; // never: the guard framed these bytes itself
   EndpointReply reply = answer({request.method(), request.path(), request.query(),
                                 request.header("Accept"), allowed, owner});
   cgi::HeaderList headers{{"Content-Type", reply.content_type}};

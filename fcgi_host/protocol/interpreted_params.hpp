@@ -11,8 +11,8 @@
 // Not here: the HTTP_* headers the host only passes on (Accept, Cookie, ...): HTTP allows a
 // list header to repeat, and nginx before 1.23 sends repeated client headers as repeated params;
 // for those app::Request's rule holds (the last value wins, as in PHP). Two of those the host
-// reads on every request too, for the request's id (kIdParams): noted in the same pass over the
-// params (param_scan.hpp), with the last value.
+// reads on every request too, for the request's id (kTraceParent, kRequestId): noted in the same
+// pass over the params (param_scan.hpp), with the last value.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,14 +21,9 @@
 
 namespace fcgi_host {
 
-inline constexpr std::array<std::string_view, 8> kInterpretedParams = {
-    "CONTENT_LENGTH", "REQUEST_METHOD", "REQUEST_URI", "QUERY_STRING",
-    "SCRIPT_NAME",    "CONTENT_TYPE",   "REMOTE_ADDR", "HTTP_X_REQUEST_START",
-};
-inline constexpr std::size_t kNotInterpreted = kInterpretedParams.size();
-
-// The interpreted params under their names, for the code that reads them.
-enum InterpretedParam : std::size_t {
+// The params noted in the one pass over the params (param_scan.hpp), under their names: the
+// interpreted ones first, then the ids. Their names, in the same order, are kNotedParams.
+enum NotedParam : std::size_t {
   kContentLength,
   kRequestMethod,
   kRequestUri,
@@ -37,16 +32,16 @@ enum InterpretedParam : std::size_t {
   kContentType,
   kRemoteAddr,
   kRequestStart,
+  kTraceParent, // the ids: headers, not interpreted
+  kRequestId,
 };
+inline constexpr std::size_t kNotInterpreted = kTraceParent; // the interpreted ones come before
 
-// The params noted in the one pass: the interpreted ones (same indices), then the ids.
 inline constexpr std::array<std::string_view, 10> kNotedParams = {
     "CONTENT_LENGTH",   "REQUEST_METHOD",    "REQUEST_URI", "QUERY_STRING",
     "SCRIPT_NAME",      "CONTENT_TYPE",      "REMOTE_ADDR", "HTTP_X_REQUEST_START",
     "HTTP_TRACEPARENT", "HTTP_X_REQUEST_ID",
 };
-inline constexpr std::size_t kTraceParent = 8;
-inline constexpr std::size_t kRequestId = 9;
 inline constexpr std::size_t kNotNoted = kNotedParams.size();
 
 namespace detail {
@@ -71,13 +66,16 @@ inline std::size_t noted_param_index(std::string_view name) {
   std::size_t candidate = kNotNoted;
   switch (name.size()) {
   case 11: // REQUEST_URI, SCRIPT_NAME, REMOTE_ADDR
-    candidate = name[0] == 'S' ? 4 : name[0] != 'R' ? kNotNoted : name[2] == 'Q' ? 2 : 6;
+    candidate = name[0] == 'S'   ? kScriptName
+                : name[0] != 'R' ? kNotNoted
+                : name[2] == 'Q' ? kRequestUri
+                                 : kRemoteAddr;
     break;
   case 12: // QUERY_STRING, CONTENT_TYPE
-    candidate = name[0] == 'Q' ? 3 : name[0] == 'C' ? 5 : kNotNoted;
+    candidate = name[0] == 'Q' ? kQueryString : name[0] == 'C' ? kContentType : kNotNoted;
     break;
   case 14: // CONTENT_LENGTH, REQUEST_METHOD
-    candidate = name[0] == 'C' ? 0 : name[0] == 'R' ? 1 : kNotNoted;
+    candidate = name[0] == 'C' ? kContentLength : name[0] == 'R' ? kRequestMethod : kNotNoted;
     break;
   case 16: // HTTP_TRACEPARENT
     candidate = kTraceParent;
@@ -94,12 +92,6 @@ inline std::size_t noted_param_index(std::string_view name) {
   return candidate != kNotNoted && detail::same_name(name.data(), kNotedParams[candidate])
              ? candidate
              : kNotNoted;
-}
-
-// The index of `name` in kInterpretedParams, or kNotInterpreted.
-inline std::size_t interpreted_param_index(std::string_view name) {
-  const std::size_t index = noted_param_index(name);
-  return index < kNotInterpreted ? index : kNotInterpreted;
 }
 
 } // namespace fcgi_host

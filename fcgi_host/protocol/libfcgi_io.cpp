@@ -165,8 +165,9 @@ int OS_Write(int fd, char* buf, size_t len) {
     // Whole records, each from its header: the id of the request being answered goes in.
     for (std::size_t at = 0; at + fcgi_host::records::kHeaderSize <= len;
          at += fcgi_host::records::decode_header(buf + at).record_size()) {
-      buf[at + 2] = static_cast<char>(s->request_id >> 8);
-      buf[at + 3] = static_cast<char>(s->request_id & 0xff);
+      using fcgi_host::records::kRequestIdOffset;
+      buf[at + kRequestIdOffset] = static_cast<char>(s->request_id >> 8);
+      buf[at + kRequestIdOffset + 1] = static_cast<char>(s->request_id & 0xff);
     }
   }
   if (s->gather)

@@ -7,20 +7,7 @@ namespace fcgi_host {
 namespace {
 
 using records::NameValue;
-
-// One length field: a byte below 128, else 4 bytes with the high bit set.
-inline bool read_length(const unsigned char*& p, const unsigned char* end, std::size_t& length) {
-  if (p == end) return false;
-  if (*p < 128) {
-    length = *p++;
-    return true;
-  }
-  if (end - p < 4) return false;
-  length = static_cast<std::size_t>(p[0] & 0x7f) << 24 | static_cast<std::size_t>(p[1]) << 16 |
-           static_cast<std::size_t>(p[2]) << 8 | p[3];
-  p += 4;
-  return true;
-}
+using records::read_length;
 
 // Both lengths of a pair: at once when both are one byte (the usual: names and values under 128
 // bytes), else one after the other.
@@ -124,6 +111,18 @@ void ScannedParams::clear() {
   content_length = -1;
 }
 
+void ScannedParams::keep_served(const char* base) {
+  served_.clear();
+  served_content_length_ = 0;
+  for (std::size_t i = 0; i < count_; ++i) {
+    const std::size_t index = noted_param_index(pair(base, i).name);
+    const bool first = index >= kNotInterpreted || noted[index] == i + 1;
+    if (!first) continue; // a repeat of the one value noted before
+    served_.push_back(slots_[i]);
+    if (index == kContentLength) served_content_length_ = served_.size();
+  }
+}
+
 ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits,
                             ScannedParams& out) {
   out.clear();
@@ -178,6 +177,7 @@ ParamScanResult scan_params(std::string_view data, const ParamScanLimits& limits
     ++count;
   }
   out.count_ = count;
+  if (out.repeated) out.keep_served(begin);
   return result;
 }
 

@@ -58,7 +58,17 @@ public:
   long long content_length = -1; // CONTENT_LENGTH as a number; -1: absent, empty or "-1"
 
   std::span<const ParamSpan> spans() const { return {slots_.data(), count_}; } // in the order sent
-  void clear();                                                                // keeps the storage
+  // The params as the handler is given them: spans() but for the repeats of an interpreted param
+  // (its one value sent again), which the handler sees once. spans() itself when nothing came
+  // twice, the usual case.
+  std::span<const ParamSpan> served() const {
+    return repeated ? std::span<const ParamSpan>(served_) : spans();
+  }
+  // 1 + the index in served() of CONTENT_LENGTH, 0 when it was not sent.
+  std::size_t served_content_length() const {
+    return repeated ? served_content_length_ : noted[kContentLength];
+  }
+  void clear(); // keeps the storage
   records::NameValue pair(const char* base, std::size_t i) const {
     const ParamSpan& s = slots_[i];
     return {{base + s.at, s.name_size}, {base + s.at + s.name_size, s.value_size}};
@@ -70,6 +80,10 @@ private:
   // per pair (a push_back per param cost more than the pair's own checks).
   std::vector<ParamSpan> slots_;
   std::size_t count_ = 0;
+  // served() when an interpreted param came twice (rare): made after the scan, off the hot loop.
+  void keep_served(const char* base);
+  std::vector<ParamSpan> served_;
+  std::size_t served_content_length_ = 0;
 };
 
 // Scans `data`, the params' bytes, into `out` (cleared first). Stops at the first pair at fault,

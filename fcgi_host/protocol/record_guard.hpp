@@ -38,7 +38,6 @@ struct RequestFraming {
   std::size_t body_size = 0;    // the STDIN bytes up to the empty record
   bool length_declared = false; // CONTENT_LENGTH was a number (and the body matched it); false
                                 // when absent, empty or -1 (a body of unknown length)
-  bool repeated_params = false; // an interpreted param came twice, with one value
   // The guard's one pass over the params (param_scan.hpp), which the decoder takes instead of
   // reading them again; null when the params were not scanned (a request built otherwise).
   const ScannedParams* params = nullptr;
@@ -94,10 +93,13 @@ public:
   const std::string& close_reason() const { return close_reason_; }
   std::size_t body_size() const { return body_size_; }
   RequestFraming framing() const {
-    return {body_size_,       params_.content_length >= 0,
-            params_.repeated, params_done_ ? &params_ : nullptr,
-            params_records_,  stdin_records_,
-            request_id_,      keep_conn_,
+    return {body_size_,
+            params_.content_length >= 0,
+            params_done_ ? &params_ : nullptr,
+            params_records_,
+            stdin_records_,
+            request_id_,
+            keep_conn_,
             streamed_};
   }
 

@@ -18,6 +18,7 @@ namespace fcgi_host::records {
 
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kHeaderSize = 8;
+inline constexpr std::size_t kRequestIdOffset = 2;     // the header's requestIdB1, then B0
 inline constexpr std::size_t kPaddingLengthOffset = 6; // the header's paddingLength byte
 inline constexpr std::size_t kMaxContent = 65535;
 // The largest content whose record stays 8-byte aligned without padding (FastCGI 1.0, 3.3).
@@ -120,25 +121,32 @@ enum class PairStatus {
   Truncated, // a length runs past the end of the data (left as it was)
 };
 
+// One length field of a pair at p (FastCGI 1.0, 3.4): a byte below 128, else 4 bytes with the
+// high bit set. False when it runs past `end`; else p moves past it. The one reader of the
+// lengths: the params' scan (param_scan.cpp) and next_name_value() both run it.
+inline bool read_length(const unsigned char*& p, const unsigned char* end, std::size_t& length) {
+  if (p == end) return false;
+  if (*p < 128) {
+    length = *p++;
+    return true;
+  }
+  if (end - p < 4) return false;
+  length = static_cast<std::size_t>(p[0] & 0x7f) << 24 | static_cast<std::size_t>(p[1]) << 16 |
+           static_cast<std::size_t>(p[2]) << 8 | p[3];
+  p += 4;
+  return true;
+}
+
 // Decodes the pair at the front of `data`; bounded by data.size() whatever the lengths say.
-// Inline, over plain pointers: the record guard and the request decoder run it for every param
-// of every request.
+// Inline, over plain pointers. The request's params are read by the guard's one scan instead;
+// this reads the rest: FCGI_GET_VALUES, the script gate's params, the test client's answers.
 inline PairStatus next_name_value(std::string_view& data, NameValue& pair) {
   if (data.empty()) return PairStatus::End;
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   const auto* const end = p + data.size();
   std::size_t lengths[2];
-  for (std::size_t& length : lengths) {
-    if (p == end) return PairStatus::Truncated;
-    if (*p < 128) {
-      length = *p++;
-      continue;
-    }
-    if (end - p < 4) return PairStatus::Truncated;
-    length = static_cast<std::size_t>(p[0] & 0x7f) << 24 | static_cast<std::size_t>(p[1]) << 16 |
-             static_cast<std::size_t>(p[2]) << 8 | p[3];
-    p += 4;
-  }
+  for (std::size_t& length : lengths)
+    if (!read_length(p, end, length)) return PairStatus::Truncated;
   const auto left = static_cast<std::size_t>(end - p);
   if (left < lengths[0] || left - lengths[0] < lengths[1]) return PairStatus::Truncated;
   const char* at = reinterpret_cast<const char*>(p);

@@ -30,35 +30,16 @@ void add_body_length(const RequestFraming& framing, app::Request& request) {
                     std::string_view(number, static_cast<std::size_t>(end.ptr - number)));
 }
 
-// A request with an interpreted param sent twice (rare): every param looked at by name, so that
-// each is seen once.
-void add_params(const DecodedRequest& from, const RequestFraming& framing, app::Request& request) {
-  add_role(request);
-  unsigned added = 0; // bit i: kInterpretedParams[i] was added (only when some came twice)
-  for (std::size_t i = 0; i < from.param_count(); ++i) {
-    const records::NameValue p = from.param(i);
-    if (!framing.length_declared && p.name == "CONTENT_LENGTH") continue; // added below
-    if (framing.repeated_params) {
-      const std::size_t index = interpreted_param_index(p.name);
-      if (index != kNotInterpreted && (added & (1u << index))) continue;
-      if (index != kNotInterpreted) added |= 1u << index;
-    }
-    request.add_param_view(p.name, p.value);
-  }
-  add_body_length(framing, request);
-  request.finish_params();
-}
-
-// A request decoded with the guard's scan, none of its interpreted params twice (the usual
-// case): the scan says where CONTENT_LENGTH and the params app::Request derives its fields from
-// are, so no param is looked at by name again.
+// The params of a request decoded with the guard's scan: the scan says where CONTENT_LENGTH and
+// the params app::Request derives its fields from are, so no param is looked at by name again,
+// and gives an interpreted param sent twice with one value (rare) once.
 void add_scanned_params(const DecodedRequest& from, const RequestFraming& framing,
                         app::Request& request) {
   const ScannedParams& scanned = *from.scanned;
   const char* base = from.params_base;
   // 1 + the index of the one CONTENT_LENGTH, when it is replaced by the body's real length.
-  const std::size_t skip = framing.length_declared ? 0 : scanned.noted[kContentLength];
-  const std::span<const ParamSpan> spans = scanned.spans();
+  const std::size_t skip = framing.length_declared ? 0 : scanned.served_content_length();
+  const std::span<const ParamSpan> spans = scanned.served();
   add_role(request);
   app::HostAccess::set_wire_params(request, base, spans.data(), spans.size(), skip);
   add_body_length(framing, request);
@@ -81,10 +62,7 @@ constexpr std::size_t kRecordHeader = 8;
 bool fill_request(const DecodedRequest& from, const RequestFraming& framing,
                   app::Request& request) {
   request.clear();
-  if (!framing.repeated_params)
-    add_scanned_params(from, framing, request);
-  else
-    add_params(from, framing, request);
+  add_scanned_params(from, framing, request);
   // Bodies above the request's spill threshold go to a temporary file as they are stored.
   // A temporary file that cannot be written makes the request fail as an incomplete one.
   try {

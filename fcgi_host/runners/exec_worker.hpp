@@ -17,6 +17,7 @@
 // instead of looping), and --request-timeout and the status page see it as idle. Signals
 // (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
 // USR1 (libfcgi takes it as a stop).
+#include "fcgi_host/config/limits.hpp"
 #include "fcgi_host/runners/script_gate.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox_settings.hpp"
@@ -39,7 +40,8 @@ struct ExecSettings {
   bool clear_env = false;
   std::vector<std::string> env;
   SandboxSettings sandbox;
-  ScriptRule script; // --script-root, --script-extensions: the relay checks each request
+  ScriptRule script;     // --script-root, --script-extensions: the relay checks each request
+  RequestLimits request; // --max-body, --max-params, ...: the relay frames requests with them
 };
 
 // The worker's entry point; returns only when exec failed (a boot failure: the master stops

@@ -12,10 +12,17 @@
 // FCGI_KEEP_CONN set (the host closes the client's connection when the client asked so), one
 // request at a time, as php-cgi serves them.
 //
-// The program's life is the worker's: the program gets SIGKILL when the relay dies (and the relay
-// kills and reaps it when it stops); when the program exits (php-cgi after
+// The client's side is framed by the house's parts, as a plugin worker's: the record guard
+// (record_guard.hpp) with the worker's limits (--max-params, --max-params-size, --max-body,
+// --max-records) and its refusals, then, for a body still on its way, StdinStream. Each request
+// relayed is published in the worker's request slot (method, URI, start), so that the status
+// page and --request-timeout see it.
+//
+// The program's life is the worker's: it is forked with fork_clean, gets SIGKILL when the relay
+// dies (and the relay kills and reaps it when it stops); when the program exits (php-cgi after
 // PHP_FCGI_MAX_REQUESTS), the relay finishes and exits with the program's code, and the master
-// starts a new worker. TERM (retire, stop) lets the request in flight finish.
+// starts a new worker. The relay reads its signals as a worker does (WorkerSignals): TERM
+// (retire, stop) lets the request in flight finish, QUIT stops at once.
 #include "fcgi_host/runners/exec_worker.hpp"
 
 namespace fcgi_host {

@@ -79,10 +79,10 @@ std::string outcome(std::string_view input, std::size_t chunk,
       }
       const fcgi_host::RequestFraming f = g.framing();
       out.append("R").append(in.data() + g.request_begin(), g.request_end() - g.request_begin());
-      for (std::size_t x :
-           {f.body_size, std::size_t{f.length_declared}, std::size_t{f.repeated_params},
-            std::size_t{f.request_id}, std::size_t{f.keep_conn}, std::size_t{g.aborted()},
-            f.params ? f.params->spans().size() : 9999})
+      for (std::size_t x : {f.body_size, std::size_t{f.length_declared},
+                            std::size_t{f.params && f.params->repeated}, std::size_t{f.request_id},
+                            std::size_t{f.keep_conn}, std::size_t{g.aborted()},
+                            f.params ? f.params->spans().size() : 9999})
         number(x);
       for (std::size_t x : f.params_records)
         number(x);

@@ -164,6 +164,14 @@ TEST_CASE("scan: an interpreted param twice: one value noted once, two values re
   CHECK(same.problem() == ParamProblem::None);
   CHECK(same.params.repeated);
   CHECK(same.params.noted[fcgi_host::kRequestMethod] == 1);
+  // Every pair as sent (as libfcgi reads them); the handler is given the repeat once.
+  CHECK(same.params.spans().size() == 3);
+  REQUIRE(same.params.served().size() == 2);
+  CHECK(same.params.served()[1].name_size == 1); // "X"
+  CHECK(same.params.served_content_length() == 0);
+  Scan length(encode({{"CONTENT_TYPE", "a/b"}, {"CONTENT_TYPE", "a/b"}, {"CONTENT_LENGTH", "3"}}));
+  CHECK(length.params.noted[fcgi_host::kContentLength] == 3);
+  CHECK(length.params.served_content_length() == 2); // 1 + its index once the repeat is out
   Scan two(encode({{"REQUEST_URI", "/a"}, {"REQUEST_URI", "/b"}}));
   CHECK(two.problem() == ParamProblem::TwoValues);
   CHECK(two.result.earlier == "/a");

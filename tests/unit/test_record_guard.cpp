@@ -258,7 +258,7 @@ TEST_CASE("CONTENT_LENGTH absent, empty or -1: the body is STDIN up to its empty
     fcgi_host::RequestFraming framing = f.guard.framing();
     CHECK(framing.body_size == 12);
     CHECK_FALSE(framing.length_declared);
-    CHECK_FALSE(framing.repeated_params);
+    CHECK_FALSE(framing.params->repeated);
     RequestLimits limits;
     limits.max_body = 11; // still bounded by --max-body, counted from the records
     Feed over(limits);
@@ -301,27 +301,32 @@ TEST_CASE("an interpreted param sent twice: one value is taken once, two values 
   CHECK(same.add(request_bytes(
             1, {{"CONTENT_LENGTH", "3"}, {"QUERY_STRING", "a=1"}, {"CONTENT_LENGTH", "3"}},
             "012")) == Verdict::RequestReady);
-  CHECK(same.guard.framing().repeated_params);
+  CHECK(same.guard.framing().params->repeated);
   CHECK(same.guard.framing().length_declared);
   // A header the host does not interpret may repeat (HTTP list headers do): not a 400.
   Feed header;
   CHECK(header.add(request_bytes(1, {{"HTTP_ACCEPT", "a/b"}, {"HTTP_ACCEPT", "c/d"}}, "")) ==
         Verdict::RequestReady);
-  CHECK_FALSE(header.guard.framing().repeated_params);
+  CHECK_FALSE(header.guard.framing().params->repeated);
   // The state is per request: a kept connection's next request starts clean.
+  const std::size_t end = same.guard.request_end();
   same.guard.consume_request();
-  CHECK_FALSE(same.guard.framing().repeated_params);
+  same.buffer.erase(0, end);
+  REQUIRE(same.add(request_bytes(2, {{"CONTENT_LENGTH", "0"}}, "")) == Verdict::RequestReady);
+  CHECK_FALSE(same.guard.framing().params->repeated);
 }
 
-TEST_CASE("interpreted_param_index knows each interpreted name and nothing else") {
-  using fcgi_host::interpreted_param_index;
-  using fcgi_host::kInterpretedParams;
-  using fcgi_host::kNotInterpreted;
-  for (std::size_t i = 0; i < kInterpretedParams.size(); ++i)
-    CHECK(interpreted_param_index(kInterpretedParams[i]) == i);
+TEST_CASE("noted_param_index knows each noted name and nothing else") {
+  using fcgi_host::kNotedParams;
+  using fcgi_host::kNotNoted;
+  using fcgi_host::noted_param_index;
+  for (std::size_t i = 0; i < kNotedParams.size(); ++i)
+    CHECK(noted_param_index(kNotedParams[i]) == i);
+  CHECK(noted_param_index("REQUEST_URI") == fcgi_host::kRequestUri);
+  CHECK(noted_param_index("HTTP_X_REQUEST_ID") == fcgi_host::kRequestId);
   for (std::string_view other : {"CONTENT_LENGTH_", "CONTENT_LENGTh", "HTTP_HOST", "SERVER_NAME",
                                  "REMOTE_PORT", "DOCUMENT_URI", "X", ""})
-    CHECK(interpreted_param_index(other) == kNotInterpreted);
+    CHECK(noted_param_index(other) == kNotNoted);
 }
 
 TEST_CASE("legal but unusual framing: 255 bytes of padding, 65535-byte records, split pairs") {
@@ -370,15 +375,15 @@ TEST_CASE("too many records in one request: closed") {
   CHECK(f.add(out) == Verdict::Close);
 }
 
-TEST_CASE("interpreted_param_index: every name of the table's lengths, one letter off, is none") {
-  using fcgi_host::interpreted_param_index;
-  using fcgi_host::kInterpretedParams;
-  using fcgi_host::kNotInterpreted;
-  for (std::string_view known : kInterpretedParams)
+TEST_CASE("noted_param_index: every name of the table's lengths, one letter off, is none") {
+  using fcgi_host::kNotedParams;
+  using fcgi_host::kNotNoted;
+  using fcgi_host::noted_param_index;
+  for (std::string_view known : kNotedParams)
     for (std::size_t i = 0; i < known.size(); ++i) {
       std::string near(known);
       near[i] = near[i] == 'X' ? 'Y' : 'X';
-      CHECK_MESSAGE(interpreted_param_index(near) == kNotInterpreted, near);
+      CHECK_MESSAGE(noted_param_index(near) == kNotNoted, near);
     }
 }
 

@@ -306,7 +306,7 @@ TEST_CASE("decoder: the handler sees what the guard decided about the params") {
                     {"REQUEST_METHOD", "POST"},
                     {"HTTP_X", "1"}},
                    "abc"));
-  CHECK(g.guard.framing().repeated_params);
+  CHECK(g.guard.framing().params->repeated);
   CHECK_FALSE(g.guard.framing().length_declared);
   app::Request request;
   fill_from_guard(g, request);
@@ -315,6 +315,23 @@ TEST_CASE("decoder: the handler sees what the guard decided about the params") {
   CHECK(request.param_count() == 4); // FCGI_ROLE, REQUEST_METHOD once, HTTP_X, CONTENT_LENGTH
   CHECK(request.param("HTTP_X").data() >= g.bytes.data());
   CHECK(request.body() == "abc");
+  // The repeat before the CONTENT_LENGTH the real length replaces: both left out, nothing else.
+  Guarded before(framed({{"REQUEST_METHOD", "POST"},
+                         {"QUERY_STRING", "a=1"},
+                         {"REQUEST_METHOD", "POST"},
+                         {"CONTENT_LENGTH", "-1"},
+                         {"QUERY_STRING", "a=1"},
+                         {"HTTP_X", "1"}},
+                        "abcd"));
+  app::Request second;
+  fill_from_guard(before, second);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < second.param_count(); ++i)
+    names.emplace_back(second.param_at(i).name);
+  CHECK(names == std::vector<std::string>{"FCGI_ROLE", "REQUEST_METHOD", "QUERY_STRING", "HTTP_X",
+                                          "CONTENT_LENGTH"});
+  CHECK(second.param("CONTENT_LENGTH") == "4");
+  CHECK(second.query() == "a=1");
 }
 
 TEST_CASE("decoder: with the guard's scan, the handler sees what the walk shows") {
