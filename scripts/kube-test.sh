@@ -53,24 +53,8 @@ command -v catatonit >/dev/null || [[ -x /usr/libexec/podman/catatonit ]] ||
 run=kt$$
 tag=kube-test-$$
 work=$(mktemp -d "${TMPDIR:-/tmp}/fcgi-host-kube-test.XXXXXX")
-export CONTAINERS_CONF=$work/containers.conf
-hard_limit() { # hard_limit ULIMIT_FLAG CAP: the hard limit, at most CAP
-  local h
-  h=$(ulimit -H "$1")
-  [[ $h == unlimited || $h -gt $2 ]] && h=$2
-  echo "$h"
-}
-nofile=$(hard_limit -n 1024)
-nproc=$(hard_limit -u 4096)
-runtime=
-command -v runc >/dev/null && runtime='runtime = "runc"' # crun refuses a hybrid cgroup hierarchy
-cat >"$CONTAINERS_CONF" <<EOF
-[containers]
-default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
-[engine]
-cgroup_manager = "cgroupfs"
-$runtime
-EOF
+source scripts/podman-conf.sh
+use_private_podman_conf "$work"
 
 # What podman makes for the first pod on a machine (its kube network, the pause image built with
 # catatonit) goes too, unless it was there before.

@@ -1,0 +1,76 @@
+# One list of what the project needs on Debian 12: scripts/debian-packages.txt. This holds it to
+# the build and the scripts:
+#   - every package CMake names when a library is missing (fcgi_host_require_debian_package in
+#     the CMakeLists) is in the group build or tests;
+#   - every -dev package the .deb suggests or recommends (cmake/install.cmake) is in build or
+#     tests: a handler author installs what the project's own build installs;
+#   - at most one package array (`packages=(`) in scripts/*.sh, and the scripts that install
+#     read the list (source scripts/debian-packages.sh);
+#   - the README and docs/deploy.md point at the list.
+#   cmake -DSOURCE_DIR=<project root> -P check_package_list.cmake
+cmake_minimum_required(VERSION 3.25)
+file(STRINGS "${SOURCE_DIR}/scripts/debian-packages.txt" lines)
+set(listed "")
+foreach(line IN LISTS lines)
+  string(REGEX REPLACE "#.*" "" line "${line}")
+  string(REGEX MATCHALL "[^ \t]+" words "${line}")
+  list(LENGTH words count)
+  if(count LESS 2)
+    continue()
+  endif()
+  list(POP_FRONT words group)
+  if(group STREQUAL "build" OR group STREQUAL "tests")
+    list(APPEND listed ${words})
+  endif()
+endforeach()
+
+set(problems "")
+foreach(cmake_file CMakeLists.txt tests/CMakeLists.txt)
+  file(READ "${SOURCE_DIR}/${cmake_file}" text)
+  string(REGEX MATCHALL "\nfcgi_host_require_debian_package\\([^)]*\\)" calls "${text}")
+  foreach(call IN LISTS calls)
+    string(REGEX MATCH "([a-z0-9.+-]+)\\)$" _ "${call}")
+    if(NOT CMAKE_MATCH_1 IN_LIST listed)
+      string(APPEND problems "  ${cmake_file} names ${CMAKE_MATCH_1}, not in the groups build/tests\n")
+    endif()
+  endforeach()
+endforeach()
+
+file(READ "${SOURCE_DIR}/cmake/install.cmake" install)
+string(REGEX MATCHALL "CPACK_DEBIAN_PACKAGE_(SUGGESTS|RECOMMENDS)[^)]*\\)" fields "${install}")
+foreach(field IN LISTS fields)
+  string(REGEX MATCHALL "[a-z0-9.+-]+-dev" devs "${field}")
+  foreach(dev IN LISTS devs)
+    if(NOT dev IN_LIST listed)
+      string(APPEND problems "  the .deb names ${dev} (cmake/install.cmake), not in the groups build/tests\n")
+    endif()
+  endforeach()
+endforeach()
+
+file(GLOB scripts "${SOURCE_DIR}/scripts/*.sh")
+set(arrays 0)
+foreach(script IN LISTS scripts)
+  file(READ "${script}" text)
+  string(REGEX MATCHALL "packages=\\(" found "${text}")
+  list(LENGTH found n)
+  math(EXPR arrays "${arrays} + ${n}")
+endforeach()
+if(arrays GREATER 1)
+  string(APPEND problems "  ${arrays} package arrays (packages=() in scripts/*.sh: one list only\n")
+endif()
+foreach(script demo.sh test.sh package-test.sh)
+  file(READ "${SOURCE_DIR}/scripts/${script}" text)
+  if(NOT text MATCHES "debian-packages.sh")
+    string(APPEND problems "  scripts/${script} installs without scripts/debian-packages.sh\n")
+  endif()
+endforeach()
+foreach(doc README.md docs/deploy.md)
+  file(READ "${SOURCE_DIR}/${doc}" text)
+  if(NOT text MATCHES "scripts/debian-packages")
+    string(APPEND problems "  ${doc} does not point at scripts/debian-packages.txt\n")
+  endif()
+endforeach()
+
+if(problems)
+  message(FATAL_ERROR "scripts/debian-packages.txt and what needs it disagree:\n${problems}")
+endif()
