@@ -5,6 +5,7 @@
 #include "process_manager/master_impl.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/count_text.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
@@ -362,8 +363,9 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
 void Master::Impl::log_held_crash_count() {
   if (!crashes.held_count_due_ns()) return; // nothing held back: one load, every turn
   if (unsigned long n = crashes.take_held_count(monotonic_ns()))
-    PM_LOG(LogLevel::Error, std::to_string(n) + " more crashes suppressed (crash lines are "
-                                                "rate-limited; the first of a burst are above)");
+    PM_LOG(LogLevel::Error, count_text(n, "more crash", "more crashes") +
+                                " suppressed (crash lines are rate-limited; the first of a "
+                                "burst are above)");
 }
 
 // The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.

@@ -27,6 +27,7 @@
 #include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
+#include "process_manager/count_text.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/file_watch.hpp"
 #include "process_manager/inherited_fds.hpp"
@@ -507,7 +508,9 @@ int serve(Host& host) {
              (host.listener
                   ? host.listener->description()
                   : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
-             " with " + std::to_string(host.config.workers) + " workers" +
+             " with " +
+             process_manager::count_text(static_cast<unsigned long>(host.config.workers), "worker",
+                                         "workers") +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
   for (const std::string& risk : risky_settings(host.config))
