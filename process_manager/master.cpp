@@ -315,7 +315,11 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
 // One line, whatever the number of workers: the first failure says what and why; the others
 // (the same cause, as a rule) and the stop that follows are at debug level.
 void Master::Impl::on_boot_failure(const Worker& w, const ExitedChild& c, const std::string& line,
-                                   const std::string& why) {
+                                   const std::string& reported) {
+  std::string why = reported;
+  if (const Generation& g = current();
+      !why.empty() && w.generation == current_gen() && g.explain_boot_failure)
+    why += g.explain_boot_failure(why);
   std::string what = "worker " + std::to_string(w.pid) +
                      (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
                                   : " failed to boot: " + why + " (exit code " +

@@ -25,6 +25,7 @@
 #include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/worker/sandbox_hint.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
 #include "process_manager/count_text.hpp"
@@ -74,6 +75,10 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   open_private_tmp(settings.sandbox);
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
+  if (settings.sandbox.enabled() || settings.sandbox.private_tmp)
+    g.explain_boot_failure = [sandbox = settings.sandbox](const std::string& why) {
+      return sandbox_boot_hint(sandbox, why);
+    };
   if (!config.exec.empty()) {
     ExecSettings exec{plumbing.listen_fd,
                       config.exec,

@@ -72,6 +72,12 @@ inline std::string pool_section(const std::string& name, const std::string& body
 }
 int free_tcp_port(); // a loopback port that was free a moment ago
 
+// A fixture program (FCGI_TEST_LIBFCGI_ECHO...) at a path the workers' user can run. The tests
+// run as root in CI, so their workers run as nobody, who may not reach the build tree (a clone
+// in /root or in a mkdtemp() directory is 0700): then a copy in this process's scratch $TMPDIR
+// (0711, removed at exit), made once; as another user, `program` itself.
+std::string workers_fixture(const std::string& program);
+
 // ---- /proc -------------------------------------------------------------------------------------
 
 // Alive and not a zombie.

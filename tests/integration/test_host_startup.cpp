@@ -1,6 +1,7 @@
 // fcgi-host start-up: bad input refused with a message and the published exit code, --test-config,
 // and the config file against the command line.
 #include "checks.hpp"
+#include "process_manager/exit_codes.hpp"
 
 #include <sys/stat.h>
 
@@ -11,8 +12,7 @@ using it::Listen;
 
 namespace {
 
-constexpr int kUsage = 2;          // bad option, bad config file
-constexpr int kStartupFailure = 3; // listen socket, privileges
+constexpr int kUsage = 2; // bad option, bad config file
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -75,7 +75,7 @@ TEST_SUITE("host start-up") {
     it::RunResult r = it::run_host(
         HostOptions{{"--app", "hello", "--listen", first.address()}, {}, Listen::AsGiven});
     INFO("output:\n" << r.output);
-    CHECK(r.status == kStartupFailure);
+    CHECK(r.status == process_manager::exit_code::kStartupFailure);
     CHECK(r.output.find(path) != std::string::npos);
     // The refused host must not have unlinked the live server's socket.
     CHECK(first.connect().request("GET", "/").body == "OK");

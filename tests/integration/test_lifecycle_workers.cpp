@@ -344,7 +344,7 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
     it::HostOptions o;
     o.args = {"--workers",          "2", "--env",  "FIXTURE_WHO=exec-test",
-              "--graceful-timeout", "5", "--exec", FCGI_TEST_LIBFCGI_ECHO};
+              "--graceful-timeout", "5", "--exec", it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO)};
     o.status_socket = true;
     HostProcess host(o);
     INFO("host log:\n" << host.log()); // read when a check fails

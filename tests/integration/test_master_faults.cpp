@@ -3,6 +3,7 @@
 // TCP stop window, and respawns under random kill -9 of healthy workers.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "process_manager/exit_codes.hpp"
 #include "support/proc.hpp"
 
 #include <algorithm>
@@ -24,8 +25,6 @@ using it::Listen;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr int kStartupFailure = 3; // listen socket, pidfile, privileges
 
 struct FileId {
   dev_t dev = 0;
@@ -121,7 +120,7 @@ TEST_SUITE("master faults") {
           {"--app", "hello", "--listen", listen, "--pidfile", pidfile}, {}, Listen::AsGiven};
       it::RunResult r = it::run_host(o);
       INFO("output:\n" << r.output);
-      CHECK(r.status == kStartupFailure);
+      CHECK(r.status == process_manager::exit_code::kStartupFailure);
       CHECK(r.output.find("locked by running process " + std::to_string(first.pid())) !=
             std::string::npos);
       CHECK(r.output.find("other.sock") == std::string::npos); // not even bound
