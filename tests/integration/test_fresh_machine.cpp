@@ -93,7 +93,7 @@ TEST_SUITE("fresh machine") {
   }
 
   TEST_CASE("a database each handler thread opens inside the sandbox: the boot failure names the "
-            "sandbox and --sandbox-write; listed, it serves with --threads 4 and 1") {
+            "sandbox and --sandbox-write, listed, it serves with --threads 4 and 1") {
     it::TempDir data;
     if (::geteuid() == 0) REQUIRE(::chmod(data.path().c_str(), 0777) == 0); // workers: nobody
     const std::string db = data.file("notes.db");

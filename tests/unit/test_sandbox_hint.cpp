@@ -38,7 +38,7 @@ TEST_SUITE("sandbox boot hint") {
     CHECK(has(hint, "--sandbox-write DIR"));
   }
 
-  TEST_CASE("a path outside the write list is named; one inside it is not") {
+  TEST_CASE("a path outside the write list is named, one inside it is not") {
     const std::string outside =
         sandbox_boot_hint(sandbox_on(), "open(\"/srv/data/todo.db\") failed: Permission denied");
     CHECK_MESSAGE(has(outside, "\"/srv/data/todo.db\" is not under --sandbox-write"), outside);
