@@ -62,6 +62,7 @@ std::string unreachable_by(const std::string& path, const Credentials& who, int 
     if (::access(path.c_str(), need) == 0) return {};
     return "\"" + path + "\": " + std::strerror(errno) + " (for " + user + ")";
   }
+  if (path.empty() || path.front() != '/') return {}; // (a start directory that getcwd lost)
   // Each directory above the file, from the top: the first that refuses the search blocks.
   for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
        slash = path.find('/', slash + 1)) {
