@@ -76,7 +76,7 @@ cleanup() {
   ((shipped_played)) && podman kube down "$manifest" >/dev/null 2>&1 &&
     podman volume rm -f fcgi-host-config fcgi-host-nginx >/dev/null 2>&1
   for image in "${!shipped_before[@]}"; do
-    podman untag "$image" >/dev/null 2>&1
+    podman rmi "$image" >/dev/null 2>&1 # (the sanitizer's image goes; a tag of ours only loses the name)
     [[ -n ${shipped_before[$image]} ]] && podman tag "${shipped_before[$image]}" "$image" >/dev/null 2>&1
   done
   ((played)) && podman kube play --down "$work/play.yaml" >/dev/null 2>&1

@@ -25,7 +25,7 @@ fi
 # package's own, which scripts/package-test.sh installs when it runs).
 source scripts/debian-packages.sh
 install_missing() {
-  install_debian_packages build demo tests front-servers containers
+  install_debian_packages build demo examples tests front-servers containers
 }
 
 # Each stage's wall time, printed as it ends, so a slow CI run says where its minutes went.

@@ -1,11 +1,11 @@
 # One list of what the project needs on Debian 12: scripts/debian-packages.txt. This holds it to
 # the build and the scripts:
 #   - every package CMake names when a library is missing (fcgi_host_require_debian_package in
-#     the CMakeLists) is in the group build or tests;
-#   - every -dev package the .deb suggests or recommends (cmake/install.cmake) is in build or
-#     tests: a handler author installs what the project's own build installs;
-#   - at most one package array (`packages=(`) in scripts/*.sh, and the scripts that install
-#     read the list (source scripts/debian-packages.sh);
+#     the CMakeLists) is in the group build, examples or tests;
+#   - every -dev package the .deb suggests or recommends (cmake/install.cmake) is in one of
+#     them: a handler author installs what the project's own build installs;
+#   - at most one package array (`packages=(`) in scripts/*.sh, and the scripts and
+#     Containerfiles that install read the list (scripts/debian-packages.sh);
 #   - the README and docs/deploy.md point at the list.
 #   cmake -DSOURCE_DIR=<project root> -P check_package_list.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -19,7 +19,7 @@ foreach(line IN LISTS lines)
     continue()
   endif()
   list(POP_FRONT words group)
-  if(group STREQUAL "build" OR group STREQUAL "tests")
+  if(group STREQUAL "build" OR group STREQUAL "examples" OR group STREQUAL "tests")
     list(APPEND listed ${words})
   endif()
 endforeach()
@@ -31,7 +31,7 @@ foreach(cmake_file CMakeLists.txt tests/CMakeLists.txt)
   foreach(call IN LISTS calls)
     string(REGEX MATCH "([a-z0-9.+-]+)\\)$" _ "${call}")
     if(NOT CMAKE_MATCH_1 IN_LIST listed)
-      string(APPEND problems "  ${cmake_file} names ${CMAKE_MATCH_1}, not in the groups build/tests\n")
+      string(APPEND problems "  ${cmake_file} names ${CMAKE_MATCH_1}, not in the groups build/examples/tests\n")
     endif()
   endforeach()
 endforeach()
@@ -42,7 +42,7 @@ foreach(field IN LISTS fields)
   string(REGEX MATCHALL "[a-z0-9.+-]+-dev" devs "${field}")
   foreach(dev IN LISTS devs)
     if(NOT dev IN_LIST listed)
-      string(APPEND problems "  the .deb names ${dev} (cmake/install.cmake), not in the groups build/tests\n")
+      string(APPEND problems "  the .deb names ${dev} (cmake/install.cmake), not in the groups build/examples/tests\n")
     endif()
   endforeach()
 endforeach()
@@ -62,6 +62,14 @@ foreach(script demo.sh test.sh package-test.sh fresh-test.sh)
   file(READ "${SOURCE_DIR}/scripts/${script}" text)
   if(NOT text MATCHES "debian-packages.sh")
     string(APPEND problems "  scripts/${script} installs without scripts/debian-packages.sh\n")
+  endif()
+endforeach()
+file(GLOB containerfiles "${SOURCE_DIR}/conf/containers/Containerfile*")
+foreach(containerfile IN LISTS containerfiles)
+  file(READ "${containerfile}" text)
+  if(text MATCHES "apt-get install" AND NOT text MATCHES "debian-packages.sh")
+    get_filename_component(name "${containerfile}" NAME)
+    string(APPEND problems "  conf/containers/${name} installs a list of its own\n")
   endif()
 endforeach()
 foreach(doc README.md docs/deploy.md)
