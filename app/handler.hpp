@@ -13,10 +13,15 @@ public:
   virtual void handle(const Request& request, Response& response) = 0;
   // Called once in each worker process before its first request (open connections, warm caches)
   // and once when it stops. An exception from on_worker_start is a boot failure.
+  // With --sandbox on, on_worker_start runs OUTSIDE the sandbox (it closes right after), with
+  // the worker's user and --private-tmp's /tmp: open here what the sandbox's lists do not name.
+  // on_worker_stop runs inside it.
   virtual void on_worker_start() {}
   virtual void on_worker_stop() {}
   // With --threads T > 1: called in each handler thread before its first request and when it
   // stops, on the handler instance that thread uses (a database connection per thread).
+  // Both run INSIDE the sandbox (the threads start after it closed, as handle() runs): a file
+  // they open must be under --sandbox-write (or --sandbox-read); the boot-failure line says so.
   virtual void on_thread_start() {}
   virtual void on_thread_stop() {}
   // Asked when a request's params are in and its body is still on its way: true to run the

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace process_manager {
@@ -29,6 +30,9 @@ struct Generation {
   // must catch everything: the child calls _exit() with the result and never unwinds into
   // the master's stack.
   std::function<int(const WorkerContext&)> worker_main;
+  // What the master adds to the line of a worker of this generation that failed to boot, given
+  // the worker's why (the sandbox's hint, fcgi_host/worker/sandbox_hint.hpp). Unset: nothing.
+  std::function<std::string(const std::string& why)> explain_boot_failure;
 };
 
 class Generations {

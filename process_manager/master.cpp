@@ -5,6 +5,7 @@
 #include "process_manager/master_impl.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/count_text.hpp"
 #include "process_manager/crash_report.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
@@ -314,7 +315,11 @@ std::chrono::milliseconds Master::Impl::wait_time() const {
 // One line, whatever the number of workers: the first failure says what and why; the others
 // (the same cause, as a rule) and the stop that follows are at debug level.
 void Master::Impl::on_boot_failure(const Child& w, const ExitedChild& c, const std::string& line,
-                                   const std::string& why) {
+                                   const std::string& reported) {
+  std::string why = reported;
+  if (const Generation& g = current();
+      !why.empty() && w.generation == current_gen() && g.explain_boot_failure)
+    why += g.explain_boot_failure(why);
   std::string what = "worker " + std::to_string(w.pid) +
                      (why.empty() ? " " + describe_death(c) + " before it was ready (boot failure)"
                                   : " failed to boot: " + why + " (exit code " +
@@ -362,8 +367,9 @@ void Master::Impl::log_crash(LogLevel level, const std::string& line,
 void Master::Impl::log_held_crash_count() {
   if (!crashes.held_count_due_ns()) return; // nothing held back: one load, every turn
   if (unsigned long n = crashes.take_held_count(monotonic_ns()))
-    PM_LOG(LogLevel::Error, std::to_string(n) + " more crashes suppressed (crash lines are "
-                                                "rate-limited; the first of a burst are above)");
+    PM_LOG(LogLevel::Error, count_text(n, "more crash", "more crashes") +
+                                " suppressed (crash lines are rate-limited; the first of a "
+                                "burst are above)");
 }
 
 // The listen queue costs a netlink round trip on a Unix socket: not on every 1 ms tick.

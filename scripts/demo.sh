@@ -5,17 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev nginx-light curl)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if (( ${#missing[@]} > 0 )); then
-  sudo=()
-  (( EUID == 0 )) || sudo=(sudo)
-  "${sudo[@]}" apt-get update
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
-fi
+# What it needs: the groups build and demo of scripts/debian-packages.txt.
+source scripts/debian-packages.sh
+install_debian_packages build demo
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFCGI_HOST_TESTS=OFF
 cmake --build build -j"$(nproc)" --target fcgi-host

@@ -7,13 +7,21 @@
 #                                      fcgi-host, no shell
 #   localhost/fcgi-host-nginx:VERSION  Debian's nginx, its libraries, mime.types, fastcgi_params
 #                                      and conf/containers/nginx-sidecar.conf; `sleep` for preStop
-#   localhost/fcgi-host-notes:VERSION  with --notes: the host image plus the notes example as a
-#                                      plugin (conf/containers/Containerfile.notes, second stage)
+#   localhost/NAME:VERSION             with --plugin FILE: your handler FROM the host image
+#                                      (conf/containers/Containerfile.app): the plugin as
+#                                      /usr/lib/fcgi-host/app.so, the libraries it needs that the
+#                                      host image lacks, and the FILEs given after the options;
+#                                      the plugin is then loaded once in the image (--test-config)
+#   localhost/fcgi-host-notes:VERSION  with --notes: the same for the notes example (SQLite)
 # Prints each image's size. The Containerfiles are in conf/containers/.
 #
 # Usage: scripts/image.sh [--notes] [--build-dir DIR] [--tag VERSION] [--binary FILE]
+#                         [--plugin FILE [--name NAME]] [FILE[:/PATH]...]
 #   --binary FILE  the fcgi-host to put in the image as it is, with the libraries it loads,
 #                  instead of a Release build in DIR (scripts/kube-test.sh: the test build's)
+#   --plugin FILE  a handler plugin (built on Debian 12 against this fcgi-host)
+#   --name NAME    its image's name (default: the plugin's file name without lib and .so)
+#   FILE[:/PATH]   a file for the plugin's image: at /PATH, or /srv/NAME/ and its own name
 # Environment: PODMAN (default: podman), CONTAINERS_CONF as podman reads it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +30,9 @@ root_dir=$PWD
 build_dir=build-image
 notes=0
 binary=
+plugin=
+name=
+files=()
 tag=$(sed -n 's/.*kVersion = "\(.*\)";.*/\1/p' fcgi_host/config/version.hpp)
 while (($#)); do
   case $1 in
@@ -29,13 +40,31 @@ while (($#)); do
   --build-dir) build_dir=$2; shift ;;
   --tag) tag=$2; shift ;;
   --binary) binary=$2; shift ;;
+  --plugin) plugin=$2; shift ;;
+  --name) name=$2; shift ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  -*) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  *) files+=("$1") ;;
   esac
   shift
 done
 podman=${PODMAN:-podman}
 uid=10001
+((${#files[@]} == 0)) || [[ -n $plugin ]] || { echo "image.sh: FILE arguments go with --plugin" >&2; exit 2; }
+if [[ -n $plugin ]]; then
+  ((!notes)) || { echo "image.sh: --plugin or --notes, not both" >&2; exit 2; }
+  [[ -f $plugin ]] || { echo "image.sh: --plugin $plugin: no such file" >&2; exit 2; }
+  plugin=$(realpath "$plugin")
+  if [[ -z $name ]]; then
+    name=$(basename "$plugin" .so)
+    name=${name#lib}
+  fi
+  [[ $name =~ ^[a-z0-9][a-z0-9._-]*$ ]] ||
+    { echo "image.sh: image name '$name': lower-case letters, digits, . _ - only (--name)" >&2; exit 2; }
+  for f in "${files[@]}"; do
+    [[ -f ${f%%:/*} ]] || { echo "image.sh: $f: no such file" >&2; exit 2; }
+  done
+fi
 
 if [[ -n $binary ]]; then
   ((!notes)) || { echo "image.sh: --notes builds in --build-dir; not with --binary" >&2; exit 2; }
@@ -120,22 +149,34 @@ add_base "$nginx/fs" fcgi-host
 pack "$nginx"
 build fcgi-host-nginx "$nginx" conf/containers/Containerfile.nginx
 
-# The notes example: the Containerfile's second stage, its `build` stage replaced by an image of
-# the same /out, built here with this machine's compiler (the first stage needs a compiler image
-# from a registry: on a machine that has one, build conf/containers/Containerfile.notes as is).
+# A handler's image (--plugin, or --notes: the notes example): conf/containers/Containerfile.app
+# on the host image just built; only what the host image lacks is added.
 if ((notes)); then
-  out=$stage/notes-out
-  plugin=$build_dir/examples/libnotes_app.so
-  mkdir -p "$out/fs/out"
-  add_program "$out/fs/out" "$plugin" /usr/lib/fcgi-host/libnotes_app.so
-  # Only what the host image lacks: the plugin and SQLite (libc, libstdc++... are there).
-  (cd "$out/fs/out" && find . -type f ! -name 'libnotes_app.so' ! -name 'libsqlite3.so*' -delete)
-  tar -C "$out/fs" --numeric-owner --owner=0 --group=0 -cf "$out/rootfs.tar" .
-  printf 'FROM scratch\nADD rootfs.tar /\n' >"$out/Containerfile"
-  "$podman" build --quiet -t "localhost/fcgi-host-notes-build:$tag" -f "$out/Containerfile" \
-    "$out" >/dev/null
-  build fcgi-host-notes "$root_dir/conf/containers" conf/containers/Containerfile.notes \
-    --build-arg "HOST_IMAGE=localhost/fcgi-host:$tag" \
-    --build-arg "BUILD_STAGE=localhost/fcgi-host-notes-build:$tag"
-  "$podman" rmi "localhost/fcgi-host-notes-build:$tag" >/dev/null
+  plugin=$root_dir/$build_dir/examples/libnotes_app.so
+  name=fcgi-host-notes
+fi
+if [[ -n $plugin ]]; then
+  app=$stage/app
+  add_program "$app/fs" "$plugin" /usr/lib/fcgi-host/app.so
+  chmod 644 "$app/fs/usr/lib/fcgi-host/app.so"
+  # The libraries the host image has already (libc, libstdc++...) stay out.
+  (cd "$app/fs" && find . -type f ! -path ./usr/lib/fcgi-host/app.so | while read -r f; do
+    [[ ! -e $host/fs/$f ]] || rm "$f"
+  done)
+  for f in "${files[@]}"; do
+    source=${f%%:/*}
+    dest=/srv/$name/$(basename "$source")
+    [[ $f == *:/* ]] && dest=/${f#*:/}
+    install -D -m 644 "$source" "$app/fs$dest"
+  done
+  tar -C "$app/fs" --numeric-owner --owner=0 --group=0 -cf "$app/rootfs.tar" .
+  build "$name" "$app" conf/containers/Containerfile.app --build-arg "HOST_IMAGE=localhost/fcgi-host:$tag"
+  # The plugin loads in the image, as the workers load it (its ABI, its libraries).
+  if ! check=$("$podman" run --rm "localhost/$name:$tag" --test-config --listen 127.0.0.1:9000 \
+    --app /usr/lib/fcgi-host/app.so 2>&1); then
+    echo "$check" >&2
+    echo "image.sh: localhost/$name:$tag: the plugin does not load in the image (above)" >&2
+    exit 1
+  fi
+  echo "image.sh: localhost/$name:$tag: the plugin loads (fcgi-host --test-config in the image)"
 fi

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Plays conf/kubernetes/fcgi-host.yaml with `podman kube play` and checks what a cluster would:
+# Plays conf/kubernetes/fcgi-host.yaml with `podman kube play` as shipped first (its two replicas
+# ready, nothing published on the host, the status pages closed to the network but through
+# nginx's metrics port, the sandbox on; then the manifest's own `kube down` command leaves no pod,
+# container or volume), then a copy of it, and checks what a cluster would:
 # builds the images (scripts/image.sh), starts the pod, sends requests through its nginx, runs the
 # probes (the host's /readyz and /livez on its master's health port), reads the metrics (the
 # health port's /metrics, nginx's metrics port), then stops the pod as the kubelet does, under
@@ -54,24 +57,8 @@ command -v catatonit >/dev/null || [[ -x /usr/libexec/podman/catatonit ]] ||
 run=kt$$
 tag=kube-test-$$
 work=$(mktemp -d "${TMPDIR:-/tmp}/fcgi-host-kube-test.XXXXXX")
-export CONTAINERS_CONF=$work/containers.conf
-hard_limit() { # hard_limit ULIMIT_FLAG CAP: the hard limit, at most CAP
-  local h
-  h=$(ulimit -H "$1")
-  [[ $h == unlimited || $h -gt $2 ]] && h=$2
-  echo "$h"
-}
-nofile=$(hard_limit -n 1024)
-nproc=$(hard_limit -u 4096)
-runtime=
-command -v runc >/dev/null && runtime='runtime = "runc"' # crun refuses a hybrid cgroup hierarchy
-cat >"$CONTAINERS_CONF" <<EOF
-[containers]
-default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
-[engine]
-cgroup_manager = "cgroupfs"
-$runtime
-EOF
+source scripts/podman-conf.sh
+use_private_podman_conf "$work"
 
 # What podman makes for the first pod on a machine (its kube network, the pause image built with
 # catatonit) goes too, unless it was there before.
@@ -80,8 +67,19 @@ network_was_there=0
 podman network exists "$network" 2>/dev/null && network_was_there=1
 pause_images_before=$(podman images -q --filter reference=localhost/podman-pause 2>/dev/null || true)
 played=0
+shipped_played=0
+manifest=conf/kubernetes/fcgi-host.yaml
+# The manifest's images (localhost/fcgi-host:0.1.0...) are this run's for the play as shipped;
+# whatever held those names before gets them back at the end.
+declare -A shipped_before=()
 cleanup() {
   set +e
+  ((shipped_played)) && podman kube down "$manifest" >/dev/null 2>&1 &&
+    podman volume rm -f fcgi-host-config fcgi-host-nginx >/dev/null 2>&1
+  for image in "${!shipped_before[@]}"; do
+    podman rmi "$image" >/dev/null 2>&1 # (the sanitizer's image goes; a tag of ours only loses the name)
+    [[ -n ${shipped_before[$image]} ]] && podman tag "${shipped_before[$image]}" "$image" >/dev/null 2>&1
+  done
   ((played)) && podman kube play --down "$work/play.yaml" >/dev/null 2>&1
   podman pod rm -f "fcgi-host-$run-pod-0" >/dev/null 2>&1
   podman volume rm -f "fcgi-host-config-$run" "fcgi-host-nginx-$run" >/dev/null 2>&1
@@ -109,6 +107,66 @@ sanitized=0
 if ! podman run --rm "localhost/fcgi-host:$tag" --version >"$work/run.log" 2>&1; then
   skip "podman cannot run a container here: $(head -c 300 "$work/run.log" | tr '\n' ' ')"
 fi
+
+# ---- The manifest as shipped ------------------------------------------------------------------
+for name in fcgi-host-pod-0 fcgi-host-pod-1; do
+  ! podman pod exists "$name" || skip "a pod $name exists already (another run of the manifest?)"
+done
+for image in $(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "Deployment":
+        for c in d["spec"]["template"]["spec"]["containers"]: print(c["image"])
+' "$manifest"); do
+  shipped_before[$image]=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+  if [[ $image == localhost/fcgi-host:* ]] && ((sanitized)); then
+    # The sanitizer build without its leak check at exit (see below), as the play copy sets it.
+    printf 'FROM localhost/fcgi-host:%s\nENV ASAN_OPTIONS=detect_leaks=0\n' "$tag" |
+      podman build --quiet -t "$image" -f - "$work" >/dev/null
+  else
+    podman tag "${image%:*}:$tag" "$image"
+  fi
+done
+say "playing $manifest as shipped"
+shipped_played=1
+podman kube play "$manifest" >"$work/shipped.log" 2>&1 || {
+  cat "$work/shipped.log"
+  exit 1
+}
+shipped_fail() {
+  say "FAILED (as shipped): $*"
+  podman logs fcgi-host-pod-0-fcgi-host 2>&1 | tail -20
+  exit 1
+}
+for replica in 0 1; do
+  spod=fcgi-host-pod-$replica
+  infra=$(podman pod inspect "$spod" --format '{{.InfraContainerID}}') || shipped_fail "no pod $spod"
+  bindings=$(podman inspect "$infra" --format '{{len .HostConfig.PortBindings}}')
+  [[ $bindings == 0 ]] || shipped_fail "$spod publishes $bindings port(s) on the host"
+  sip=$(podman inspect "$infra" --format '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}')
+  ready=0
+  for _ in $(seq 150); do
+    [[ $(curl -s -m 2 "http://$sip:8080/ping") == pong ]] && ready=1 && break
+    sleep 0.2 # polling the pod's start, bounded: 150 tries
+  done
+  ((ready)) || shipped_fail "$spod: GET http://$sip:8080/ping (the readiness probe) never answered pong"
+  [[ $(curl -s -m 5 "http://$sip:8080/echo?x=1") == *"query=x=1"* ]] || shipped_fail "$spod: GET /echo"
+  page=$(curl -s -m 5 "http://$sip:9145/status?json")
+  [[ $page == *'"sandbox":"on: landlock ABI '* ]] ||
+    shipped_fail "$spod: the status page through :9145 does not say the sandbox is on: ${page:0:300}"
+  [[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$sip:8080/status") == 404 ]] ||
+    shipped_fail "$spod: /status is served on the site's port"
+  say "ok: $spod ready at $sip: no host port, /ping and :9145/status through nginx (sandbox on), /status not on :8080"
+done
+podman kube down "$manifest" >"$work/down.log" 2>&1 || { cat "$work/down.log"; shipped_fail "kube down"; }
+podman volume rm fcgi-host-config fcgi-host-nginx >>"$work/down.log" 2>&1 ||
+  { cat "$work/down.log"; shipped_fail "podman volume rm (the manifest's second command)"; }
+shipped_played=0
+left=$(podman ps -a --format '{{.Names}}' | grep -E '^fcgi-host-pod-[01]' || true)
+left+=$(podman pod ps --format '{{.Name}}' | grep -E '^fcgi-host-pod-[01]$' || true)
+left+=$(podman volume ls --format '{{.Name}}' | grep -E '^fcgi-host-(config|nginx)$' || true)
+[[ -z $left ]] || shipped_fail "left after the manifest's kube down and volume rm: $left"
+say "ok: the manifest's kube down and volume rm left no pod, container or volume"
 
 # The play copy (see the top) and a check that the nginx ConfigMap is the image's config.
 python3 - "$run" "$tag" conf/kubernetes/fcgi-host.yaml "$work/play.yaml" \
@@ -244,7 +302,7 @@ drain_ok=1
 python3 - "$ip" "$nginx_pid" "$host_pid" <<'EOF' || drain_ok=0
 import http.client, json, os, random, signal, socket, struct, sys, threading, time
 ip, nginx_pid, host_pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-master = "/proc/%d/root/tmp/fcgi-host-status.sock" % host_pid
+master = "/proc/%d/root/run/fcgi-host/status.sock" % host_pid
 results, lock = [], threading.Lock()
 started, written, in_flight_now = [0], [0], [0]  # the load's and the slow requests, under lock
 serving = threading.Event()

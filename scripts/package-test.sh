@@ -120,16 +120,9 @@ fi
 
 # ---- What the build and the test need (Debian packages only) ----------------------------------
 step "build dependencies"
-need=()
-for pkg in cmake g++ make pkg-config libfcgi-dev libboost-program-options-dev dpkg-dev libfcgi-bin \
-    lintian nginx curl adduser; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    echo "installing: ${need[*]}"
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
-fi
+# (scripts/debian-packages.txt: the groups build, demo and package)
+source "$ROOT/scripts/debian-packages.sh"
+install_debian_packages build demo package
 
 # ---- Build the package ------------------------------------------------------------------------
 build_release

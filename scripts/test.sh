@@ -7,46 +7,28 @@
 # Usage: scripts/test.sh [ctest args...]
 #        scripts/test.sh --repeat N [ctest args...]   the process and integration tests N times
 #                                                     beside two CPU hogs (scripts/stress.sh)
+#        scripts/test.sh --install-only               only what the tests need, installed
+#                                                     (scripts/debian-packages.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 repeat=0
-if [[ "${1:-}" == --repeat ]]; then
+install_only=0
+if [[ "${1:-}" == --install-only ]]; then
+  install_only=1
+elif [[ "${1:-}" == --repeat ]]; then
   repeat="${2:?--repeat N}"
   shift 2
 fi
 
-packages=(build-essential cmake pkg-config libfcgi-dev libboost-program-options-dev doctest-dev
-          nginx-light spawn-fcgi clang libclang-rt-14-dev python3-prometheus-client
-          elfutils gdb php8.2-cgi curl wrk iproute2 nlohmann-json3-dev libsqlite3-dev
-          apache2 lighttpd caddy h2o haproxy libseccomp-dev
-          podman runc catatonit uidmap slirp4netns fuse-overlayfs containernetworking-plugins
-          iptables python3-yaml prometheus)
-# kubectl for `kubectl kustomize conf/kubernetes`: Debian's, unless one is installed already (a
-# kubectl of another package holds the same path).
-command -v kubectl >/dev/null || packages+=(kubernetes-client)
-
+# What the build and every stage need: scripts/debian-packages.txt (its groups but the
+# package's own, which scripts/package-test.sh installs when it runs).
+source scripts/debian-packages.sh
 install_missing() {
-  local missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  (( ${#missing[@]} == 0 )) && return 0
-  echo "installing: ${missing[*]}"
-  local sudo=()
-  (( EUID == 0 )) || sudo=(sudo)
-  "${sudo[@]}" apt-get update
-  # The front servers' packages would start their system services on ports 80 and 443; the
-  # tests run each one privately (own config, free loopback port) and need none of them.
-  local no_start=/usr/sbin/policy-rc.d made_policy=0
-  if [[ ! -e $no_start ]]; then
-    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$no_start" >/dev/null
-    "${sudo[@]}" chmod 755 "$no_start"
-    made_policy=1
-  fi
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
-  (( made_policy )) && "${sudo[@]}" rm -f "$no_start"
-  return 0
+  install_debian_packages build demo examples tests front-servers containers
+  # kubectl for `kubectl kustomize conf/kubernetes`: Debian's, unless one is installed already
+  # (a kubectl of another package holds the same path).
+  command -v kubectl >/dev/null || install_debian_packages kubectl
 }
 
 # Each stage's wall time, printed as it ends, so a slow CI run says where its minutes went.
@@ -58,6 +40,7 @@ stage_done() {
 
 install_missing
 stage_done "packages"
+((install_only)) && exit 0
 # A unity build (each target's files compiled eight to a file: half the compile time), and line
 # tables rather than full debug information: what the sanitizers' stack traces need, a fifth
 # less to compile than -g.

@@ -179,6 +179,17 @@ int replay(const ReplayArgs& a, app::Handler* own) {
     throw ReplayFailure{kUsage, "--exec: a replay runs a handler in this process; send the file's "
                                 "records to the program's socket instead"};
   AppSource app = resolve_app(config, own, current_directory());
+  // The handler runs as the workers' user (nobody for root: replay_settings()), so it loads a
+  // private copy of the plugin, as a host's workers do: a plugin in a directory that user cannot
+  // enter (a checkout in /root or a mkdtemp() directory) replays too.
+  std::shared_ptr<PluginDirectory> plugins;
+  if (!app.plugin.empty()) {
+    Config workers = config;
+    workers.user.clear();
+    workers.group.clear();
+    plugins = plugin_directory(workers, nullptr);
+    copy_and_check_plugin(app, workers, plugins);
+  }
   if (!config.chdir.empty() && ::chdir(config.chdir.c_str()) != 0)
     throw ReplayFailure{kUsage, config.where("chdir") + ": " + sys_error("chdir", config.chdir)};
   // The capture's words, always escaped: this line is read by a person, never parsed.

@@ -26,8 +26,10 @@
 #include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/worker/sandbox_hint.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
+#include "process_manager/count_text.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/file_watch.hpp"
 #include "process_manager/inherited_fds.hpp"
@@ -74,6 +76,10 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
   open_private_tmp(settings.sandbox);
   process_manager::Generation g;
   g.pool = pool_settings(config, plumbing.handoff.enabled());
+  if (settings.sandbox.enabled() || settings.sandbox.private_tmp)
+    g.explain_boot_failure = [sandbox = settings.sandbox](const std::string& why) {
+      return sandbox_boot_hint(sandbox, why);
+    };
   if (!config.exec.empty()) {
     ExecSettings exec{plumbing.listen_fd,
                       config.exec,
@@ -551,7 +557,9 @@ int serve(Host& host) {
              (host.listener
                   ? host.listener->description()
                   : "fd " + std::to_string(host.listen_fd) + " from the previous master") +
-             " with " + std::to_string(host.config.workers) + " workers" +
+             " with " +
+             process_manager::count_text(static_cast<unsigned long>(host.config.workers), "worker",
+                                         "workers") +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
   for (const std::string& risk : risky_settings(host.config))

@@ -1,6 +1,8 @@
 #include "fcgi_host/cli/start_checks.hpp"
 
+#include "fcgi_host/cli/app_source.hpp" // looks_like_path
 #include "fcgi_host/cli/settings_from_config.hpp"
+#include "fcgi_host/cli/workers_reach.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/sandbox.hpp"
@@ -51,23 +53,50 @@ void check_directory(const Config& c, const char* option, const std::string& pat
     throw ConfigError(c.where(option) + ": \"" + path + "\" is not a directory");
 }
 
-// The program as execvp would find it: a path, or a name on $PATH.
-bool executable(const std::string& program) {
+// The program as execvp would find it, as an absolute path ("" when there is none): a path
+// (relative ones from `dir`), or a name on $PATH.
+std::string find_program(const std::string& program, const std::string& dir) {
   if (program.find('/') != std::string::npos) {
+    std::string path = program.front() == '/' ? program : dir + "/" + program;
     struct stat st {};
-    return ::stat(program.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           ::access(program.c_str(), X_OK) == 0;
+    bool ok =
+        ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    return ok ? path : "";
   }
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
   for (std::size_t start = 0; start <= dirs.size();) {
     std::size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (executable((dir.empty() ? "." : dir) + "/" + program)) return true;
+    std::string entry = dirs.substr(start, end - start);
+    if (std::string found = find_program((entry.empty() ? "." : entry) + "/" + program, dir);
+        !found.empty())
+      return found;
     start = end + 1;
   }
-  return false;
+  return "";
+}
+
+// The workers' user, or nullopt when --user/--group cannot be resolved (their own checks say
+// why).
+std::optional<Credentials> workers_user(const Config& c) {
+  try {
+    return resolve_credentials(c.user, c.group);
+  } catch (const StartupError&) {
+    return std::nullopt;
+  }
+}
+
+// A file the workers use themselves must be within their user's reach (workers_reach.hpp).
+void check_workers_reach(const Config& c, const char* option, const std::string& what,
+                         const std::string& path, int need) {
+  const std::optional<Credentials> who = workers_user(c);
+  if (!who) return;
+  if (std::string why = unreachable_by(path, *who, need); !why.empty())
+    throw ConfigError(c.where(option) + ": the workers' user (" +
+                      (who->change ? who->run_as : std::string("the user running fcgi-host")) +
+                      ") cannot reach " + what + ": " + why +
+                      "; move it, or open that directory to the workers' user");
 }
 
 void check_program(const Config& c) {
@@ -76,12 +105,13 @@ void check_program(const Config& c) {
     throw ConfigError(c.where("threads") + ": an --exec program runs its own loop; threads are "
                                            "for --app handlers");
   // A relative path is looked up from --chdir, where the master runs the workers.
-  std::string program = c.exec.front();
-  if (!c.chdir.empty() && program.find('/') != std::string::npos && program.front() != '/')
-    program = c.chdir + "/" + program;
-  if (!executable(program))
-    throw ConfigError(c.where("exec") + ": \"" + c.exec.front() + "\" is not an executable file" +
+  const std::string& program = c.exec.front();
+  std::string found = find_program(program, c.chdir.empty() ? current_directory() : c.chdir);
+  if (found.empty())
+    throw ConfigError(c.where("exec") + ": \"" + program + "\" is not an executable file" +
                       (program.find('/') == std::string::npos ? " on $PATH" : ""));
+  // The workers exec it as their own user.
+  check_workers_reach(c, "exec", "the program \"" + program + "\"", found, X_OK);
 }
 
 // A Unix socket is made where its path says, by the master: its directory must be there and
@@ -143,39 +173,17 @@ void check_writable_file(const Config& c, const char* option, const std::string&
                       std::strerror(errno));
 }
 
-// Whether `who` (a user the workers change to) may create files in a directory of `st`, by
-// its mode bits (owner, then the user's groups, then others), as the kernel decides.
-bool writable_by(const struct stat& st, const Credentials& who) {
-  constexpr mode_t kOwner = S_IWUSR | S_IXUSR, kGroup = S_IWGRP | S_IXGRP,
-                   kOther = S_IWOTH | S_IXOTH;
-  if (who.uid == 0) return true;
-  if (st.st_uid == who.uid) return (st.st_mode & kOwner) == kOwner;
-  std::vector<gid_t> groups(64);
-  int n = static_cast<int>(groups.size());
-  if (!who.user.empty() && getgrouplist(who.user.c_str(), who.gid, groups.data(), &n) < 0) {
-    groups.resize(static_cast<std::size_t>(n));
-    getgrouplist(who.user.c_str(), who.gid, groups.data(), &n);
-  }
-  groups.resize(who.user.empty() ? 0 : static_cast<std::size_t>(n));
-  groups.push_back(who.gid);
-  for (gid_t g : groups)
-    if (g == st.st_gid) return (st.st_mode & kGroup) == kGroup;
-  return (st.st_mode & kOther) == kOther;
-}
-
 // --capture-crashes: the workers write there, as their own user.
 void check_capture_dir(const Config& c) {
   if (c.capture_dir.empty()) return;
   check_directory(c, "capture-crashes", c.capture_dir);
-  Credentials who;
-  try {
-    who = resolve_credentials(c.user, c.group);
-  } catch (const StartupError&) {
-    return; // said by the checks of --user and --group
-  }
+  const std::optional<Credentials> found = workers_user(c);
+  if (!found) return; // said by the checks of --user and --group
+  const Credentials& who = *found;
   struct stat st {};
   ::stat(c.capture_dir.c_str(), &st);
-  bool ok = who.change ? writable_by(st, who) : ::access(c.capture_dir.c_str(), W_OK | X_OK) == 0;
+  bool ok = who.change ? permitted_by(st, who, W_OK | X_OK)
+                       : ::access(c.capture_dir.c_str(), W_OK | X_OK) == 0;
   if (!ok)
     throw ConfigError(c.where("capture-crashes") + ": \"" + c.capture_dir +
                       "\" is not a directory the workers' user (" +
@@ -190,12 +198,26 @@ void check_sandbox(const Config& c) {
     for (const std::string& p : name[8] == 'r' ? c.sandbox_read : c.sandbox_write)
       if (::access(p.c_str(), F_OK) != 0)
         throw ConfigError(c.where(name) + ": \"" + p + "\": " + std::strerror(errno));
-  if (!c.script_root.empty()) check_directory(c, "script-root", c.script_root);
+  if (!c.script_root.empty()) {
+    check_directory(c, "script-root", c.script_root);
+    check_workers_reach(c, "script-root", "the script root", c.script_root, R_OK | X_OK);
+  }
   const SandboxSettings settings = sandbox_settings(c);
   std::string missing = sandbox_unsupported(settings);
   if (missing.empty() || settings.mode == SandboxMode::BestEffort) return;
   throw ConfigError(c.where(settings.enabled() ? "sandbox" : "private-tmp") + ": " + missing +
                     (settings.enabled() ? "; --sandbox best-effort runs with what it has" : ""));
+}
+
+// A plugin: the workers load the private copy the master makes in a directory under $TMPDIR
+// (or /tmp; /dev/shm with --private-tmp, app_source.cpp): they must reach that directory.
+void check_plugin_copy_root(const Config& c) {
+  if (!c.exec.empty() || !looks_like_path(c.app)) return;
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string root =
+      c.private_tmp ? "/dev/shm" : (tmpdir && *tmpdir == '/' ? tmpdir : "/tmp");
+  check_workers_reach(c, "app", "the directory the plugin is copied to for them (" + root + ")",
+                      root, X_OK);
 }
 
 // memory-max and cpu-weight are a pool's cgroup, which the master of the pools makes: one
@@ -262,7 +284,9 @@ constexpr StartCheck kStartChecks[] = {
      [](const Config& c) {
        if (!c.chdir.empty()) check_directory(c, "chdir", c.chdir);
      }},
-    {"the exec program is an executable file", check_program},
+    {"the exec program is an executable file the workers' user can reach", check_program},
+    {"the workers' user can reach the directory of the plugin's private copy",
+     check_plugin_copy_root},
     {"listen, status-listen and health-listen resolve; a Unix socket's directory exists and is "
      "writable, and no other kind of file is at its path",
      [](const Config& c) {
@@ -278,8 +302,8 @@ constexpr StartCheck kStartChecks[] = {
        check_writable_file(c, "pidfile", c.pidfile);
      }},
     {"capture-crashes is a directory the workers' user may write", check_capture_dir},
-    {"sandbox-read and sandbox-write exist, script-root is a directory; the kernel has what "
-     "sandbox and private-tmp need",
+    {"sandbox-read and sandbox-write exist, script-root is a directory the workers' user can "
+     "reach; the kernel has what sandbox and private-tmp need",
      check_sandbox},
 };
 
@@ -290,8 +314,32 @@ void check_before_start(const Config& config) {
     check.run(config);
 }
 
+namespace {
+
+// --private-tmp gives the workers a /tmp of the pool's own: a path the configuration names under
+// the machine's /tmp is not there for them (a database the handler opens, a write-list entry).
+void say_hidden_by_private_tmp(const Config& c, std::vector<std::string>& said) {
+  if (!c.private_tmp) return;
+  auto look = [&](const char* option, const std::string& path) {
+    if (path == "/tmp" || path.starts_with("/tmp/"))
+      said.push_back(c.where(option) + ": \"" + path + "\" is under /tmp, which --private-tmp on " +
+                     "replaces with the pool's own, empty /tmp: the workers never see this " +
+                     "path; put it elsewhere (/var/lib/APP, /run/APP)");
+  };
+  for (const std::string& p : c.sandbox_read)
+    look("sandbox-read", p);
+  for (const std::string& p : c.sandbox_write)
+    look("sandbox-write", p);
+  look("script-root", c.script_root);
+  look("capture-crashes", c.capture_dir);
+  look("chdir", c.chdir);
+}
+
+} // namespace
+
 std::vector<std::string> risky_settings(const Config& config) {
   std::vector<std::string> said;
+  say_hidden_by_private_tmp(config, said);
   const Credentials workers = credentials(config);
   if (::geteuid() == 0 && !workers.run_as.empty() && workers.uid == 0)
     said.push_back("workers run as root (user = root): a flaw in the application is a flaw "

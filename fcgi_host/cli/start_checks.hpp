@@ -26,7 +26,8 @@ std::vector<std::string> addresses_in_use(const Config& config);
 
 // What a start allows but says at warn level every time (and --test-config prints), one line
 // each: workers that run as root (--user root), the built-in echo app named in a config file (a
-// test app: it shows a request's cookies and Authorization header back and crashes on /crash).
+// test app: it shows a request's cookies and Authorization header back and crashes on /crash),
+// a path under /tmp that --private-tmp hides from the workers (--sandbox-write /tmp/x).
 std::vector<std::string> risky_settings(const Config& config);
 
 // What that list checks, one line each (for the docs and the tests that hold them together).

@@ -16,6 +16,15 @@ std::string rebuild_hint() {
   return std::string("rebuild the plugin against fcgi-host ") + kVersion + " (plugin ABI " +
          plugin_abi_text() + ")";
 }
+
+// One entry of the layout identity as the refusal shows it: sizes in decimal, the declarations'
+// hash (the last entry) in hex, as `fcgi-host --version` prints hashes.
+std::string layout_entry_text(std::size_t index, std::uint32_t value) {
+  if (index + 1 != app::plugin_abi::kLayout.size()) return std::to_string(value);
+  char text[16];
+  std::snprintf(text, sizeof text, "%08x", unsigned{value});
+  return text;
+}
 } // namespace
 
 std::string plugin_abi_text() {
@@ -36,8 +45,8 @@ std::string plugin_abi_mismatch(const fcgi_host_plugin& table) {
   for (std::size_t i = 0; i < ours.size(); ++i)
     if (table.layout[i] != ours[i])
       return std::string(app::plugin_abi::kLayoutNames[i]) + " is " +
-             std::to_string(table.layout[i]) + " in the plugin, " + std::to_string(ours[i]) +
-             " in this fcgi-host; " + rebuild_hint();
+             layout_entry_text(i, table.layout[i]) + " in the plugin, " +
+             layout_entry_text(i, ours[i]) + " in this fcgi-host; " + rebuild_hint();
   if (!table.create || !table.destroy) return "its plugin table has no create or destroy function";
   return "";
 }

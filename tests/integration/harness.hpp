@@ -60,6 +60,12 @@ int free_tcp_port(); // a loopback port that was free a moment ago
 // A number field of a JSON status page ("active processes":2); -1 when absent.
 long json_number(const std::string& json, const std::string& field);
 
+// A fixture program (FCGI_TEST_LIBFCGI_ECHO...) at a path the workers' user can run. The tests
+// run as root in CI, so their workers run as nobody, who may not reach the build tree (a clone
+// in /root or in a mkdtemp() directory is 0700): then a copy in this process's scratch $TMPDIR
+// (0711, removed at exit), made once; as another user, `program` itself.
+std::string workers_fixture(const std::string& program);
+
 // ---- /proc -------------------------------------------------------------------------------------
 
 // Alive and not a zombie.

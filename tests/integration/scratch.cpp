@@ -3,6 +3,7 @@
 #include "harness.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <netinet/in.h>
@@ -12,6 +13,21 @@
 namespace it {
 
 using fcgi_test::Error;
+
+std::string workers_fixture(const std::string& program) {
+  if (::geteuid() != 0 || program.empty()) return program;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path dir = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/fixtures";
+  const std::filesystem::path copy = dir / std::filesystem::path(program).filename();
+  if (std::filesystem::exists(copy)) return copy.string();
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
+  std::filesystem::copy_file(program, copy); // with its mode: 0755, as the build made it
+  return copy.string();
+}
 
 int free_tcp_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -89,7 +89,7 @@ TEST_SUITE("clear-env") {
 
   TEST_CASE("an --exec program: only --env and PATH by default, the master's with it off") {
     it::ScopedEnv secret(kMasterOnly, "master-secret");
-    const std::vector<std::string> exec = {"--exec", FCGI_TEST_LIBFCGI_ECHO};
+    const std::vector<std::string> exec = {"--exec", it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO)};
     {
       HostProcess host(with({"--workers", "1", "--env", "FIXTURE_WHO=cleared"}, exec));
       CHECK(program_environment(host) == std::set<std::string>{"FIXTURE_WHO=cleared", kPath});

@@ -156,13 +156,13 @@ TEST_SUITE("config checks") {
 TEST_SUITE("config checks") {
 
   TEST_CASE("--exec: the start line names the program and its arguments") {
-    it::HostProcess host({"--workers", "1", "--exec", FCGI_TEST_LIBFCGI_ECHO, "-x", "--listen"});
+    const std::string program = it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO);
+    it::HostProcess host({"--workers", "1", "--exec", program, "-x", "--listen"});
     REQUIRE(it::wait_for([&] { return host.log().find("listening on") != std::string::npos; },
                          Millis{5000}));
     std::string line = it::lines_with(host.log(), "listening on").front();
     INFO(line);
-    CHECK(line.find(std::string("exec ") + FCGI_TEST_LIBFCGI_ECHO + " -x --listen") !=
-          std::string::npos);
+    CHECK(line.find("exec " + program + " -x --listen") != std::string::npos);
     CHECK(line.find("app hello") == std::string::npos);
     it::check_no_alerts(host);
   }

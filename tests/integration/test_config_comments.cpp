@@ -109,7 +109,7 @@ TEST_SUITE("config comments") {
         std::string("listen = unix:{dir}/x.sock\n"
                     "workers = 1\n"
                     "exec = ") +
-        FCGI_TEST_LIBFCGI_ECHO +
+        it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO) +
         "        # a program, split at spaces\n"
         "env = GREETING=hello              # a repeated option\n"
         "env = \"TAG=a #1\"                  # quoted: the ` #1` is the value's\n"

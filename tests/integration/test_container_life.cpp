@@ -24,7 +24,7 @@ namespace {
 // its child `true` goes to the nearest subreaper, or to PID 1, which must reap it.
 std::vector<std::string> orphan_making_program() {
   return {"--exec", "/bin/sh", "-c",
-          "/bin/sh -c '/bin/true &'; exec " + std::string(FCGI_TEST_LIBFCGI_ECHO)};
+          "/bin/sh -c '/bin/true &'; exec " + it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO)};
 }
 
 constexpr const char* kOrphanReaped = R"(reaped child \d+, not a worker \(an adopted orphan\): )"

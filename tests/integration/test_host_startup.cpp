@@ -1,6 +1,7 @@
 // fcgi-host start-up: bad input refused with a message and the published exit code, --test-config,
 // and the config file against the command line.
 #include "checks.hpp"
+#include "process_manager/exit_codes.hpp"
 
 #include <sys/stat.h>
 

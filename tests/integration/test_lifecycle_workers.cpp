@@ -216,7 +216,8 @@ TEST_SUITE("lifecycle") {
     it::HostOptions o;
     o.args = {"--app", FCGI_TEST_CRASH_PLUGIN,     "--workers", "4",
               "--env", "CRASH_PLUGIN_BOOT_MS=1500"};
-    o.allow_log = {"killed by signal 6", "crash loop", "more crashes suppressed"};
+    o.allow_log = {"killed by signal 6", "crash loop",
+                   R"(more crash(es)? suppressed \(crash lines are rate-limited)"};
     HostProcess host(o);
     REQUIRE(host.wait_workers(4).size() == 4);
     int sent = 0;
@@ -346,7 +347,7 @@ TEST_SUITE("lifecycle") {
   TEST_CASE("--exec runs a libfcgi program: served, respawned, reloaded, stopped") {
     it::HostOptions o;
     o.args = {"--workers",          "2", "--env",  "FIXTURE_WHO=exec-test",
-              "--graceful-timeout", "5", "--exec", FCGI_TEST_LIBFCGI_ECHO};
+              "--graceful-timeout", "5", "--exec", it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO)};
     o.status_socket = true;
     HostProcess host(o);
     INFO("host log:\n" << host.log()); // read when a check fails

@@ -3,6 +3,7 @@
 // TCP stop window, and respawns under random kill -9 of healthy workers.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "process_manager/exit_codes.hpp"
 #include "support/proc.hpp"
 
 #include <algorithm>

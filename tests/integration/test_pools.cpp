@@ -215,7 +215,8 @@ TEST_SUITE("pools") {
               pool_section("loop", "app = " FCGI_TEST_CRASH_PLUGIN
                                    "\nworkers = 3\nenv = CRASH_PLUGIN_CRASH_WHEN_READY=1\n") +
                   pool_section("calm", "app = hello\nworkers = 1\n")}},
-            {"killed by signal 6", "crash loop", "more crashes suppressed", "abort"});
+            {"killed by signal 6", "crash loop",
+             R"(more crash(es)? suppressed \(crash lines are rate-limited)", "abort"});
     p.wait_serving({"calm"});
     const std::vector<pid_t> calm = pool_workers(p.host.pid(), "calm", 1);
     REQUIRE(calm.size() == 1);

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -60,8 +61,12 @@ TEST_SUITE("plugin abi") {
         index_of("the hash of the handler API's declarations (its public headers)");
     CHECK(t.layout[declarations] == app::plugin_abi::kDeclarations);
     t.layout[declarations] ^= 1;
-    CHECK(fcgi_host::plugin_abi_mismatch(t.plugin).starts_with(
-        "the hash of the handler API's declarations"));
+    const std::string why = fcgi_host::plugin_abi_mismatch(t.plugin);
+    CHECK(why.starts_with("the hash of the handler API's declarations"));
+    // In hex, as `fcgi-host --version` prints hashes.
+    char ours[16];
+    std::snprintf(ours, sizeof ours, "%08x", unsigned{app::plugin_abi::kDeclarations});
+    CHECK_MESSAGE(why.find(std::string(ours) + " in this fcgi-host") != std::string::npos, why);
   }
 
   TEST_CASE("another table version, or a table without its layout, is refused") {
