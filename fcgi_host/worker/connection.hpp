@@ -17,8 +17,9 @@ struct Connection {
     KeptIdle, // between requests on a kept connection
     Writing,  // a response waits in `backlog` for a client that reads slowly
     Draining, // refused: reading and discarding what the client still sends, then closing
-    // --threads: a complete request waits for a free handler thread (out of epoll), or a handler
-    // thread serves it (out of epoll but while its response waits for the socket: the lane's).
+    // --threads: a complete request waits for a free handler thread, or a handler thread serves
+    // it; the connection stays in epoll, unwatched for deadlines (an event takes it out until
+    // the lane is done), but while the lane's response waits for the socket.
     Queued,
     Serving,
   };
@@ -63,10 +64,11 @@ struct Connection {
   }
 
   bool between_requests() const { return in.size() == 0 && !guard.in_request(); }
-  // Its deadline_ns is one the loop keeps: not while a thread serves its request (then only
-  // while the response waits for the client: --write-timeout).
-  bool deadline_due(std::uint64_t now) const {
-    return in_epoll && deadline_ns <= now && (phase != Phase::Serving || wants_write);
+  // Its deadline_ns is one the loop keeps: not while its request waits for a thread or a thread
+  // serves it (then only while the response waits for the client: --write-timeout).
+  bool deadline_due(std::uint64_t now) const { return keeps_deadline() && deadline_ns <= now; }
+  bool keeps_deadline() const {
+    return in_epoll && ((phase != Phase::Serving && phase != Phase::Queued) || wants_write);
   }
 };
 

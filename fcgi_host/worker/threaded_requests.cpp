@@ -77,10 +77,9 @@ bool WorkerLoop::hand_to_thread(Connection& c, Lane& lane) {
 }
 
 // No thread free: a free worker takes the connection with its request, else it waits here.
+// It stays registered in epoll (an event on it takes it out: on_serving_ready()).
 void WorkerLoop::hold(Connection& c) {
   if (can_hand_off(true) && hand_off(c)) return;
-  if (c.in_epoll) epoll_.remove(c.fd);
-  c.in_epoll = c.wants_write = false;
   c.phase = Connection::Phase::Queued;
   held_.push_back(c.fd);
 }
@@ -211,10 +210,10 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
   if (finish(c, lane) && c.phase == Connection::Phase::KeptIdle) process(c);
 }
 
-// An event on a connection whose request runs on a thread, other than room to write the lane's
-// output: the loop reads nothing of it until the lane is done (an abort, or the peer's close, is
-// the thread's to see), so it leaves epoll until then (level-triggered, it would fire at every
-// wait); keep_or_close() watches it again.
+// An event on a connection whose request waits for a thread or runs on one, other than room to
+// write the lane's output: the loop reads nothing of it until the lane is done (an abort, or the
+// peer's close, is the thread's to see), so it leaves epoll until then (level-triggered, it would
+// fire at every wait); keep_or_close() watches it again.
 void WorkerLoop::on_serving_ready(Connection& c) {
   if (c.wants_write) {
     write_lane_output(c);

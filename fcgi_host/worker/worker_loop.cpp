@@ -232,7 +232,7 @@ int WorkerLoop::next_timeout_ms() {
   std::uint64_t earliest = 0;
   bool partial = false, kept = false;
   table_.for_each([&](const Connection& c) {
-    if (!c.in_epoll || (c.phase == Connection::Phase::Serving && !c.wants_write)) return;
+    if (!c.keeps_deadline()) return;
     if (earliest == 0 || c.deadline_ns < earliest) earliest = c.deadline_ns;
     partial |= c.phase == Connection::Phase::Reading && c.head_deadline_ns != 0;
     kept |= c.phase == Connection::Phase::KeptIdle;

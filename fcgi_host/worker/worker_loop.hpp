@@ -94,8 +94,8 @@ private:
   void on_ready(Connection& c) {
     if (c.phase == Connection::Phase::Writing)
       continue_writing(c);
-    else if (c.phase == Connection::Phase::Serving) // (its pumped body is the lane's now)
-      on_serving_ready(c);
+    else if (c.phase == Connection::Phase::Serving || c.phase == Connection::Phase::Queued)
+      on_serving_ready(c); // (its pumped body is the lane's now, or waits for one)
     else if (c.pump)
       pump_body(c);
     else if (read_more(c))
