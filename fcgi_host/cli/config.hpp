@@ -83,7 +83,7 @@ struct Config {
   std::optional<unsigned long long> rlimit_files;
   std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
   std::optional<int> nice;
-  // The sandbox of the workers (fcgi_host/worker/sandbox.hpp).
+  // The sandbox of the workers (fcgi_host/sandbox/sandbox.hpp).
   std::string sandbox{find_option("sandbox")->default_text}; // off, on, best-effort, log
   std::vector<std::string> sandbox_read;
   std::vector<std::string> sandbox_write;

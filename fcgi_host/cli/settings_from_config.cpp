@@ -1,7 +1,7 @@
 #include "fcgi_host/cli/settings_from_config.hpp"
 
 #include "fcgi_host/runners/exec_worker.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 
 #include "process_manager/clock.hpp"
 

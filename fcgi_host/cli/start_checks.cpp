@@ -2,8 +2,8 @@
 
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/net/listen_socket.hpp" // StartupError
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
 
 #include <cerrno>
 #include <cstdlib>

@@ -18,8 +18,8 @@
 // (PoolSettings): TERM to retire or stop it (libfcgi finishes the current request, then exits), no
 // USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/runners/script_gate.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "process_manager/worker_context.hpp"
 
 #include <chrono>

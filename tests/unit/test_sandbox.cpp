@@ -4,9 +4,9 @@
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
-#include "fcgi_host/worker/sandbox_landlock.hpp"
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
-#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 #include "fcgi_host/sys_error.hpp"
-#include "fcgi_host/worker/sandbox_landlock.hpp"
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
 
 #include <cerrno>
 #include <dirent.h>

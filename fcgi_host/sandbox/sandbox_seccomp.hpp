@@ -3,7 +3,7 @@
 // libseccomp. A listed call fails with EPERM (the handler sees an error, the worker lives);
 // everything else is allowed. With SandboxMode::Log the listed calls are allowed and logged by
 // the kernel (SECCOMP_RET_LOG: the audit log, or dmesg), to find the call a handler needs.
-#include "fcgi_host/worker/sandbox_settings.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 
 #include <string>
 #include <string_view>

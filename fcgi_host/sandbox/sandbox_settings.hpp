@@ -19,7 +19,7 @@ struct SandboxSettings {
   std::vector<std::string> read;  // --sandbox-read: read-only (files or directory trees)
   std::vector<std::string> write; // --sandbox-write: read and write
   bool allow_exec = false;        // --sandbox-exec on: execve and execveat stay allowed
-  // --private-tmp: a /tmp of the pool's own (worker/private_tmp.hpp); independent of the mode.
+  // --private-tmp: a /tmp of the pool's own (sandbox/private_tmp.hpp); independent of the mode.
   bool private_tmp = false;
   int private_tmp_fd = -1; // the pool's mount namespace, made by the master (-1: none)
   // Files the worker itself writes, made writable by the sandbox: the logs, the capture dir.

@@ -7,7 +7,7 @@
 // files a web handler reads (kSystemReads: TLS certificates, name resolution, time zones,
 // locales, random devices, /proc/self), --sandbox-read (read-only), --sandbox-write and the
 // host's own logs and capture directory (read and write). Nothing else, for any user id.
-#include "fcgi_host/worker/sandbox_settings.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 
 #include <string>
 #include <string_view>

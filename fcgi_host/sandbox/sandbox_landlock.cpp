@@ -1,4 +1,4 @@
-#include "fcgi_host/worker/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
 
 #include "fcgi_host/sys_error.hpp"
 

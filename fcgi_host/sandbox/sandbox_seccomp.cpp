@@ -1,4 +1,4 @@
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 
 #include <cerrno>
 #include <cstring>
