@@ -151,9 +151,12 @@ std::string describe_sandbox(const SandboxSettings& settings) {
   text += ": landlock ";
   int abi = landlock_abi();
   text += abi > 0 ? "ABI " + std::to_string(abi) : std::string("unavailable");
-  text += settings.mode == SandboxMode::Log ? ", seccomp deny-list logging only"
-                                            : ", seccomp deny-list";
-  text += settings.allow_exec ? " (exec allowed)" : " (exec refused)";
+  text += landlock_scopes(abi) != 0
+              ? ", signals and abstract sockets scoped"
+              : ", signals and abstract sockets not scoped (Landlock ABI < 6)";
+  const bool log_only = settings.mode == SandboxMode::Log;
+  text += log_only ? ", seccomp deny-list logging only" : ", seccomp deny-list";
+  text += settings.allow_exec ? " (exec allowed)" : log_only ? " (exec logged)" : " (exec refused)";
   text += ", no_new_privs, capabilities dropped";
   if (settings.private_tmp) text += ", private /tmp";
   text += "; read " + std::to_string(settings.read.size()) + ", write " +

@@ -50,6 +50,13 @@ int landlock_abi();
 // a rule allows it.
 unsigned long long landlock_handled_access(int abi);
 
+// What ABI `abi` keeps inside the worker's domain (LANDLOCK_SCOPE_*, ABI 6): signals to a
+// process outside it (the master, the other workers: each worker is a domain of its own; its
+// own children are inside) and connections to abstract Unix sockets bound outside it. 0
+// before ABI 6. (The crash handler's SIGCHLD that wakes the master early is refused then: the
+// master sees the crash at its next tick.)
+unsigned long long landlock_scopes(int abi);
+
 // Makes the kernel enforce `rules` on this process (and what it execs) for good. Needs
 // no_new_privs first. "" when done, else the failed call and its object.
 std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi);

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fcgi_host {
@@ -47,6 +48,16 @@ Filter make_filter(const std::vector<SeccompDenial>& denials, bool log_only, std
       rc = seccomp_rule_add(ctx.get(), action, nr, 1,
                             SCMP_A0(SCMP_CMP_NE, static_cast<scmp_datum_t>(getpid())));
       break;
+    case SeccompDenial::When::NotThisProcess:
+      // libseccomp takes one comparison per argument and rule: "this process" is 0 only (what
+      // the C library passes for getrlimit, setrlimit, nice); its own pid spelled out is refused.
+      rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_NE, 0));
+      break;
+    case SeccompDenial::When::OtherPriority:
+      // Two rules, either refuses: a `which` other than PRIO_PROCESS, or a `who` other than 0.
+      rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+      if (rc == 0) rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
+      break;
     case SeccompDenial::When::NamespaceFlags:
       // clone's flags are its first argument on x86 and arm. A rule per flag (rules of one
       // call are alternatives): the call is refused when any of them is set.
@@ -71,6 +82,9 @@ std::vector<SeccompDenial> seccomp_denials(bool allow_exec) {
       {"ptrace"},
       {"process_vm_readv", W::OtherProcess},
       {"process_vm_writev", W::OtherProcess},
+      // A sibling's or the master's limits and priority are not a handler's to change.
+      {"prlimit64", W::NotThisProcess},
+      {"setpriority", W::OtherPriority},
       {"mount"},
       {"umount2"},
       {"pivot_root"},

@@ -17,15 +17,18 @@ struct SeccompDenial {
   enum class When {
     Always,
     OtherProcess,   // its first argument (a pid) is not this process: process_vm_readv/writev
+    NotThisProcess, // its first argument (a pid) is not 0, "this process": prlimit64
+    OtherPriority,  // setpriority of anything but this process (PRIO_PROCESS, 0): a process
+                    // group or a user is every worker, and the master
     NamespaceFlags, // clone with any CLONE_NEW* flag
   } when = When::Always;
   int error = 1; // EPERM; clone3 gets ENOSYS (its flags are out of a filter's reach: the C
                  // library falls back to clone, which is filtered)
 };
 
-// The deny-list: ptrace, other processes' memory, mount and namespace calls, modules, kexec,
-// bpf, perf_event_open, the keyring, userfaultfd, reboot, swap, acct; execve and execveat
-// unless `allow_exec`.
+// The deny-list: ptrace, other processes' memory, limits and priorities, mount and namespace
+// calls, modules, kexec, bpf, perf_event_open, the keyring, userfaultfd, reboot, swap, acct;
+// execve and execveat unless `allow_exec`.
 std::vector<SeccompDenial> seccomp_denials(bool allow_exec);
 
 // The filter as a BPF program (for the unit tests: built, not loaded). "" on success.

@@ -67,6 +67,23 @@ TEST_SUITE("sandbox") {
     CHECK(get(host, "/mount") == "refused EPERM\n");
   }
 
+  TEST_CASE("--sandbox on, workers of the master's own user: a SIGHUP, a prlimit and a "
+            "setpriority on the master are refused; without the sandbox the last two pass") {
+    {
+      HostProcess open({"--app", kSandboxPlugin, "--workers", "1", "--user", "root"});
+      CHECK(get(open, "/prlimit-master") == "ok prlimit\n");
+      CHECK(get(open, "/renice-master") == "ok renice\n");
+    }
+    HostProcess host(HostOptions{sandboxed({}), {}, it::Listen::UnixSocket, true, true});
+    CHECK(get(host, "/prlimit-master") == "refused EPERM\n");
+    CHECK(get(host, "/renice-master") == "refused EPERM\n");
+    const bool scoped = has(host.status_json(), "abstract sockets scoped");
+    if (!scoped) return test_support::skip("Landlock before ABI 6: signals are not scoped here");
+    CHECK(get(host, "/hup-master") == "refused EPERM\n");
+    CHECK(host.wait_master_turn());
+    CHECK_FALSE(has(host.log(), "HUP:"));
+  }
+
   TEST_CASE("--sandbox-exec on: the handler may run /bin/true") {
     HostProcess host(sandboxed({"--sandbox-exec", "on"}));
     CHECK(get(host, "/exec") == "ok exit 0\n");

@@ -17,6 +17,7 @@
 #include <linux/seccomp.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <vector>
 
@@ -71,13 +72,15 @@ struct FilterVerdict {
   std::uint32_t action = 0;
   int steps = 0;
 };
-FilterVerdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0) {
+FilterVerdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0,
+                         std::uint64_t arg1 = 0) {
   std::vector<sock_filter> prog(bpf.size() / sizeof(sock_filter));
   std::memcpy(prog.data(), bpf.data(), prog.size() * sizeof(sock_filter));
   seccomp_data data{};
   data.nr = nr;
   data.arch = AUDIT_ARCH_X86_64;
   data.args[0] = arg0;
+  data.args[1] = arg1;
   std::uint32_t a = 0;
   FilterVerdict v;
   for (std::size_t pc = 0; pc < prog.size() && v.steps < 1000; ++v.steps) {
@@ -205,7 +208,8 @@ TEST_SUITE("sandbox") {
                              "bpf",         "perf_event_open",  "keyctl",
                              "add_key",     "request_key",      "userfaultfd",
                              "reboot",      "swapon",           "acct",
-                             "execve",      "execveat"})
+                             "execve",      "execveat",         "prlimit64",
+                             "setpriority"})
       CHECK_MESSAGE(denies(strict, call), call);
     auto with_exec = seccomp_denials(true);
     CHECK_FALSE(denies(with_exec, "execve"));
@@ -238,6 +242,13 @@ TEST_SUITE("sandbox") {
     CHECK(run_filter(bpf, SYS_clone3).action == (SECCOMP_RET_ERRNO | ENOSYS));
     CHECK(run_filter(bpf, SYS_clone, CLONE_NEWUSER).action == eperm);
     CHECK(run_filter(bpf, SYS_clone, CLONE_VM | CLONE_THREAD).action == SECCOMP_RET_ALLOW);
+    // Limits and priority: this process's (0) only; another pid, a group or a user refused.
+    CHECK(run_filter(bpf, SYS_prlimit64, 0).action == SECCOMP_RET_ALLOW);
+    CHECK(run_filter(bpf, SYS_prlimit64, 4242).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PROCESS, 0).action == SECCOMP_RET_ALLOW);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PROCESS, 4242).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PGRP, 0).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_USER, 0).action == eperm);
     int most = 0;
     for (int nr : {SYS_read, SYS_write, SYS_sendto, SYS_recvfrom, SYS_epoll_wait, SYS_accept4,
                    SYS_openat, SYS_close, SYS_getppid}) {
