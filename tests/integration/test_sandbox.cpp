@@ -157,7 +157,8 @@ TEST_SUITE("sandbox") {
     o.wait_ready = false;
     it::RunResult r = it::run_host(o);
     CHECK(r.status == 0);
-    CHECK(has(r.output, "sandbox best-effort: landlock unavailable, seccomp deny-list"));
+    CHECK(has(r.output, "sandbox best-effort: landlock unavailable, signals and abstract sockets "
+                        "not scoped (Landlock ABI < 6), seccomp deny-list"));
   }
 
   TEST_CASE("--test-config shows each pool's sandbox") {
