@@ -74,6 +74,23 @@ struct CommandLine {
   std::vector<std::string> program; // PROGRAM and its arguments; empty without --exec
 };
 
+// A host option after `--exec PROGRAM` would go to the program, and the host would start without
+// it (`--exec php-cgi --sandbox on` ran with no sandbox): refused unless `--` says the words are
+// the program's.
+void refuse_host_options_after(const std::vector<std::string>& program) {
+  for (std::size_t i = 1; i < program.size(); ++i) {
+    const std::string& w = program[i];
+    if (!w.starts_with("--")) continue;
+    const std::string name =
+        w.substr(2, w.find('=') == std::string::npos ? std::string::npos : w.find('=') - 2);
+    if (find_option(name))
+      throw ConfigError("'" + w + "' after --exec " + program.front() +
+                        " is an option of fcgi-host, which would go to the program: put it "
+                        "before --exec, or, for the program, write --exec " +
+                        program.front() + " -- ARGS");
+  }
+}
+
 CommandLine split_at_exec(int argc, const char* const* argv) {
   CommandLine line;
   for (int i = 1; i < argc; ++i) {
@@ -89,10 +106,12 @@ CommandLine split_at_exec(int argc, const char* const* argv) {
       } else {
         line.program.emplace_back(a.substr(7));
       }
-      if (i + 1 < argc && std::string_view(argv[i + 1]) == "--") ++i;
+      const bool separated = i + 1 < argc && std::string_view(argv[i + 1]) == "--";
+      if (separated) ++i;
       for (++i; i < argc; ++i)
         line.program.emplace_back(argv[i]);
       if (line.program.front().empty()) throw ConfigError("--exec: names no program");
+      if (!separated) refuse_host_options_after(line.program);
       break;
     }
     line.host.emplace_back(a);

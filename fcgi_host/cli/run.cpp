@@ -18,6 +18,7 @@
 #include "fcgi_host/pools/cgroups.hpp"
 #include "fcgi_host/pools/member.hpp"
 #include "fcgi_host/pools/supervisor.hpp"
+#include "fcgi_host/protocol/capture_redaction.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
 #include "fcgi_host/sandbox/private_tmp.hpp"
 #include "fcgi_host/sandbox/sandbox.hpp"
@@ -33,6 +34,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/pidfile.hpp"
+#include "process_manager/uri_redaction.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -518,6 +520,10 @@ int serve(Host& host) {
     if (fd == host.pools_master_fd) leave_with_pools_master();
     on_watch_readable(host, fd);
   };
+  // The master's log shows in-flight URIs (crash blocks, timeouts, slow requests) with their
+  // query secrets redacted as the status page and the captures show them.
+  process_manager::set_uri_redactor(
+      [](char* uri, std::size_t size) { return capture::redact_uri_query(uri, size, {}); });
   process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
   host.app.copy.reset(); // the generation holds it now, and lets it go when it is retired

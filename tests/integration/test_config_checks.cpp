@@ -146,7 +146,8 @@ TEST_SUITE("config checks") {
 TEST_SUITE("config checks") {
 
   TEST_CASE("--exec: the start line names the program and its arguments") {
-    it::HostProcess host({"--workers", "1", "--exec", FCGI_TEST_LIBFCGI_ECHO, "-x", "--listen"});
+    it::HostProcess host(
+        {"--workers", "1", "--exec", FCGI_TEST_LIBFCGI_ECHO, "--", "-x", "--listen"});
     REQUIRE(it::wait_for([&] { return host.log().find("listening on") != std::string::npos; },
                          Millis{5000}));
     std::string line = it::lines_with(host.log(), "listening on").front();

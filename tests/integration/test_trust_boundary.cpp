@@ -278,8 +278,8 @@ TEST_SUITE("trust boundary") {
     CHECK_MESSAGE(has(open_dir.output, "is writable by others (mode 0777)"), open_dir.output);
   }
 
-  TEST_CASE("workers as root and the echo app in a config file are said at warn level at every "
-            "start") {
+  TEST_CASE("workers as root (user or group) and the echo app in a config file are said at warn "
+            "level at every start") {
     const bool root = ::geteuid() == 0;
     HostProcess host(it::HostOptions{
         .args = {"--config", "{dir}/host.conf"},
@@ -292,6 +292,13 @@ TEST_SUITE("trust boundary") {
         it::run_binary("--config " + host.dir().file("host.conf") + " --test-config");
     CHECK(check.status == 0);
     CHECK(has(check.output, "fcgi-host: warning: app echo is the built-in test app"));
+    if (root) {
+      // --group root is root's files by their group's bits: said as --user root is.
+      it::Command group = it::run_binary("--app hello --user nobody --group root --test-config");
+      CHECK(group.status == 0);
+      CHECK_MESSAGE(has(group.output, "fcgi-host: warning: workers run with group root"),
+                    group.output);
+    }
     // On the command line it is a trial, not a deployment: nothing said.
     it::Command trial = it::run_binary("--app echo --test-config");
     CHECK(trial.status == 0);
