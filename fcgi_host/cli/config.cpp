@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <ostream>
@@ -524,6 +525,15 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   read_process_limits(v, c);
 }
 
+// A TCP port, 1 to 65535, of option `name`.
+std::uint16_t tcp_port(const Values& v, const char* name, const std::string& text) {
+  char* end = nullptr;
+  const long port = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || port < 1 || port > 65535)
+    throw v.error(name, "'" + text + "' is not a TCP port (1 to 65535)");
+  return static_cast<std::uint16_t>(port);
+}
+
 void read_sandbox(const Values& v, Config& c) {
   c.sandbox = v.text("sandbox");
   if (c.sandbox != "off" && c.sandbox != "on" && c.sandbox != "best-effort" && c.sandbox != "log")
@@ -543,8 +553,19 @@ void read_sandbox(const Values& v, Config& c) {
     if (!parse_script_extensions(text, c.script_extensions, why))
       throw v.error("script-extensions", why);
   }
+  c.sandbox_connect = v.list("sandbox-connect");
+  for (const std::string& target : c.sandbox_connect) {
+    // HOST:PORT, HOST a name, an IPv4 address or [an IPv6 address].
+    const std::size_t colon = target.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw v.error("sandbox-connect", "'" + target + "' is not HOST:PORT");
+    c.sandbox_connect_ports.push_back(tcp_port(v, "sandbox-connect", target.substr(colon + 1)));
+  }
+  for (const std::string& port : v.list("sandbox-bind"))
+    c.sandbox_bind_ports.push_back(tcp_port(v, "sandbox-bind", port));
   if (c.sandbox == "off")
-    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec"})
+    for (const char* name :
+         {"sandbox-read", "sandbox-write", "sandbox-exec", "sandbox-connect", "sandbox-bind"})
       if (v.given(name)) throw v.error(name, "has no effect without --sandbox");
   for (const char* name : {"script-root", "script-extensions"})
     if (v.has(name) && c.exec.empty())

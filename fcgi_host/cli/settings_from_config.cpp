@@ -89,6 +89,8 @@ SandboxSettings sandbox_settings(const Config& config) {
   if (!config.script_root.empty()) s.read.push_back(config.script_root);
   s.write = config.sandbox_write;
   s.allow_exec = config.sandbox_exec;
+  s.connect_ports = config.sandbox_connect_ports;
+  s.bind_ports = config.sandbox_bind_ports;
   s.private_tmp = config.private_tmp;
   // What the worker writes itself: its logs (reopened on USR1) and its crash captures.
   for (const std::string* own : {&config.error_log, &config.access_log, &config.capture_dir})

@@ -112,6 +112,14 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"sandbox-write", 0, "PATH", "",
      "--sandbox: a file or directory tree the workers may read and write (repeatable)",
      OptionKind::List},
+    {"sandbox-connect", 0, "HOST:PORT", "",
+     "--sandbox: a TCP port the workers may connect to (repeatable; a database's); Landlock's "
+     "rules are per port, so HOST documents the intent and any host's PORT is allowed; without "
+     "one, no TCP connection (Landlock ABI 4)",
+     OptionKind::List},
+    {"sandbox-bind", 0, "PORT", "",
+     "--sandbox: a TCP port the workers may bind (repeatable); without one, none",
+     OptionKind::List},
     {"sandbox-exec", 0, "on|off", "off",
      "--sandbox: let the handler run programs (execve; the --sandbox-read and --sandbox-write "
      "paths become executable)"},

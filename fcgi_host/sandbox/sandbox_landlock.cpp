@@ -21,6 +21,15 @@ constexpr unsigned long long kIoctlDev = 1ULL << 15; // ABI 5
 constexpr unsigned long long kScopeAbstractUnixSocket = 1ULL << 0;
 constexpr unsigned long long kScopeSignal = 1ULL << 1;
 
+// ABI 4: TCP rights, and the rule that grants them for one port.
+constexpr unsigned long long kBindTcp = 1ULL << 0;
+constexpr unsigned long long kConnectTcp = 1ULL << 1;
+constexpr int kRuleNetPort = 2; // LANDLOCK_RULE_NET_PORT
+struct [[gnu::packed]] NetPortAttr {
+  unsigned long long allowed_access;
+  unsigned long long port;
+};
+
 // struct landlock_ruleset_attr as ABI 6 has it (the installed header may stop at the files):
 // the kernel reads as many fields as the size passed says, so an older kernel gets only the
 // fields it knows.
@@ -135,6 +144,10 @@ int landlock_abi() {
   return abi;
 }
 
+unsigned long long landlock_handled_net(int abi) {
+  return abi >= 4 ? kBindTcp | kConnectTcp : 0;
+}
+
 unsigned long long landlock_scopes(int abi) {
   return abi >= 6 ? kScopeSignal | kScopeAbstractUnixSocket : 0;
 }
@@ -148,10 +161,12 @@ unsigned long long landlock_handled_access(int abi) {
   return handled;
 }
 
-std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi) {
+std::string apply_landlock(const std::vector<LandlockRule>& rules, const LandlockPorts& ports,
+                           int abi) {
   const unsigned long long handled = landlock_handled_access(abi);
   RulesetAttr attr;
   attr.handled_access_fs = handled;
+  attr.handled_access_net = landlock_handled_net(abi);
   attr.scoped = landlock_scopes(abi);
   int ruleset =
       static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, ruleset_attr_size(abi), 0));
@@ -179,6 +194,17 @@ std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi) {
       break;
     }
   }
+  // The TCP ports listed; every other bind and connect is refused (EACCES).
+  auto add_port = [&](std::uint16_t port, unsigned long long access, const char* what) {
+    if (!error.empty() || attr.handled_access_net == 0) return;
+    NetPortAttr rule{access, port};
+    if (::syscall(SYS_landlock_add_rule, ruleset, kRuleNetPort, &rule, 0) != 0)
+      error = sys_error("landlock_add_rule", std::string(what) + " port " + std::to_string(port));
+  };
+  for (std::uint16_t port : ports.connect)
+    add_port(port, kConnectTcp, "--sandbox-connect");
+  for (std::uint16_t port : ports.bind)
+    add_port(port, kBindTcp, "--sandbox-bind");
   if (error.empty() && ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
     error = sys_error("landlock_restrict_self", "sandbox");
   ::close(ruleset);

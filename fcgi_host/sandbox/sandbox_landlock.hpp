@@ -9,6 +9,7 @@
 // host's own logs and capture directory (read and write). Nothing else, for any user id.
 #include "fcgi_host/sandbox/sandbox_settings.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,8 +58,19 @@ unsigned long long landlock_handled_access(int abi);
 // master sees the crash at its next tick.)
 unsigned long long landlock_scopes(int abi);
 
-// Makes the kernel enforce `rules` on this process (and what it execs) for good. Needs
-// no_new_privs first. "" when done, else the failed call and its object.
-std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi);
+// The TCP rights ABI `abi` handles (LANDLOCK_ACCESS_NET_BIND_TCP, CONNECT_TCP; ABI 4): what
+// the ruleset denies unless a port rule allows it. 0 before ABI 4: TCP stays open there.
+unsigned long long landlock_handled_net(int abi);
+
+// The TCP ports a worker may use: `connect` to, `bind` (the settings' lists).
+struct LandlockPorts {
+  std::vector<std::uint16_t> connect;
+  std::vector<std::uint16_t> bind;
+};
+
+// Makes the kernel enforce `rules` and `ports` on this process (and what it execs) for good.
+// Needs no_new_privs first. "" when done, else the failed call and its object.
+std::string apply_landlock(const std::vector<LandlockRule>& rules, const LandlockPorts& ports,
+                           int abi);
 
 } // namespace fcgi_host

@@ -24,11 +24,16 @@ struct SeccompDenial {
   } when = When::Always;
   int error = 1; // EPERM; clone3 gets ENOSYS (its flags are out of a filter's reach: the C
                  // library falls back to clone, which is filtered)
+  // The call's number where the installed libseccomp does not know its name (a call newer
+  // than it: fchmodat2, setxattrat); the same on every architecture (the common table, 424+).
+  int number = -1;
 };
 
 // The deny-list: ptrace, other processes' memory, limits and priorities, mount and namespace
 // calls, modules, kexec, bpf, perf_event_open, the keyring, userfaultfd, reboot, swap, acct;
-// execve and execveat unless `allow_exec`.
+// files' metadata (modes, owners, times, extended attributes: Landlock has no right for them,
+// and a filter cannot see the path, so they are refused everywhere) and inotify watches;
+// execve, execveat and memfd_create (an executable without a file) unless `allow_exec`.
 std::vector<SeccompDenial> seccomp_denials(bool allow_exec);
 
 // The filter as a BPF program (for the unit tests: built, not loaded). "" on success.

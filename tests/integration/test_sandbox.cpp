@@ -84,6 +84,50 @@ TEST_SUITE("sandbox") {
     CHECK_FALSE(has(host.log(), "HUP:"));
   }
 
+  TEST_CASE("--sandbox on: a chmod of the handler's own file outside the write list, an inotify "
+            "watch of /etc, memfd_create, and a TCP connection to a port not listed are refused; "
+            "a listed port connects") {
+    it::TempDir data;
+    const std::string own = data.write("own.txt", "the handler's own file\n");
+    data.write("writable/.keep", "");
+    // The listed port: the host's own (a worker connecting there is taken into the backlog).
+    // The other, its neighbour: Landlock refuses it before any listener is looked for.
+    const int port = it::free_tcp_port();
+    const std::string listed = std::to_string(port);
+    const std::string unlisted = std::to_string(port < 65535 ? port + 1 : port - 1);
+    HostOptions o{sandboxed({"--sandbox-write", data.file("writable"), "--sandbox-connect",
+                             "localhost:" + listed, "--listen", "127.0.0.1:" + listed}),
+                  {},
+                  it::Listen::AsGiven,
+                  true,
+                  true};
+    HostProcess host(o);
+    CHECK(get(host, "/chmod?path=" + own) == "refused EPERM\n");
+    CHECK(get(host, "/chmod?path=" + data.file("writable/.keep")) == "refused EPERM\n");
+    struct stat st {};
+    REQUIRE(::stat(own.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) != 0666);
+    CHECK(get(host, "/watch?path=/etc") == "refused EPERM\n");
+    CHECK(get(host, "/memfd") == "refused EPERM\n");
+    if (!has(host.status_json(), "TCP connect to port " + listed)) {
+      return test_support::skip("Landlock before ABI 4: TCP is not restricted here");
+    }
+    CHECK(get(host, "/connect?port=" + unlisted) == "refused EACCES\n");
+    CHECK(get(host, "/connect?port=" + listed) == "ok connected\n");
+  }
+
+  TEST_CASE("without --sandbox the same chmod, watch and memfd pass, and the connection reaches "
+            "the port (the control)") {
+    it::TempDir data;
+    const std::string own = data.write("own.txt", "x\n");
+    HostProcess host({"--app", kSandboxPlugin, "--workers", "1", "--user", "root"});
+    CHECK(get(host, "/chmod?path=" + own) == "ok chmod\n");
+    CHECK(get(host, "/watch?path=/etc") == "ok watching\n");
+    CHECK(get(host, "/memfd") == "ok memfd\n");
+    CHECK(get(host, "/connect?port=" + std::to_string(it::free_tcp_port())) ==
+          "refused ECONNREFUSED\n");
+  }
+
   TEST_CASE("--sandbox-exec on: the handler may run /bin/true") {
     HostProcess host(sandboxed({"--sandbox-exec", "on"}));
     CHECK(get(host, "/exec") == "ok exit 0\n");
