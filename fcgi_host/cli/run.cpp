@@ -512,6 +512,8 @@ int serve(Host& host) {
              " with " + std::to_string(host.config.workers) + " workers" +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
+  // What the sandbox enforces on this kernel, once per pool (each pool's master starts here).
+  PM_LOG(LogLevel::Notice, "sandbox " + sandbox_line(host.config));
   for (const std::string& risk : risky_settings(host.config))
     PM_LOG(LogLevel::Warn, risk);
   host.options.on_readable = [&host](int fd) {

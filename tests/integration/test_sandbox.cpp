@@ -205,20 +205,32 @@ TEST_SUITE("sandbox") {
                         "not scoped (Landlock ABI < 6), seccomp deny-list"));
   }
 
-  TEST_CASE("--test-config shows each pool's sandbox") {
+  TEST_CASE("--test-config shows each pool's sandbox, and each pool's start says the same in "
+            "one line") {
     HostOptions o;
     o.args = {"--config", "{dir}/host.conf", "--test-config"};
     o.listen = it::Listen::AsGiven; // each pool its own socket
     o.files = {{"host.conf", "[a]\nlisten = {dir}/a.sock\napp = hello\nsandbox = on\n"
-                             "sandbox-read = /etc/hostname\n[b]\nlisten = {dir}/b.sock\n"
-                             "app = hello\n"}};
+                             "sandbox-read = /etc/hostname\nsandbox-connect = db:5432\n"
+                             "[b]\nlisten = {dir}/b.sock\napp = hello\n"}};
     o.wait_ready = false;
     it::RunResult r = it::run_host(o);
     INFO(r.output);
     CHECK(r.status == 0);
     CHECK(has(r.output, "fcgi-host: pool a: sandbox on: landlock ABI "));
-    CHECK(has(r.output, "read 1, write 0 paths"));
+    CHECK(has(r.output, "read 1, write 0 paths; TCP "));
     CHECK(has(r.output, "fcgi-host: pool b: sandbox off\n"));
+    const std::size_t at = r.output.find("pool a: sandbox ") + 7;
+    const std::string pool_a = r.output.substr(at, r.output.find('\n', at) - at);
+
+    o.args = {"--config", "{dir}/host.conf"};
+    o.wait_ready = false;
+    HostProcess host(o);
+    REQUIRE_MESSAGE(host.wait_log(R"(\[a\].*sandbox on: landlock)", Millis{10000}), host.log());
+    REQUIRE(host.wait_log(R"(\[b\].*sandbox off)", Millis{10000}));
+    const std::vector<std::string> a = it::lines_with(host.log(), pool_a);
+    CHECK_MESSAGE(a.size() == 1, host.log());
+    CHECK(it::lines_with(host.log(), "sandbox off").size() == 1);
   }
 
   TEST_CASE("best-effort without Landlock serves, and says once what it could not apply") {
