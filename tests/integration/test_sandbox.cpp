@@ -68,7 +68,7 @@ TEST_SUITE("sandbox") {
   }
 
   TEST_CASE("--sandbox on, workers of the master's own user: a SIGHUP, a prlimit and a "
-            "setpriority on the master are refused; without the sandbox the last two pass") {
+            "setpriority on the master are refused, without the sandbox the last two pass") {
     {
       HostProcess open({"--app", kSandboxPlugin, "--workers", "1", "--user", "root"});
       CHECK(get(open, "/prlimit-master") == "ok prlimit\n");
@@ -85,7 +85,7 @@ TEST_SUITE("sandbox") {
   }
 
   TEST_CASE("--sandbox on: a chmod of the handler's own file outside the write list, an inotify "
-            "watch of /etc, memfd_create, and a TCP connection to a port not listed are refused; "
+            "watch of /etc, memfd_create, and a TCP connection to a port not listed are refused, "
             "a listed port connects") {
     it::TempDir data;
     const std::string own = data.write("own.txt", "the handler's own file\n");

@@ -355,7 +355,7 @@ TEST_SUITE("trust boundary") {
     }
   }
 
-  TEST_CASE("a Unix socket keeps its name where nobody else writes its directory; in a shared "
+  TEST_CASE("a Unix socket keeps its name where nobody else writes its directory, in a shared "
             "sticky one it is bound beside it and renamed") {
     // The names /proc/net/unix (and so `ss -lx`) shows for listening sockets.
     auto names_in_proc = [] {

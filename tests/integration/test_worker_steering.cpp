@@ -25,7 +25,7 @@ using it::Millis;
 
 TEST_SUITE("worker steering") {
 
-  TEST_CASE("a scale request from a worker of the master's own user is refused (403); the same "
+  TEST_CASE("a scale request from a worker of the master's own user is refused (403), the same "
             "request from outside the master's tree is taken") {
     // The worker (an --exec shell, uid 0 as the master) asks its master to scale, notes the
     // answer, then serves as the echo program.

@@ -113,7 +113,7 @@ TEST_CASE("plugin directory: a root another user could swap it in is refused, a 
 }
 
 TEST_CASE("plugin copy: a FIFO, a 300 MB sparse file and a file the workers cannot read are "
-          "refused before a byte is read; a link to a readable file is copied") {
+          "refused before a byte is read, a link to a readable file is copied") {
   TempDir root;
   auto dir = std::make_shared<fcgi_host::PluginDirectory>(static_cast<gid_t>(-1),
                                                           root.path.string(), 65534);
