@@ -2,6 +2,7 @@
 
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
+#include "process_manager/uri_redaction.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -153,6 +154,7 @@ std::string request_in_flight(const WorkerSlot& w, std::size_t thread, std::uint
   std::uint64_t start = s.request_start_ns.load(std::memory_order_relaxed);
   if (!is_busy(state) || start == 0) return {};
   Scoreboard::RequestInfo r = Scoreboard::read_request(w, thread);
+  redact_shown_uri(r.uri);
   std::uint64_t at = w.crash_ns.load(std::memory_order_relaxed);
   if (at == 0) at = now_ns;
   std::string line = "\"" + std::string(r.method) + " " + r.uri + "\"";

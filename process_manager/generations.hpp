@@ -31,7 +31,7 @@ struct Generation {
   // the master's stack.
   std::function<int(const WorkerContext&)> worker_main;
   // What the master adds to the line of a worker of this generation that failed to boot, given
-  // the worker's why (the sandbox's hint, fcgi_host/worker/sandbox_hint.hpp). Unset: nothing.
+  // the worker's why (the sandbox's hint, fcgi_host/sandbox/sandbox_hint.hpp). Unset: nothing.
   std::function<std::string(const std::string& why)> explain_boot_failure;
 };
 

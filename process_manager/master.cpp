@@ -7,6 +7,7 @@
 #include "process_manager/clock.hpp"
 #include "process_manager/count_text.hpp"
 #include "process_manager/crash_report.hpp"
+#include "process_manager/fork_clean.hpp"
 #include "process_manager/listen_queue.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/signals.hpp"
@@ -55,6 +56,8 @@ void Master::Impl::start() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     PM_LOG(LogLevel::Warn, std::string("prctl(PR_SET_CHILD_SUBREAPER) failed: ") +
                                std::strerror(errno) + "; orphans of workers go to init");
+  // Not root: its workers share its user; they may not read its memory or its environment.
+  hide_from_own_user();
   signals.install(signals::kMasterSignals);
   PM_LOG(LogLevel::Notice, "master " + std::to_string(master_pid) + " started: generation 1, " +
                                std::to_string(current().pool.workers) + " worker(s)");

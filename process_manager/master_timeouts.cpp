@@ -5,6 +5,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/signals.hpp"
 #include "process_manager/stack_trace.hpp"
+#include "process_manager/uri_redaction.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -82,6 +83,7 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
       SlotSnapshot s = SlotSnapshot::of(slot, t);
       if (!request_timed_out(w, s, now)) continue;
       Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
+      redact_shown_uri(r.uri);
       // Taken before the stop: where it hangs is what the person reading this line needs. One
       // thread: the handler runs on the main thread (the pid). Threads: every thread's stack,
       // each under its "TID n:" line, the stuck one named in the line. One form for both.
@@ -135,6 +137,7 @@ void Master::Impl::take_slow_request_stacks() {
       w.slow_stack_request_ns = s.request_start_ns;
       if (!slow_stacks.take(now)) continue;
       Scoreboard::RequestInfo r = Scoreboard::read_request(slot, t);
+      redact_shown_uri(r.uri);
       // The request's thread (one thread: the worker's main thread, whose id is the pid).
       pid_t tid = s.tid != 0 ? s.tid : w.pid;
       std::string stack = worker_frames(capture_stack(w.pid, kForensicStackBudget, tid));

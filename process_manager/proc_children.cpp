@@ -19,6 +19,15 @@ pid_t parent_of(pid_t pid) {
   return fields.size() > 1 ? static_cast<pid_t>(std::atol(fields[1].c_str())) : 0;
 }
 
+bool descends_from(pid_t pid, pid_t ancestor) {
+  for (int step = 0; step < kMaxAncestry; ++step) {
+    if (pid == ancestor) return true;
+    if (pid <= 1) return false;
+    pid = parent_of(pid);
+  }
+  return true;
+}
+
 std::vector<pid_t> children_of(pid_t pid) {
   std::vector<pid_t> out;
   const std::string self = std::to_string(pid);

@@ -10,24 +10,30 @@
 #   spawner never see the Master.
 # - observe/ (metrics, status, logs) serves the worker and the master: it includes neither.
 # - protocol/ (the wire) reads net/ (socket writes, connect) and config/ only; net/ reads config/.
+# - sandbox/ (Landlock, seccomp, the private /tmp) serves worker/, runners/ and cli/: it reads
+#   config/ and process_manager/ only, and nothing reaches it by its old worker/ path.
 # - The ground room config/ (the option table, the version, the limits) includes no other.
 # - The handler API (app/) knows no host. The example programs, which include the host, live
 #   outside every room (examples/), and no room includes them.
 set(rules
-    "fcgi_host/(config|protocol|net|observe|worker|runners|testing|pools)/|fcgi_host/run\\.hpp|app/|process_manager/"
+    "fcgi_host/(config|protocol|net|observe|worker|sandbox|runners|testing|pools)/|fcgi_host/run\\.hpp|app/|process_manager/"
     "#include \"fcgi_host/cli/"
-    "fcgi_host/(config|protocol|net|observe|worker|runners|testing)/|fcgi_host/run\\.hpp|app/|process_manager/"
+    "fcgi_host/(config|protocol|net|observe|worker|sandbox|runners|testing)/|fcgi_host/run\\.hpp|app/|process_manager/"
     "#include \"fcgi_host/pools/"
     "fcgi_host/(worker|runners)/|process_manager/spawner\\."
     "#include \"process_manager/master\\.hpp\""
     "fcgi_host/protocol/"
-    "#include \"fcgi_host/(cli|pools|runners|worker|observe)/"
+    "#include \"fcgi_host/(cli|pools|runners|worker|sandbox|observe)/"
     "fcgi_host/net/"
-    "#include \"fcgi_host/(cli|pools|runners|worker|observe|protocol)/"
+    "#include \"fcgi_host/(cli|pools|runners|worker|sandbox|observe|protocol)/"
     "fcgi_host/config/"
-    "#include \"(fcgi_host/(cli|protocol|net|observe|worker|runners|testing)|process_manager|app)/"
+    "#include \"(fcgi_host/(cli|protocol|net|observe|worker|sandbox|runners|testing)|process_manager|app)/"
     "fcgi_host/observe/"
-    "#include \"fcgi_host/(worker|runners|cli)/"
+    "#include \"fcgi_host/(worker|sandbox|runners|cli)/"
+    "fcgi_host/sandbox/"
+    "#include \"fcgi_host/(cli|pools|runners|worker|observe|protocol|net|testing)/"
+    "fcgi_host/|app/|process_manager/"
+    "#include \"fcgi_host/worker/(sandbox|private_tmp)"
     "app/"
     "#include \"(fcgi_host|process_manager)/"
     "fcgi_host/|app/|process_manager/"

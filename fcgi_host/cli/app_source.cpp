@@ -78,12 +78,16 @@ std::shared_ptr<PluginDirectory> plugin_directory(const Config& config,
                                                   std::shared_ptr<PluginDirectory> current) {
   const Credentials c = credentials(config);
   const gid_t gid = c.change ? c.gid : static_cast<gid_t>(-1);
+  // Workers of another user get no copy of a file their user could not read itself.
+  const uid_t uid = c.change && c.uid != ::geteuid() ? c.uid : static_cast<uid_t>(-1);
   // With --private-tmp the workers' /tmp is a tmpfs of their own: the copies go where they
   // still see them (/dev/shm, which that namespace does not replace).
   const std::string root = config.private_tmp ? "/dev/shm" : "";
-  if (current && current->workers_gid() == gid && current->root() == root) return current;
+  if (current && current->workers_gid() == gid && current->workers_uid() == uid &&
+      current->root() == root)
+    return current;
   try {
-    return std::make_shared<PluginDirectory>(gid, root);
+    return std::make_shared<PluginDirectory>(gid, root, uid);
   } catch (const StartupError& e) {
     throw ConfigError(config.where("app") + ": a private copy of the plugin: " + e.what());
   }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <ostream>
@@ -74,6 +75,23 @@ struct CommandLine {
   std::vector<std::string> program; // PROGRAM and its arguments; empty without --exec
 };
 
+// A host option after `--exec PROGRAM` would go to the program, and the host would start without
+// it (`--exec php-cgi --sandbox on` ran with no sandbox): refused unless `--` says the words are
+// the program's.
+void refuse_host_options_after(const std::vector<std::string>& program) {
+  for (std::size_t i = 1; i < program.size(); ++i) {
+    const std::string& w = program[i];
+    if (!w.starts_with("--")) continue;
+    const std::string name =
+        w.substr(2, w.find('=') == std::string::npos ? std::string::npos : w.find('=') - 2);
+    if (find_option(name))
+      throw ConfigError("'" + w + "' after --exec " + program.front() +
+                        " is an option of fcgi-host, which would go to the program: put it "
+                        "before --exec, or, for the program, write --exec " +
+                        program.front() + " -- ARGS");
+  }
+}
+
 CommandLine split_at_exec(int argc, const char* const* argv) {
   CommandLine line;
   for (int i = 1; i < argc; ++i) {
@@ -89,10 +107,12 @@ CommandLine split_at_exec(int argc, const char* const* argv) {
       } else {
         line.program.emplace_back(a.substr(7));
       }
-      if (i + 1 < argc && std::string_view(argv[i + 1]) == "--") ++i;
+      const bool separated = i + 1 < argc && std::string_view(argv[i + 1]) == "--";
+      if (separated) ++i;
       for (++i; i < argc; ++i)
         line.program.emplace_back(argv[i]);
       if (line.program.front().empty()) throw ConfigError("--exec: names no program");
+      if (!separated) refuse_host_options_after(line.program);
       break;
     }
     line.host.emplace_back(a);
@@ -516,6 +536,15 @@ void read_process_setup(const Values& v, Config& c, const CommandLine& line) {
   read_process_limits(v, c);
 }
 
+// A TCP port, 1 to 65535, of option `name`.
+std::uint16_t tcp_port(const Values& v, const char* name, const std::string& text) {
+  char* end = nullptr;
+  const long port = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || port < 1 || port > 65535)
+    throw v.error(name, "'" + text + "' is not a TCP port (1 to 65535)");
+  return static_cast<std::uint16_t>(port);
+}
+
 void read_sandbox(const Values& v, Config& c) {
   c.sandbox = v.text("sandbox");
   if (c.sandbox != "off" && c.sandbox != "on" && c.sandbox != "best-effort" && c.sandbox != "log")
@@ -535,8 +564,19 @@ void read_sandbox(const Values& v, Config& c) {
     if (!parse_script_extensions(text, c.script_extensions, why))
       throw v.error("script-extensions", why);
   }
+  c.sandbox_connect = v.list("sandbox-connect");
+  for (const std::string& target : c.sandbox_connect) {
+    // HOST:PORT, HOST a name, an IPv4 address or [an IPv6 address].
+    const std::size_t colon = target.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw v.error("sandbox-connect", "'" + target + "' is not HOST:PORT");
+    c.sandbox_connect_ports.push_back(tcp_port(v, "sandbox-connect", target.substr(colon + 1)));
+  }
+  for (const std::string& port : v.list("sandbox-bind"))
+    c.sandbox_bind_ports.push_back(tcp_port(v, "sandbox-bind", port));
   if (c.sandbox == "off")
-    for (const char* name : {"sandbox-read", "sandbox-write", "sandbox-exec"})
+    for (const char* name :
+         {"sandbox-read", "sandbox-write", "sandbox-exec", "sandbox-connect", "sandbox-bind"})
       if (v.given(name)) throw v.error(name, "has no effect without --sandbox");
   for (const char* name : {"script-root", "script-extensions"})
     if (v.has(name) && c.exec.empty())

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -83,10 +84,13 @@ struct Config {
   std::optional<unsigned long long> rlimit_files;
   std::optional<unsigned long long> rlimit_core; // bytes, or kUnlimited
   std::optional<int> nice;
-  // The sandbox of the workers (fcgi_host/worker/sandbox.hpp).
+  // The sandbox of the workers (fcgi_host/sandbox/sandbox.hpp).
   std::string sandbox{find_option("sandbox")->default_text}; // off, on, best-effort, log
   std::vector<std::string> sandbox_read;
   std::vector<std::string> sandbox_write;
+  std::vector<std::string> sandbox_connect; // HOST:PORT, as given
+  std::vector<std::uint16_t> sandbox_connect_ports;
+  std::vector<std::uint16_t> sandbox_bind_ports;
   bool sandbox_exec = false;
   bool private_tmp = false;
   std::string script_root; // --exec: the only tree the program may read scripts from

@@ -2,7 +2,7 @@
 
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "process_manager/argv.hpp"
 
 #include <map>

@@ -19,14 +19,15 @@
 #include "fcgi_host/pools/cgroups.hpp"
 #include "fcgi_host/pools/member.hpp"
 #include "fcgi_host/pools/supervisor.hpp"
+#include "fcgi_host/protocol/capture_redaction.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
+#include "fcgi_host/sandbox/private_tmp.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox_hint.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/handed_logs.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
-#include "fcgi_host/worker/private_tmp.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
-#include "fcgi_host/worker/sandbox_hint.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/argv.hpp"
 #include "process_manager/count_text.hpp"
@@ -36,6 +37,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/pidfile.hpp"
+#include "process_manager/uri_redaction.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -562,6 +564,8 @@ int serve(Host& host) {
                                          "workers") +
              (host.config.workers_from.empty() ? "" : " (" + host.config.workers_from + ")") +
              ", " + what_is_served(host) + run_as);
+  // What the sandbox enforces on this kernel, once per pool (each pool's master starts here).
+  PM_LOG(LogLevel::Notice, "sandbox " + sandbox_line(host.config));
   for (const std::string& risk : risky_settings(host.config))
     PM_LOG(LogLevel::Warn, risk);
   host.options.on_readable = [&host](int fd) {
@@ -571,6 +575,10 @@ int serve(Host& host) {
     if (fd == host.pools_master_fd) leave_with_pools_master();
     on_watch_readable(host, fd);
   };
+  // The master's log shows in-flight URIs (crash blocks, timeouts, slow requests) with their
+  // query secrets redacted as the status page and the captures show them.
+  process_manager::set_uri_redactor(
+      [](char* uri, std::size_t size) { return capture::redact_uri_query(uri, size, {}); });
   process_manager::Master master(make_generation(host.config, host.app, host.plumbing()),
                                  host.options);
   host.app.copy.reset(); // the generation holds it now, and lets it go when it is retired

@@ -1,7 +1,7 @@
 #include "fcgi_host/cli/settings_from_config.hpp"
 
 #include "fcgi_host/runners/exec_worker.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 
 #include "process_manager/clock.hpp"
 
@@ -110,6 +110,8 @@ SandboxSettings sandbox_settings(const Config& config) {
   if (!config.script_root.empty()) s.read.push_back(config.script_root);
   s.write = config.sandbox_write;
   s.allow_exec = config.sandbox_exec;
+  s.connect_ports = config.sandbox_connect_ports;
+  s.bind_ports = config.sandbox_bind_ports;
   s.private_tmp = config.private_tmp;
   // What the worker writes itself: its logs (reopened on USR1) and its crash captures.
   for (const std::string* own : {&config.error_log, &config.access_log, &config.capture_dir})

@@ -18,9 +18,9 @@
 #include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/master.hpp"
 

@@ -3,9 +3,9 @@
 #include "fcgi_host/cli/app_source.hpp" // looks_like_path
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/workers_reach.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -344,6 +344,10 @@ std::vector<std::string> risky_settings(const Config& config) {
   if (::geteuid() == 0 && !workers.run_as.empty() && workers.uid == 0)
     said.push_back("workers run as root (user = root): a flaw in the application is a flaw "
                    "with every privilege; give them a user of their own");
+  else if (::geteuid() == 0 && !workers.run_as.empty() && workers.gid == 0)
+    said.push_back("workers run with group root (group = root): they can read and write what "
+                   "root's group may (root-group files, /etc/shadow's group on some systems); "
+                   "give them a group of their own");
   // A config file is how a host is deployed; `--app echo` on a command line is a trial.
   if (config.exec.empty() && config.app == "echo" && !config.config_file.empty())
     said.push_back("app echo is the built-in test app: it shows every request's cookies and "

@@ -103,8 +103,9 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"sandbox", 0, "MODE", "off",
      "confine each worker once its handler is loaded, before its first request: Landlock "
      "(it may read only its own files, the system files a handler needs and --sandbox-read, "
-     "write only --sandbox-write), a seccomp filter (no ptrace, mount, namespaces, modules, "
-     "bpf, exec...: EPERM), no_new_privs, no capabilities; on (a kernel that cannot is refused "
+     "write only --sandbox-write, connect only to --sandbox-connect ports), a seccomp filter "
+     "(no ptrace, mount, namespaces, modules, bpf, exec, chmod, chown, utimes, xattrs, "
+     "inotify...: EPERM), no_new_privs, no capabilities; on (a kernel that cannot is refused "
      "at start), best-effort (what the kernel has, said once), log (as on, but a filtered call "
      "is logged by the kernel instead of refused), off"},
     {"sandbox-read", 0, "PATH", "",
@@ -112,9 +113,17 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"sandbox-write", 0, "PATH", "",
      "--sandbox: a file or directory tree the workers may read and write (repeatable)",
      OptionKind::List},
+    {"sandbox-connect", 0, "HOST:PORT", "",
+     "--sandbox: a TCP port the workers may connect to (repeatable; a database's); Landlock's "
+     "rules are per port, so HOST documents the intent and any host's PORT is allowed; without "
+     "one, no TCP connection (Landlock ABI 4)",
+     OptionKind::List},
+    {"sandbox-bind", 0, "PORT", "",
+     "--sandbox: a TCP port the workers may bind (repeatable); without one, none",
+     OptionKind::List},
     {"sandbox-exec", 0, "on|off", "off",
-     "--sandbox: let the handler run programs (execve; the --sandbox-read and --sandbox-write "
-     "paths become executable)"},
+     "--sandbox: let the handler run programs (execve and memfd_create; the --sandbox-read and "
+     "--sandbox-write paths become executable)"},
     {"private-tmp", 0, "on|off", "off",
      "give the workers a /tmp of their own, shared by the pool's workers and empty at start (a "
      "tmpfs in a mount namespace; needs fcgi-host started as root)"},

@@ -101,8 +101,9 @@ ListenSocket::ListenSocket(const ListenOptions& options) {
 
 namespace {
 
-// A Unix socket keeps the name bind() was given: ours are bound as "DIR/.NAME-XXXXXX/s" and
-// renamed to "DIR/NAME" (PrivateBindDir below); one bound elsewhere has the path itself.
+// A Unix socket keeps the name bind() was given: ours are bound at "DIR/NAME" itself in a
+// directory nobody else writes, and as "DIR/.NAME-XXXXXX/s", renamed to "DIR/NAME", in a shared
+// one (PrivateBindDir below).
 bool bound_as(std::string_view bound, const std::string& path) {
   if (bound == path) return true;
   const std::size_t slash = path.find_last_of('/');
@@ -184,6 +185,41 @@ private:
   std::string dir_, path_;
 };
 
+// Binds `fd` at `bind_path` with no mode bits (umask 0777: nobody connects before its mode is
+// set); errors name `path`, the socket's own.
+void bind_without_mode(int fd, const std::string& bind_path, const std::string& path) {
+  sockaddr_un sun = unix_address(bind_path);
+  mode_t old_umask = umask(0777);
+  int rc = bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+  int err = errno;
+  umask(old_umask);
+  if (rc != 0) throw StartupError(sys_error("bind", path, err));
+}
+
+// The socket file at `bind_path` given its owner (-1: unchanged) and mode, by path.
+void give_owner_and_mode(const std::string& bind_path, const std::string& path, uid_t uid,
+                         gid_t gid, mode_t mode) {
+  if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
+      chown(bind_path.c_str(), uid, gid) != 0)
+    throw StartupError(sys_error("chown", path));
+  if (chmod(bind_path.c_str(), mode) != 0) throw StartupError(sys_error("chmod", path));
+}
+
+// Whether the directory holding `path` is writable by nobody but root and this user (no write
+// bit for others, group write only for root's group or this process's): no other user can make,
+// rename or remove an entry in it. (unsafe_directory_of() has checked it and those above.)
+bool directory_is_private(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;
+  const bool group_writes =
+      (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0 && st.st_gid != ::getegid();
+  return (st.st_mode & S_IWOTH) == 0 && !group_writes;
+}
+
 // rename() that never replaces what is at `to` (a server that appeared there meanwhile).
 int rename_no_replace(const std::string& from, const std::string& to) {
   if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
@@ -212,22 +248,34 @@ void ListenSocket::open_unix(const ListenOptions& options) {
 
   fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw StartupError(sys_error("socket", path));
+  if (directory_is_private(path)) {
+    bind_in_place(options, uid, gid);
+  } else {
+    bind_and_rename(options, uid, gid);
+  }
+  if (listen(fd_, options.backlog) != 0) throw StartupError(sys_error("listen", path));
+}
+
+// In a directory nobody else may write (the usual /run/app): bound at its path, so `ss -lx`,
+// lsof and /proc/net/unix name it, with no mode at first (umask 0777) and then its owner and
+// mode by path: nobody but root and this user can put anything at that name meanwhile.
+void ListenSocket::bind_in_place(const ListenOptions& options, uid_t uid, gid_t gid) {
+  const std::string& path = options.address.path;
+  bind_without_mode(fd_, path, path);
+  file_ = SocketFile::record(path); // removed by a failure below, as at the stop
+  give_owner_and_mode(path, path, uid, gid, options.mode);
+}
+
+// In a directory others may write (a sticky /tmp): bound in a private directory beside it.
+void ListenSocket::bind_and_rename(const ListenOptions& options, uid_t uid, gid_t gid) {
+  const std::string& path = options.address.path;
   // Bound, given its owner and mode in a private directory, then renamed into place whole: the
   // socket appears at its path with its final owner and mode, and no chown or chmod ever
   // follows a name someone else could change. (Linux ignores fchown and fchmod on an AF_UNIX
   // socket's descriptor for the file: the path is the only handle.)
   PrivateBindDir bind_dir(path);
-  sockaddr_un sun = unix_address(bind_dir.path());
-  mode_t old_umask = umask(0777);
-  int rc = bind(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
-  int err = errno;
-  umask(old_umask);
-  if (rc != 0) throw StartupError(sys_error("bind", path, err));
-  if ((uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
-      chown(bind_dir.path().c_str(), uid, gid) != 0)
-    throw StartupError(sys_error("chown", path));
-  if (chmod(bind_dir.path().c_str(), options.mode) != 0)
-    throw StartupError(sys_error("chmod", path));
+  bind_without_mode(fd_, bind_dir.path(), path);
+  give_owner_and_mode(bind_dir.path(), path, uid, gid, options.mode);
   SocketFile bound = SocketFile::record(bind_dir.path());
   if (rename_no_replace(bind_dir.path(), path) != 0) {
     if (errno == EEXIST)
@@ -237,7 +285,6 @@ void ListenSocket::open_unix(const ListenOptions& options) {
   file_ = SocketFile::record(path);
   if (file_.to_text() != bound.to_text()) // never: nobody else writes the directory
     throw StartupError("\"" + path + "\" is not the socket just bound; not starting");
-  if (listen(fd_, options.backlog) != 0) throw StartupError(sys_error("listen", path));
 }
 
 void ListenSocket::open_tcp(const ListenOptions& options) {

@@ -41,6 +41,8 @@ public:
 
 private:
   void open_unix(const ListenOptions& options);
+  void bind_in_place(const ListenOptions& options, uid_t uid, gid_t gid);
+  void bind_and_rename(const ListenOptions& options, uid_t uid, gid_t gid);
   void open_tcp(const ListenOptions& options);
   void take_inherited();
 

@@ -13,6 +13,7 @@
 #include "fcgi_host/sys_error.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/log.hpp"
+#include "process_manager/proc_children.hpp"
 
 #include <algorithm>
 #include <sys/socket.h>
@@ -28,12 +29,15 @@ constexpr int kMaxPerCall = 16;                 // connections answered per read
 constexpr std::size_t kMaxRequestBytes = 32768; // a status request is a few hundred bytes
 
 // Control requests change what the master runs: only its own user (or root) may send them, and
-// only over the Unix socket, whose peer the kernel names.
+// only over the Unix socket, whose peer the kernel names; never a process of the master's own
+// tree (its workers, their children), which shares its user when the master is not root (a
+// container's one uid): a worker never steers its master.
 bool peer_is_owner(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  return cred.uid == 0 || cred.uid == geteuid();
+  if (cred.uid != 0 && cred.uid != geteuid()) return false;
+  return cred.pid <= 0 || !process_manager::descends_from(cred.pid, ::getpid());
 }
 
 constexpr std::string_view kControlPrefix = "/control/";
@@ -44,7 +48,7 @@ EndpointReply StatusServer::answer(const StatusRequest& q) const {
   if (q.path.starts_with(kControlPrefix)) {
     if (!q.owner)
       return plain_reply(403, "control requests are taken from the master's user over its Unix "
-                              "status socket only\n");
+                              "status socket only, never from its workers\n");
     if (q.method != "POST") return plain_reply(405, "control requests are POSTs\n");
     if (!control_) return plain_reply(404, "no control here\n");
     return control_(q.path.substr(kControlPrefix.size()), q.query);

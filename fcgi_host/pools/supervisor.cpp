@@ -111,6 +111,8 @@ public:
     // A pool's new master after its own USR2 is its old master's child: when that one exits,
     // it becomes ours (and is adopted, on_exit()), not init's.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    // Not root: the pools' workers share its user; they may not read its memory.
+    process_manager::hide_from_own_user();
     start_pools(plans, handover);
     if (!systemd_address_.empty() &&
         std::none_of(pools_.begin(), pools_.end(),

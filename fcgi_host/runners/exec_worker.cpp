@@ -2,8 +2,8 @@
 
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/runners/script_relay.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/sys_error.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
 #include "process_manager/argv.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"

@@ -19,8 +19,8 @@
 // USR1 (libfcgi takes it as a stop).
 #include "fcgi_host/config/limits.hpp"
 #include "fcgi_host/runners/script_gate.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "process_manager/worker_context.hpp"
 
 #include <chrono>

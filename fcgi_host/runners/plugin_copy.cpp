@@ -1,8 +1,10 @@
 #include "fcgi_host/runners/plugin_copy.hpp"
 
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/path_checks.hpp"
 
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <dirent.h>
@@ -31,15 +33,20 @@ FileIdentity identity(const struct stat& st) {
   return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
 }
 
-// Copies what `from` holds into `to`; false with errno on a failed read or write.
+// Copies what `from` holds into `to`, at most kMaxPluginBytes (a file that grows past it while
+// it is read is refused); false with `why` on a failed read or write.
 bool copy_bytes(int from, int to, const std::string& from_name, const std::string& to_name,
                 std::string& why) {
   char buffer[64 * 1024];
-  for (;;) {
+  for (off_t total = 0;;) {
     ssize_t n = ::read(from, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return why = sys_error("read", from_name), false;
     if (n == 0) return true;
+    if ((total += n) > kMaxPluginBytes)
+      return why = "\"" + from_name + "\" grew past " + std::to_string(kMaxPluginBytes >> 20) +
+                   " MiB while it was copied",
+             false;
     for (ssize_t done = 0; done < n;) {
       ssize_t w = ::write(to, buffer + done, static_cast<std::size_t>(n - done));
       if (w < 0 && errno == EINTR) continue;
@@ -68,6 +75,14 @@ pid_t owner_in_name(const std::string& name) {
   if (i == prefix.size() || i >= name.size() || name[i] != '.' || name.size() - i - 1 != 6)
     return 0;
   return pid;
+}
+
+// Whether the mode of `st` lets a process of `uid` and `gid` read it (its supplementary groups
+// aside: a file readable only through one of them is refused, never shown).
+bool mode_lets_read(const struct stat& st, uid_t uid, gid_t gid) {
+  if (st.st_uid == uid) return (st.st_mode & S_IRUSR) != 0;
+  if (st.st_gid == gid) return (st.st_mode & S_IRGRP) != 0;
+  return (st.st_mode & S_IROTH) != 0;
 }
 
 bool runs(pid_t pid) {
@@ -120,10 +135,15 @@ int sweep_dead_plugin_directories(const std::string& root) {
   return removed;
 }
 
-PluginDirectory::PluginDirectory(gid_t workers_gid, const std::string& root)
-    : gid_(workers_gid), root_(root), owner_(::getpid()) {
+PluginDirectory::PluginDirectory(gid_t workers_gid, const std::string& root, uid_t workers_uid)
+    : gid_(workers_gid), uid_(workers_uid), root_(root), owner_(::getpid()) {
+  const std::string where = root_or_tmp(root);
+  // Checked as a log's directory: nobody but root and this user may rename entries in it.
+  if (std::string why = process_manager::unsafe_directory_of(where + "/"); !why.empty())
+    throw StartupError("the plugin copies' directory " + where +
+                       (root.empty() ? " ($TMPDIR or /tmp)" : "") + " refused: " + why);
   sweep_dead_plugin_directories(root);
-  std::string pattern = root_or_tmp(root) + "/" + kPrefix + std::to_string(owner_) + ".XXXXXX";
+  std::string pattern = where + "/" + kPrefix + std::to_string(owner_) + ".XXXXXX";
   if (!::mkdtemp(pattern.data())) throw StartupError(sys_error("mkdtemp", pattern));
   path_ = pattern;
   // 0710 root:workers: a worker opens the name it is given; nobody else may look in.
@@ -155,13 +175,37 @@ FileIdentity identity_of(const std::string& path) {
   return identity(st);
 }
 
+std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid) {
+  if (std::string why = process_manager::unsafe_config_file(st); !why.empty()) return why;
+  if (st.st_size > kMaxPluginBytes)
+    return "larger than " + std::to_string(kMaxPluginBytes >> 20) + " MiB (" +
+           std::to_string(st.st_size) + " bytes)";
+  if (workers_uid != static_cast<uid_t>(-1) && workers_uid != 0 &&
+      !mode_lets_read(st, workers_uid, workers_gid))
+    return "not readable by the workers' user (uid " + std::to_string(workers_uid) + ", mode " +
+           std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+           std::to_string(st.st_mode & 7) + ")";
+  return "";
+}
+
 PluginCopy::PluginCopy(std::shared_ptr<PluginDirectory> dir, const std::string& source)
     : dir_(std::move(dir)), source_(source), owner_(::getpid()) {
-  Fd from{::open(source.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (from.fd < 0) throw StartupError(sys_error("open", source));
+  // The name resolved first (a link of the operator's own, libx.so -> libx.so.1), then opened
+  // without following a link and without blocking: a FIFO or a device is refused by its fstat.
+  char resolved[PATH_MAX];
+  if (!::realpath(source.c_str(), resolved)) throw StartupError(sys_error("realpath", source));
+  auto refuse = [&](const std::string& why) {
+    return StartupError("plugin \"" + source + "\"" +
+                        (source == resolved ? "" : " (\"" + std::string(resolved) + "\")") +
+                        " refused: " + why);
+  };
+  Fd from{::open(resolved, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)};
+  if (from.fd < 0) throw StartupError(sys_error("open", resolved));
   struct stat st {};
-  if (::fstat(from.fd, &st) != 0) throw StartupError(sys_error("fstat", source));
-  if (!S_ISREG(st.st_mode)) throw StartupError("\"" + source + "\" is not a regular file");
+  if (::fstat(from.fd, &st) != 0) throw StartupError(sys_error("fstat", resolved));
+  if (std::string why = unsafe_plugin_source(st, dir_->workers_uid(), dir_->workers_gid());
+      !why.empty())
+    throw refuse(why);
   copied_ = identity(st);
   path_ = dir_->next_name(source);
   // A fresh file, never one planted under the name: O_EXCL, and no symlink followed.

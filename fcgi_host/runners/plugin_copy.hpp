@@ -1,9 +1,10 @@
 #pragma once
 // The private copy of a plugin file that one generation's workers load. The master copies the
 // bytes (it reads them, it never maps them) into a directory of its own, readable by the
-// workers' group only: a worker respawned for an old generation loads the code its generation
-// started with, and a `cp` over the operator's file changes no page any process runs. The copy
-// is removed when the last generation that names it is gone.
+// workers' group only (and only once the source passed its checks, below): a worker respawned for
+// an old generation loads the code its generation started with, and a `cp` over the operator's file
+// changes no page any process runs. The copy is removed when the last generation that names it is
+// gone.
 #include <memory>
 #include <string>
 #include <sys/stat.h>
@@ -13,20 +14,25 @@ namespace fcgi_host {
 
 // A directory made with mkdtemp() under $TMPDIR (or /tmp), named after the master that owns it
 // ("fcgi-host-plugins.<pid>.XXXXXX"): mode 0710, its group the workers' (they may open a file
-// they are told the name of, not list or change it). Removed with what is left in it by the
-// process that made it; one left by a master that was killed is removed by the next master
-// that makes one in the same place (sweep_dead_plugin_directories).
+// they are told the name of, not list or change it). Where it is made is checked as a log's
+// directory is (process_manager/path_checks.hpp): a $TMPDIR another user could write (without
+// the sticky bit) is refused, since that user could swap the directory under the master. Removed
+// with what is left in it by the process that made it; one left by a master that was killed is
+// removed by the next master that makes one in the same place (sweep_dead_plugin_directories).
 class PluginDirectory {
 public:
   // Throws StartupError naming the call. `workers_gid`: -1 for the master's own group.
-  // `root`: where to make it; "" for $TMPDIR or /tmp.
-  explicit PluginDirectory(gid_t workers_gid, const std::string& root = "");
+  // `root`: where to make it; "" for $TMPDIR or /tmp. `workers_uid`: the workers' user when
+  // it is not the master's (-1 otherwise), whom a copy may never show more than they can read.
+  explicit PluginDirectory(gid_t workers_gid, const std::string& root = "",
+                           uid_t workers_uid = static_cast<uid_t>(-1));
   ~PluginDirectory();
   PluginDirectory(const PluginDirectory&) = delete;
   PluginDirectory& operator=(const PluginDirectory&) = delete;
 
   const std::string& path() const { return path_; }
   gid_t workers_gid() const { return gid_; }
+  uid_t workers_uid() const { return uid_; }
   const std::string& root() const { return root_; }
   // A fresh name in it for a copy of `source` ("3-libtodo.so").
   std::string next_name(const std::string& source);
@@ -34,6 +40,7 @@ public:
 private:
   std::string path_;
   gid_t gid_;
+  uid_t uid_;
   std::string root_;
   pid_t owner_;
   unsigned copies_ = 0;
@@ -62,10 +69,25 @@ struct FileIdentity {
 // The identity of `path` now; nullopt-like: dev 0 and ino 0 when it cannot be stat()ed.
 FileIdentity identity_of(const std::string& path);
 
+// The largest plugin file copied: a shared library is megabytes; a bigger file (a sparse one
+// made to fill the copy directory) is refused before a byte is read.
+constexpr off_t kMaxPluginBytes = off_t{256} << 20;
+
+// "" when `st` (the open plugin source's fstat) may be copied for workers of `workers_uid` and
+// `workers_gid` (-1: the master's own): a regular file of at most kMaxPluginBytes, owned by root
+// or the master's user and writable by nobody else (a config file's rule: the master hands its
+// code to the workers), and, for workers of another user, readable by them by its mode (the
+// master never shows them a file they could not read: a symlink to /etc/shadow). Else why.
+std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid);
+
 class PluginCopy {
 public:
-  // Copies `source` (a regular file; its symlinks followed, as dlopen() would) into `dir`.
-  // Throws StartupError naming the file and the call.
+  // Copies `source` into `dir`. The source is resolved (realpath: a libx.so -> libx.so.1 link
+  // works) and the file it names opened with O_NOFOLLOW | O_NONBLOCK (a FIFO never blocks the
+  // master, a link swapped in meanwhile is not followed), checked with fstat before a byte is
+  // read (unsafe_plugin_source), copied into a fresh file of mode 0400 that goes to the
+  // workers' group only after the check and the copy passed. Throws StartupError naming the
+  // file and why, in one line.
   PluginCopy(std::shared_ptr<PluginDirectory> dir, const std::string& source);
   ~PluginCopy(); // unlinks the copy (in the process that made it)
   PluginCopy(const PluginCopy&) = delete;

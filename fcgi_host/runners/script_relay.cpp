@@ -7,10 +7,10 @@
 #include "fcgi_host/protocol/request_decoder.hpp"
 #include "fcgi_host/protocol/stdin_stream.hpp"
 #include "fcgi_host/runners/script_gate.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/connection_policy.hpp" // kDrainNs
 #include "fcgi_host/worker/handed_logs.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker_signals.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"

@@ -1,10 +1,10 @@
 // The worker process's entry point: privileges, environment, the handler's life, the loop.
 #include "fcgi_host/worker/worker.hpp"
 
+#include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/worker/large_buffers.hpp"
 #include "fcgi_host/worker/output_capture.hpp"
 #include "fcgi_host/worker/ready_check.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"

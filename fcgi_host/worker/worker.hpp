@@ -6,11 +6,11 @@
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/protocol/record_guard.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/crash_capture.hpp"
 #include "fcgi_host/worker/handler_factory.hpp"
 #include "fcgi_host/worker/handoff.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
-#include "fcgi_host/worker/sandbox_settings.hpp"
 #include "process_manager/worker_context.hpp"
 
 #include <functional>
@@ -59,7 +59,7 @@ struct WorkerSettings {
   ObservabilitySettings observe; // metrics, status and ping paths, slow log
   AdmissionSettings admission;   // --max-queue-time shedding
   CaptureSettings capture;       // --capture-crashes (off: capture.dir empty)
-  SandboxSettings sandbox;       // --sandbox, --private-tmp (worker/sandbox.hpp)
+  SandboxSettings sandbox;       // --sandbox, --private-tmp (sandbox/sandbox.hpp)
   int output_fd = -1;            // where stdout and stderr go (OutputCapture), -1: inherited
 };
 

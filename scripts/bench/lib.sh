@@ -141,8 +141,9 @@ cleanup() {
   if ((KEEP_TMP)); then note "temp dir kept: $T"; else rm -rf "$T"; fi
 }
 
-# unix_listening PATH: a socket is at PATH and listening. fcgi-host binds its socket as
-# DIR/.NAME-XXXXXX/s and renames it to PATH, so ss shows that first name.
+# unix_listening PATH: a socket is at PATH and listening. fcgi-host binds its socket at PATH
+# in a directory nobody else writes; in a shared one (a sticky /tmp) as DIR/.NAME-XXXXXX/s,
+# renamed to PATH, so ss shows that first name: both are looked for.
 unix_listening() {
   [[ -S $1 ]] || return 1
   ss -Hlx | awk -v p="$1" -v d="$(dirname "$1")/.$(basename "$1")-" '

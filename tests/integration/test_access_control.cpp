@@ -55,8 +55,9 @@ std::string unix_socket_inode(const std::string& path) {
     std::string num, refs, proto, flags, type, state, inode, p;
     fields >> num >> refs >> proto >> flags >> type >> state >> inode >> p;
     if ((std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) == 0) continue;
-    // Bound in a private directory beside the path, then renamed there (listen_socket.cpp):
-    // the kernel keeps the name bind() was given, "DIR/.NAME-XXXXXX/s".
+    // Bound at the path in a directory nobody else writes; in a shared one, in a private
+    // directory beside it, then renamed there (listen_socket.cpp): the kernel keeps the name
+    // bind() was given, "DIR/.NAME-XXXXXX/s".
     const std::size_t slash = path.find_last_of('/');
     const std::string bound_prefix = path.substr(0, slash) + "/." + path.substr(slash + 1) + "-";
     if (p == path || (p.starts_with(bound_prefix) && p.ends_with("/s"))) return inode;

@@ -157,7 +157,7 @@ TEST_SUITE("config checks") {
 
   TEST_CASE("--exec: the start line names the program and its arguments") {
     const std::string program = it::workers_fixture(FCGI_TEST_LIBFCGI_ECHO);
-    it::HostProcess host({"--workers", "1", "--exec", program, "-x", "--listen"});
+    it::HostProcess host({"--workers", "1", "--exec", program, "--", "-x", "--listen"});
     REQUIRE(it::wait_for([&] { return host.log().find("listening on") != std::string::npos; },
                          Millis{5000}));
     std::string line = it::lines_with(host.log(), "listening on").front();

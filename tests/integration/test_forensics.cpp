@@ -120,6 +120,24 @@ TEST_SUITE("forensics") {
     CHECK(has(block, "request id it-abort-1"));
   }
 
+  TEST_CASE("a crash of GET /crash/segv?password=…&api_token=…: the block shows the query's "
+            "secrets redacted as captures do, with --threads 1 and 2") {
+    for (const char* threads : {"1", "2"}) {
+      INFO("--threads " << threads);
+      HostProcess host({"--app", kCrashPlugin, "--workers", "1", "--threads", threads});
+      REQUIRE(host.wait_workers(1).size() == 1);
+      CHECK_FALSE(
+          send_with_id(host, "/crash/segv?page=2&password=hunter2&api_token=s3cr3t", "it-redact")
+              .ended);
+      REQUIRE(host.wait_log("crash_in_named_function", Millis{5000}));
+      std::string block = crash_block(host.log(), SIGSEGV);
+      INFO("block:\n" << block);
+      CHECK(has(block, "\"GET /crash/segv?page=2&password=xxxxxxx&api_token=xxxxxx\""));
+      CHECK_FALSE(has(host.log(), "hunter2"));
+      CHECK_FALSE(has(host.log(), "s3cr3t"));
+    }
+  }
+
   TEST_CASE("with --metrics off the block still names the request") {
     HostProcess host({"--app", kCrashPlugin, "--workers", "1", "--metrics", "off"});
     REQUIRE(host.wait_workers(1).size() == 1);

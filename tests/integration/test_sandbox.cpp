@@ -67,6 +67,67 @@ TEST_SUITE("sandbox") {
     CHECK(get(host, "/mount") == "refused EPERM\n");
   }
 
+  TEST_CASE("--sandbox on, workers of the master's own user: a SIGHUP, a prlimit and a "
+            "setpriority on the master are refused, without the sandbox the last two pass") {
+    {
+      HostProcess open({"--app", kSandboxPlugin, "--workers", "1", "--user", "root"});
+      CHECK(get(open, "/prlimit-master") == "ok prlimit\n");
+      CHECK(get(open, "/renice-master") == "ok renice\n");
+    }
+    HostProcess host(HostOptions{sandboxed({}), {}, it::Listen::UnixSocket, true, true});
+    CHECK(get(host, "/prlimit-master") == "refused EPERM\n");
+    CHECK(get(host, "/renice-master") == "refused EPERM\n");
+    const bool scoped = has(host.status_json(), "abstract sockets scoped");
+    if (!scoped) return test_support::skip("Landlock before ABI 6: signals are not scoped here");
+    CHECK(get(host, "/hup-master") == "refused EPERM\n");
+    CHECK(host.wait_master_turn());
+    CHECK_FALSE(has(host.log(), "HUP:"));
+  }
+
+  TEST_CASE("--sandbox on: a chmod of the handler's own file outside the write list, an inotify "
+            "watch of /etc, memfd_create, and a TCP connection to a port not listed are refused, "
+            "a listed port connects") {
+    it::TempDir data;
+    const std::string own = data.write("own.txt", "the handler's own file\n");
+    data.write("writable/.keep", "");
+    // The listed port: the host's own (a worker connecting there is taken into the backlog).
+    // The other, its neighbour: Landlock refuses it before any listener is looked for.
+    const int port = it::free_tcp_port();
+    const std::string listed = std::to_string(port);
+    const std::string unlisted = std::to_string(port < 65535 ? port + 1 : port - 1);
+    HostOptions o{sandboxed({"--sandbox-write", data.file("writable"), "--sandbox-connect",
+                             "localhost:" + listed, "--listen", "127.0.0.1:" + listed}),
+                  {},
+                  it::Listen::AsGiven,
+                  true,
+                  true};
+    HostProcess host(o);
+    CHECK(get(host, "/chmod?path=" + own) == "refused EPERM\n");
+    CHECK(get(host, "/chmod?path=" + data.file("writable/.keep")) == "refused EPERM\n");
+    struct stat st {};
+    REQUIRE(::stat(own.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) != 0666);
+    CHECK(get(host, "/watch?path=/etc") == "refused EPERM\n");
+    CHECK(get(host, "/memfd") == "refused EPERM\n");
+    if (!has(host.status_json(), "TCP connect to port " + listed)) {
+      return test_support::skip("Landlock before ABI 4: TCP is not restricted here");
+    }
+    CHECK(get(host, "/connect?port=" + unlisted) == "refused EACCES\n");
+    CHECK(get(host, "/connect?port=" + listed) == "ok connected\n");
+  }
+
+  TEST_CASE("without --sandbox the same chmod, watch and memfd pass, and the connection reaches "
+            "the port (the control)") {
+    it::TempDir data;
+    const std::string own = data.write("own.txt", "x\n");
+    HostProcess host({"--app", kSandboxPlugin, "--workers", "1", "--user", "root"});
+    CHECK(get(host, "/chmod?path=" + own) == "ok chmod\n");
+    CHECK(get(host, "/watch?path=/etc") == "ok watching\n");
+    CHECK(get(host, "/memfd") == "ok memfd\n");
+    CHECK(get(host, "/connect?port=" + std::to_string(it::free_tcp_port())) ==
+          "refused ECONNREFUSED\n");
+  }
+
   TEST_CASE("--sandbox-exec on: the handler may run /bin/true") {
     HostProcess host(sandboxed({"--sandbox-exec", "on"}));
     CHECK(get(host, "/exec") == "ok exit 0\n");
@@ -140,23 +201,36 @@ TEST_SUITE("sandbox") {
     o.wait_ready = false;
     it::RunResult r = it::run_host(o);
     CHECK(r.status == 0);
-    CHECK(has(r.output, "sandbox best-effort: landlock unavailable, seccomp deny-list"));
+    CHECK(has(r.output, "sandbox best-effort: landlock unavailable, signals and abstract sockets "
+                        "not scoped (Landlock ABI < 6), seccomp deny-list"));
   }
 
-  TEST_CASE("--test-config shows each pool's sandbox") {
+  TEST_CASE("--test-config shows each pool's sandbox, and each pool's start says the same in "
+            "one line") {
     HostOptions o;
     o.args = {"--config", "{dir}/host.conf", "--test-config"};
     o.listen = it::Listen::AsGiven; // each pool its own socket
     o.files = {{"host.conf", "[a]\nlisten = {dir}/a.sock\napp = hello\nsandbox = on\n"
-                             "sandbox-read = /etc/hostname\n[b]\nlisten = {dir}/b.sock\n"
-                             "app = hello\n"}};
+                             "sandbox-read = /etc/hostname\nsandbox-connect = db:5432\n"
+                             "[b]\nlisten = {dir}/b.sock\napp = hello\n"}};
     o.wait_ready = false;
     it::RunResult r = it::run_host(o);
     INFO(r.output);
     CHECK(r.status == 0);
     CHECK(has(r.output, "fcgi-host: pool a: sandbox on: landlock ABI "));
-    CHECK(has(r.output, "read 1, write 0 paths"));
+    CHECK(has(r.output, "read 1, write 0 paths; TCP "));
     CHECK(has(r.output, "fcgi-host: pool b: sandbox off\n"));
+    const std::size_t at = r.output.find("pool a: sandbox ") + 7;
+    const std::string pool_a = r.output.substr(at, r.output.find('\n', at) - at);
+
+    o.args = {"--config", "{dir}/host.conf"};
+    o.wait_ready = false;
+    HostProcess host(o);
+    REQUIRE_MESSAGE(host.wait_log(R"(\[a\].*sandbox on: landlock)", Millis{10000}), host.log());
+    REQUIRE(host.wait_log(R"(\[b\].*sandbox off)", Millis{10000}));
+    const std::vector<std::string> a = it::lines_with(host.log(), pool_a);
+    CHECK_MESSAGE(a.size() == 1, host.log());
+    CHECK(it::lines_with(host.log(), "sandbox off").size() == 1);
   }
 
   TEST_CASE("best-effort without Landlock serves, and says once what it could not apply") {

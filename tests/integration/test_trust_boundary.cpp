@@ -12,6 +12,8 @@
 #include <csignal>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <set>
+#include <sstream>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -278,8 +280,8 @@ TEST_SUITE("trust boundary") {
     CHECK_MESSAGE(has(open_dir.output, "is writable by others (mode 0777)"), open_dir.output);
   }
 
-  TEST_CASE("workers as root and the echo app in a config file are said at warn level at every "
-            "start") {
+  TEST_CASE("workers as root (user or group) and the echo app in a config file are said at warn "
+            "level at every start") {
     const bool root = ::geteuid() == 0;
     HostProcess host(it::HostOptions{
         .args = {"--config", "{dir}/host.conf"},
@@ -292,6 +294,13 @@ TEST_SUITE("trust boundary") {
         it::run_binary("--config " + host.dir().file("host.conf") + " --test-config");
     CHECK(check.status == 0);
     CHECK(has(check.output, "fcgi-host: warning: app echo is the built-in test app"));
+    if (root) {
+      // --group root is root's files by their group's bits: said as --user root is.
+      it::Command group = it::run_binary("--app hello --user nobody --group root --test-config");
+      CHECK(group.status == 0);
+      CHECK_MESSAGE(has(group.output, "fcgi-host: warning: workers run with group root"),
+                    group.output);
+    }
     // On the command line it is a trial, not a deployment: nothing said.
     it::Command trial = it::run_binary("--app echo --test-config");
     CHECK(trial.status == 0);
@@ -344,6 +353,35 @@ TEST_SUITE("trust boundary") {
       CHECK(st.st_uid == 0);
       CHECK((st.st_mode & 0777) == 0640);
     }
+  }
+
+  TEST_CASE("a Unix socket keeps its name where nobody else writes its directory, in a shared "
+            "sticky one it is bound beside it and renamed") {
+    // The names /proc/net/unix (and so `ss -lx`) shows for listening sockets.
+    auto names_in_proc = [] {
+      std::set<std::string> names;
+      std::istringstream in(it::read_file("/proc/net/unix"));
+      for (std::string line; std::getline(in, line);)
+        if (std::size_t at = line.rfind(' '); at != std::string::npos && line[at + 1] == '/')
+          names.insert(line.substr(at + 1));
+      return names;
+    };
+    {
+      HostProcess own({"--app", "hello", "--workers", "1"}); // its temp directory: 0700
+      const std::string path = own.address().substr(5);
+      CHECK(names_in_proc().count(path) == 1);
+    }
+    it::TempDir shared;
+    REQUIRE(::chmod(shared.path().c_str(), 01777) == 0);
+    const std::string path = shared.file("app.sock");
+    HostProcess host(HostOptions{
+        {"--app", "hello", "--workers", "1", "--listen", "unix:" + path}, {}, it::Listen::AsGiven});
+    CHECK(host.connect().request("GET", "/").status == 200);
+    const std::set<std::string> names = names_in_proc();
+    CHECK(names.count(path) == 0);
+    CHECK(std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+      return n.starts_with(shared.file(".app.sock-")) && n.ends_with("/s");
+    }));
   }
 
   TEST_CASE("the master's Unix status socket is owner-only") {

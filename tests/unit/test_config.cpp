@@ -196,6 +196,16 @@ TEST_CASE("--exec: every word after the program is the program's") {
   CHECK(c.workers == 2);
   Config dashed = parse({"--exec", "/bin/sh", "--", "-c", "true"});
   CHECK(dashed.exec == std::vector<std::string>{"/bin/sh", "-c", "true"});
+  // A host option after the program would be the program's, and the host would run without
+  // it: refused, unless `--` says the words are the program's.
+  CHECK(error_of({"--exec", "/usr/bin/php-cgi", "--sandbox", "on"})
+            .starts_with("'--sandbox' after --exec /usr/bin/php-cgi is an option of fcgi-host"));
+  CHECK(error_of({"--exec", "php-cgi", "-d", "x=1", "--workers=3"})
+            .starts_with("'--workers=3' after --exec php-cgi"));
+  Config passed = parse({"--exec", "/bin/prog", "--", "--sandbox", "on", "--not-ours"});
+  CHECK(passed.exec == std::vector<std::string>{"/bin/prog", "--sandbox", "on", "--not-ours"});
+  CHECK(passed.sandbox == "off");
+  CHECK(parse({"--exec", "/bin/prog", "--verbose"}).exec.size() == 2); // not a host option
   Config file_words = parse({"--exec=/bin/sh"});
   CHECK(file_words.exec == std::vector<std::string>{"/bin/sh"});
   CHECK(error_of({"--status-path", "/s", "--exec", "/bin/true"}).starts_with("--status-path: "));
@@ -274,7 +284,7 @@ TEST_CASE("settings: --handoff-after nudges only with a channel, --exec takes li
   CHECK(own.retire_signal == SIGQUIT);
   CHECK(own.boot_window.count() == 0); // the worker says it is ready
   process_manager::PoolSettings exec =
-      fcgi_host::pool_settings(parse({"--exec", "/bin/true", "--handoff-after", "0.3"}), false);
+      fcgi_host::pool_settings(parse({"--handoff-after", "0.3", "--exec", "/bin/true"}), false);
   CHECK(exec.retire_signal == SIGTERM);
   CHECK(exec.reopen_logs_signal == 0);
   CHECK(exec.resend_stop_every.count() == 500);

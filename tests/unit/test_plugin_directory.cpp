@@ -1,13 +1,20 @@
 // The plugin directories of masters that are gone are swept by the next master; nothing else is.
+// A directory is made only where nobody else can swap it; a source is copied only when it is a
+// regular file of a sane size, the master's or root's, that the workers could read themselves.
 #include "fcgi_host/runners/plugin_copy.hpp"
 #include "support/files.hpp"
+
+#include "fcgi_host/net/listen_socket.hpp" // StartupError
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,4 +92,72 @@ TEST_CASE("plugin directory sweep: a symlink, another user's directory, a locked
   CHECK(fcgi_host::sweep_dead_plugin_directories(root.path()) == 1);
   CHECK_FALSE(fs::exists(locked));
   CHECK(fs::is_symlink(link));
+}
+
+TEST_CASE("plugin directory: a root another user could swap it in is refused, a sticky one is "
+          "not") {
+  TempDir root;
+  ::chmod(root.path.c_str(), 0777);
+  CHECK_THROWS_WITH_AS(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path.string()),
+                       doctest::Contains("writable by others"), fcgi_host::StartupError);
+  ::chmod(root.path.c_str(), 01777);
+  CHECK_NOTHROW(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path.string()));
+}
+
+TEST_CASE("plugin copy: a FIFO, a 300 MB sparse file and a file the workers cannot read are "
+          "refused before a byte is read, a link to a readable file is copied") {
+  TempDir root;
+  auto dir = std::make_shared<fcgi_host::PluginDirectory>(static_cast<gid_t>(-1),
+                                                          root.path.string(), 65534);
+  auto refused = [&](const fs::path& source) {
+    try {
+      fcgi_host::PluginCopy copy(dir, source.string());
+    } catch (const fcgi_host::StartupError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto copies = [&] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir->path()))
+      ++n;
+    return n;
+  };
+
+  // A FIFO nobody writes: the open returns at once (O_NONBLOCK), fstat refuses it.
+  const fs::path fifo = root.path / "fifo.so";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(refused(fifo).find("not a regular file") != std::string::npos);
+
+  // 300 MB of holes: refused by its size, nothing written.
+  const fs::path sparse = root.path / "sparse.so";
+  std::ofstream(sparse).close();
+  REQUIRE(::truncate(sparse.c_str(), off_t{300} << 20) == 0);
+  CHECK(refused(sparse).find("larger than 256 MiB") != std::string::npos);
+
+  // A file of mode 0600 behind a link: the workers' user (65534) could not read it.
+  const fs::path secret = root.path / "secret";
+  std::ofstream(secret) << "root only";
+  REQUIRE(::chmod(secret.c_str(), 0600) == 0);
+  const fs::path link = root.path / "libsecret.so";
+  fs::create_symlink(secret, link);
+  if (::geteuid() != 65534)
+    CHECK(refused(link).find("not readable by the workers' user") != std::string::npos);
+  CHECK(copies() == 0);
+
+  // The same file readable by everyone, behind the same link (libx.so -> libx.so.1): copied.
+  REQUIRE(::chmod(secret.c_str(), 0644) == 0);
+  {
+    fcgi_host::PluginCopy copy(dir, link.string());
+    CHECK(copies() == 1);
+    std::ifstream in(copy.path());
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(bytes == "root only");
+    CHECK_FALSE(copy.source_changed());
+  }
+
+  // Writable by others: the master would hand on code anyone can change.
+  REQUIRE(::chmod(secret.c_str(), 0646) == 0);
+  CHECK(refused(secret).find("writable by others") != std::string::npos);
+  CHECK(copies() == 0);
 }

@@ -4,9 +4,9 @@
 #include "fcgi_host/cli/config.hpp"
 #include "fcgi_host/cli/settings_from_config.hpp"
 #include "fcgi_host/cli/start_checks.hpp"
-#include "fcgi_host/worker/sandbox.hpp"
-#include "fcgi_host/worker/sandbox_landlock.hpp"
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,6 +17,7 @@
 #include <linux/seccomp.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <vector>
 
@@ -71,13 +72,15 @@ struct FilterVerdict {
   std::uint32_t action = 0;
   int steps = 0;
 };
-FilterVerdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0) {
+FilterVerdict run_filter(const std::vector<unsigned char>& bpf, int nr, std::uint64_t arg0 = 0,
+                         std::uint64_t arg1 = 0) {
   std::vector<sock_filter> prog(bpf.size() / sizeof(sock_filter));
   std::memcpy(prog.data(), bpf.data(), prog.size() * sizeof(sock_filter));
   seccomp_data data{};
   data.nr = nr;
   data.arch = AUDIT_ARCH_X86_64;
   data.args[0] = arg0;
+  data.args[1] = arg1;
   std::uint32_t a = 0;
   FilterVerdict v;
   for (std::size_t pc = 0; pc < prog.size() && v.steps < 1000; ++v.steps) {
@@ -192,24 +195,57 @@ TEST_SUITE("sandbox") {
     CHECK(landlock_handled_access(1) == 0x1fffULL);
     CHECK(landlock_handled_access(2) == 0x3fffULL); // + refer
     CHECK(landlock_handled_access(3) == 0x7fffULL); // + truncate
-    CHECK(landlock_handled_access(4) == 0x7fffULL); // (network rights: not used)
+    CHECK(landlock_handled_access(4) == 0x7fffULL); // (network rights: landlock_handled_net)
     CHECK(landlock_handled_access(7) == 0xffffULL); // + ioctl on devices
+    CHECK(landlock_handled_net(3) == 0);
+    CHECK(landlock_handled_net(4) == 3); // bind and connect TCP
+    CHECK(landlock_scopes(5) == 0);
+    CHECK(landlock_scopes(6) == 3); // abstract Unix sockets and signals
   }
 
   TEST_CASE("seccomp_denials: the web handler's never-needed calls, exec unless allowed") {
     auto strict = seccomp_denials(false);
-    for (const char* call : {"ptrace",      "process_vm_readv", "process_vm_writev",
-                             "mount",       "umount2",          "pivot_root",
-                             "chroot",      "unshare",          "setns",
-                             "init_module", "finit_module",     "kexec_load",
-                             "bpf",         "perf_event_open",  "keyctl",
-                             "add_key",     "request_key",      "userfaultfd",
-                             "reboot",      "swapon",           "acct",
-                             "execve",      "execveat"})
+    for (const char* call : {"ptrace",
+                             "process_vm_readv",
+                             "process_vm_writev",
+                             "mount",
+                             "umount2",
+                             "pivot_root",
+                             "chroot",
+                             "unshare",
+                             "setns",
+                             "init_module",
+                             "finit_module",
+                             "kexec_load",
+                             "bpf",
+                             "perf_event_open",
+                             "keyctl",
+                             "add_key",
+                             "request_key",
+                             "userfaultfd",
+                             "reboot",
+                             "swapon",
+                             "acct",
+                             "execve",
+                             "execveat",
+                             "prlimit64",
+                             "setpriority",
+                             "chmod",
+                             "fchmod",
+                             "fchmodat",
+                             "fchmodat2",
+                             "fchownat",
+                             "utimensat",
+                             "setxattr",
+                             "fremovexattr",
+                             "inotify_add_watch",
+                             "memfd_create"})
       CHECK_MESSAGE(denies(strict, call), call);
     auto with_exec = seccomp_denials(true);
     CHECK_FALSE(denies(with_exec, "execve"));
     CHECK_FALSE(denies(with_exec, "execveat"));
+    CHECK_FALSE(denies(with_exec, "memfd_create"));
+    CHECK(denies(with_exec, "fchmod"));
     CHECK(denies(with_exec, "ptrace"));
     for (const char* call :
          {"read", "write", "sendto", "epoll_wait", "openat", "socket", "connect", "kill", "prctl"})
@@ -238,6 +274,17 @@ TEST_SUITE("sandbox") {
     CHECK(run_filter(bpf, SYS_clone3).action == (SECCOMP_RET_ERRNO | ENOSYS));
     CHECK(run_filter(bpf, SYS_clone, CLONE_NEWUSER).action == eperm);
     CHECK(run_filter(bpf, SYS_clone, CLONE_VM | CLONE_THREAD).action == SECCOMP_RET_ALLOW);
+    // Limits and priority: this process's (0) only; another pid, a group or a user refused.
+    CHECK(run_filter(bpf, SYS_prlimit64, 0).action == SECCOMP_RET_ALLOW);
+    CHECK(run_filter(bpf, SYS_prlimit64, 4242).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PROCESS, 0).action == SECCOMP_RET_ALLOW);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PROCESS, 4242).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_PGRP, 0).action == eperm);
+    CHECK(run_filter(bpf, SYS_setpriority, PRIO_USER, 0).action == eperm);
+    // Metadata and memfd, and fchmodat2 by its number (libseccomp 2.5 does not know its name).
+    for (int nr : {SYS_chmod, SYS_fchmod, SYS_fchownat, SYS_utimensat, SYS_fsetxattr,
+                   SYS_inotify_add_watch, SYS_memfd_create, 452})
+      CHECK_MESSAGE(run_filter(bpf, nr).action == eperm, "call " << nr);
     int most = 0;
     for (int nr : {SYS_read, SYS_write, SYS_sendto, SYS_recvfrom, SYS_epoll_wait, SYS_accept4,
                    SYS_openat, SYS_close, SYS_getppid}) {
@@ -271,6 +318,20 @@ TEST_SUITE("sandbox") {
     CHECK(sandbox_settings(parse({})).mode == SandboxMode::Off);
     Config php = parse({"--sandbox", "on", "--script-root", "/srv/site", "--exec", "php-cgi"});
     CHECK(sandbox_settings(php).read == std::vector<std::string>{"/srv/site"});
+
+    Config net = parse({"--sandbox", "on", "--sandbox-connect", "db.internal:5432",
+                        "--sandbox-connect", "[::1]:6379", "--sandbox-bind", "8125"});
+    CHECK(sandbox_settings(net).connect_ports == std::vector<std::uint16_t>{5432, 6379});
+    CHECK(sandbox_settings(net).bind_ports == std::vector<std::uint16_t>{8125});
+    CHECK(sandbox_settings(parse({"--sandbox", "on"})).connect_ports.empty());
+    CHECK(error_of({"--sandbox", "on", "--sandbox-connect", "db.internal"}) ==
+          "--sandbox-connect: 'db.internal' is not HOST:PORT");
+    CHECK(error_of({"--sandbox", "on", "--sandbox-connect", "db:70000"}) ==
+          "--sandbox-connect: '70000' is not a TCP port (1 to 65535)");
+    CHECK(error_of({"--sandbox", "on", "--sandbox-bind", "http"}) ==
+          "--sandbox-bind: 'http' is not a TCP port (1 to 65535)");
+    CHECK(error_of({"--sandbox-connect", "db:5432"}) ==
+          "--sandbox-connect: has no effect without --sandbox");
 
     CHECK(error_of({"--sandbox", "yes"}) ==
           "--sandbox: 'yes' is not one of on, off, best-effort, log");
@@ -307,7 +368,15 @@ TEST_SUITE("sandbox") {
     std::string on = describe_sandbox(s);
     CHECK(on.starts_with("on: landlock "));
     CHECK(on.find("seccomp deny-list (exec refused)") != std::string::npos);
-    CHECK(on.ends_with("private /tmp; read 1, write 0 paths"));
+    CHECK(on.find("private /tmp; read 1, write 0 paths; TCP ") != std::string::npos);
+    s.connect_ports = {5432};
+    const std::string tcp = describe_sandbox(s);
+    if (landlock_handled_net(landlock_abi()) != 0)
+      CHECK(tcp.ends_with("; TCP connect to port 5432, bind none"));
+    else
+      CHECK(tcp.ends_with("; TCP open (Landlock ABI < 4)"));
+    s.mode = SandboxMode::Log;
+    CHECK(describe_sandbox(s).find("(exec logged)") != std::string::npos);
   }
 
   TEST_CASE("start checks: the lists' paths exist, --script-root is a directory") {

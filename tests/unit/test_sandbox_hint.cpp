@@ -1,7 +1,7 @@
-// The boot-failure hint of a sandboxed worker (worker/sandbox_hint.cpp): it names the sandbox,
+// The boot-failure hint of a sandboxed worker (sandbox/sandbox_hint.cpp): it names the sandbox,
 // the path the failure names when it is outside --sandbox-write, and the option that opens it;
 // it stays out of failures that are not about files, and out of hosts without a sandbox.
-#include "fcgi_host/worker/sandbox_hint.hpp"
+#include "fcgi_host/sandbox/sandbox_hint.hpp"
 
 #include <doctest/doctest.h>
 

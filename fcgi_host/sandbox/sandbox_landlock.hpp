@@ -7,8 +7,9 @@
 // files a web handler reads (kSystemReads: TLS certificates, name resolution, time zones,
 // locales, random devices, /proc/self), --sandbox-read (read-only), --sandbox-write and the
 // host's own logs and capture directory (read and write). Nothing else, for any user id.
-#include "fcgi_host/worker/sandbox_settings.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,8 +51,26 @@ int landlock_abi();
 // a rule allows it.
 unsigned long long landlock_handled_access(int abi);
 
-// Makes the kernel enforce `rules` on this process (and what it execs) for good. Needs
-// no_new_privs first. "" when done, else the failed call and its object.
-std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi);
+// What ABI `abi` keeps inside the worker's domain (LANDLOCK_SCOPE_*, ABI 6): signals to a
+// process outside it (the master, the other workers: each worker is a domain of its own; its
+// own children are inside) and connections to abstract Unix sockets bound outside it. 0
+// before ABI 6. (The crash handler's SIGCHLD that wakes the master early is refused then: the
+// master sees the crash at its next tick.)
+unsigned long long landlock_scopes(int abi);
+
+// The TCP rights ABI `abi` handles (LANDLOCK_ACCESS_NET_BIND_TCP, CONNECT_TCP; ABI 4): what
+// the ruleset denies unless a port rule allows it. 0 before ABI 4: TCP stays open there.
+unsigned long long landlock_handled_net(int abi);
+
+// The TCP ports a worker may use: `connect` to, `bind` (the settings' lists).
+struct LandlockPorts {
+  std::vector<std::uint16_t> connect;
+  std::vector<std::uint16_t> bind;
+};
+
+// Makes the kernel enforce `rules` and `ports` on this process (and what it execs) for good.
+// Needs no_new_privs first. "" when done, else the failed call and its object.
+std::string apply_landlock(const std::vector<LandlockRule>& rules, const LandlockPorts& ports,
+                           int abi);
 
 } // namespace fcgi_host

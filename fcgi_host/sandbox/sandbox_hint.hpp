@@ -4,7 +4,7 @@
 // ("unable to open database file"), with no word of the sandbox. The master appends this to the
 // line (process_manager::Generation::explain_boot_failure), naming the sandbox, the path the
 // failure names when it is outside the lists, and the option that opens it.
-#include "fcgi_host/worker/sandbox_settings.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 
 #include <string>
 

@@ -12,7 +12,7 @@
 //
 // Fail closed: with SandboxMode::On a layer the kernel refuses stops the worker (a boot
 // failure); with BestEffort the worker goes on with what applied and says once what did not.
-#include "fcgi_host/worker/sandbox_settings.hpp"
+#include "fcgi_host/sandbox/sandbox_settings.hpp"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "fcgi_host/worker/sandbox_hint.hpp"
+#include "fcgi_host/sandbox/sandbox_hint.hpp"
 
 #include <string_view>
 #include <vector>

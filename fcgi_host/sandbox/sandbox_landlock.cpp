@@ -1,8 +1,9 @@
-#include "fcgi_host/worker/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
 
 #include "fcgi_host/sys_error.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -16,6 +17,34 @@ namespace {
 // Rights of later ABIs than the installed header knows.
 constexpr unsigned long long kTruncate = 1ULL << 14; // ABI 3
 constexpr unsigned long long kIoctlDev = 1ULL << 15; // ABI 5
+// ABI 6: what a domain's processes may not reach outside it (LANDLOCK_SCOPE_*).
+constexpr unsigned long long kScopeAbstractUnixSocket = 1ULL << 0;
+constexpr unsigned long long kScopeSignal = 1ULL << 1;
+
+// ABI 4: TCP rights, and the rule that grants them for one port.
+constexpr unsigned long long kBindTcp = 1ULL << 0;
+constexpr unsigned long long kConnectTcp = 1ULL << 1;
+constexpr int kRuleNetPort = 2; // LANDLOCK_RULE_NET_PORT
+struct [[gnu::packed]] NetPortAttr {
+  unsigned long long allowed_access;
+  unsigned long long port;
+};
+
+// struct landlock_ruleset_attr as ABI 6 has it (the installed header may stop at the files):
+// the kernel reads as many fields as the size passed says, so an older kernel gets only the
+// fields it knows.
+struct RulesetAttr {
+  unsigned long long handled_access_fs = 0;
+  unsigned long long handled_access_net = 0; // ABI 4
+  unsigned long long scoped = 0;             // ABI 6
+};
+
+// The size of RulesetAttr to pass to a kernel of ABI `abi`.
+std::size_t ruleset_attr_size(int abi) {
+  if (abi >= 6) return sizeof(RulesetAttr);
+  if (abi >= 4) return offsetof(RulesetAttr, scoped);
+  return offsetof(RulesetAttr, handled_access_net);
+}
 
 constexpr unsigned long long kRead = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
 constexpr unsigned long long kWrite =
@@ -115,6 +144,14 @@ int landlock_abi() {
   return abi;
 }
 
+unsigned long long landlock_handled_net(int abi) {
+  return abi >= 4 ? kBindTcp | kConnectTcp : 0;
+}
+
+unsigned long long landlock_scopes(int abi) {
+  return abi >= 6 ? kScopeSignal | kScopeAbstractUnixSocket : 0;
+}
+
 unsigned long long landlock_handled_access(int abi) {
   if (abi < 1) return 0;
   unsigned long long handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1; // ABI 1: bits 0..12
@@ -124,11 +161,15 @@ unsigned long long landlock_handled_access(int abi) {
   return handled;
 }
 
-std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi) {
+std::string apply_landlock(const std::vector<LandlockRule>& rules, const LandlockPorts& ports,
+                           int abi) {
   const unsigned long long handled = landlock_handled_access(abi);
-  landlock_ruleset_attr attr{};
+  RulesetAttr attr;
   attr.handled_access_fs = handled;
-  int ruleset = static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  attr.handled_access_net = landlock_handled_net(abi);
+  attr.scoped = landlock_scopes(abi);
+  int ruleset =
+      static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, ruleset_attr_size(abi), 0));
   if (ruleset < 0) return sys_error("landlock_create_ruleset", "sandbox");
   std::string error;
   for (const LandlockRule& r : rules) {
@@ -153,6 +194,17 @@ std::string apply_landlock(const std::vector<LandlockRule>& rules, int abi) {
       break;
     }
   }
+  // The TCP ports listed; every other bind and connect is refused (EACCES).
+  auto add_port = [&](std::uint16_t port, unsigned long long access, const char* what) {
+    if (!error.empty() || attr.handled_access_net == 0) return;
+    NetPortAttr rule{access, port};
+    if (::syscall(SYS_landlock_add_rule, ruleset, kRuleNetPort, &rule, 0) != 0)
+      error = sys_error("landlock_add_rule", std::string(what) + " port " + std::to_string(port));
+  };
+  for (std::uint16_t port : ports.connect)
+    add_port(port, kConnectTcp, "--sandbox-connect");
+  for (std::uint16_t port : ports.bind)
+    add_port(port, kBindTcp, "--sandbox-bind");
   if (error.empty() && ::syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
     error = sys_error("landlock_restrict_self", "sandbox");
   ::close(ruleset);

@@ -1,6 +1,7 @@
-#include "fcgi_host/worker/private_tmp.hpp"
+#include "fcgi_host/sandbox/private_tmp.hpp"
 
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/fork_clean.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -38,12 +39,12 @@ int make_private_tmp(std::string& error) {
     ::close(report[1]);
     return -1;
   }
-  pid_t child = ::fork();
-  if (child == 0) {
+  // The one fork of the house: no handler of the master runs in the child.
+  const pid_t child = process_manager::fork_clean([&](const sigset_t&) {
     ::close(report[0]);
     ::close(hold[1]);
     make_namespace(report[1], hold[0]);
-  }
+  });
   ::close(report[1]);
   ::close(hold[0]);
   int fd = -1;

@@ -1,8 +1,8 @@
-#include "fcgi_host/worker/sandbox.hpp"
+#include "fcgi_host/sandbox/sandbox.hpp"
 
+#include "fcgi_host/sandbox/sandbox_landlock.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 #include "fcgi_host/sys_error.hpp"
-#include "fcgi_host/worker/sandbox_landlock.hpp"
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
 
 #include <cerrno>
 #include <dirent.h>
@@ -50,6 +50,19 @@ int thread_count() {
     if (e->d_name[0] != '.') ++n;
   ::closedir(tasks);
   return n;
+}
+
+// What TCP the workers may use: "TCP connect to ports 5432, 6379, bind none", or open.
+std::string describe_network(const SandboxSettings& settings, int abi) {
+  if (landlock_handled_net(abi) == 0) return "TCP open (Landlock ABI < 4)";
+  auto ports = [](const std::vector<std::uint16_t>& list) {
+    if (list.empty()) return std::string("none");
+    std::string text = list.size() == 1 ? "port " : "ports ";
+    for (std::size_t i = 0; i < list.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(list[i]);
+    return text;
+  };
+  return "TCP connect to " + ports(settings.connect_ports) + ", bind " + ports(settings.bind_ports);
 }
 
 void note(std::string& list, const std::string& what) {
@@ -120,7 +133,8 @@ SandboxResult enter_sandbox(const SandboxSettings& settings,
          "on the first request");
   } else {
     auto rules = landlock_rules(settings, mapped_files(read_all("/proc/self/maps")), programs);
-    if (std::string why = apply_landlock(rules, abi); !why.empty()) fail(why);
+    LandlockPorts ports{settings.connect_ports, settings.bind_ports};
+    if (std::string why = apply_landlock(rules, ports, abi); !why.empty()) fail(why);
   }
   if (!result.error.empty()) return result;
   if (!has_seccomp()) {
@@ -140,6 +154,11 @@ std::string sandbox_unsupported(const SandboxSettings& settings) {
   if (settings.enabled() && landlock_abi() < 1)
     note(missing, "this kernel has no Landlock (landlock_create_ruleset: ABI 0)");
   if (settings.enabled() && !has_seccomp()) note(missing, "this kernel has no seccomp");
+  if (settings.enabled() && landlock_handled_net(landlock_abi()) == 0 &&
+      (!settings.connect_ports.empty() || !settings.bind_ports.empty()))
+    note(missing, "--sandbox-connect and --sandbox-bind need Landlock ABI 4 (Linux 6.7); this "
+                  "kernel has ABI " +
+                      std::to_string(landlock_abi()));
   if (settings.private_tmp && geteuid() != 0)
     note(missing, "--private-tmp needs fcgi-host started as root (it mounts the pool's /tmp)");
   return missing;
@@ -151,14 +170,17 @@ std::string describe_sandbox(const SandboxSettings& settings) {
   text += ": landlock ";
   int abi = landlock_abi();
   text += abi > 0 ? "ABI " + std::to_string(abi) : std::string("unavailable");
-  text += settings.mode == SandboxMode::Log ? ", seccomp deny-list logging only"
-                                            : ", seccomp deny-list";
-  text += settings.allow_exec ? " (exec allowed)" : " (exec refused)";
+  text += landlock_scopes(abi) != 0
+              ? ", signals and abstract sockets scoped"
+              : ", signals and abstract sockets not scoped (Landlock ABI < 6)";
+  const bool log_only = settings.mode == SandboxMode::Log;
+  text += log_only ? ", seccomp deny-list logging only" : ", seccomp deny-list";
+  text += settings.allow_exec ? " (exec allowed)" : log_only ? " (exec logged)" : " (exec refused)";
   text += ", no_new_privs, capabilities dropped";
   if (settings.private_tmp) text += ", private /tmp";
   text += "; read " + std::to_string(settings.read.size()) + ", write " +
           std::to_string(settings.write.size()) + " paths";
-  return text;
+  return text + "; " + describe_network(settings, abi);
 }
 
 } // namespace fcgi_host

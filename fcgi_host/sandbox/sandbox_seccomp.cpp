@@ -1,4 +1,4 @@
-#include "fcgi_host/worker/sandbox_seccomp.hpp"
+#include "fcgi_host/sandbox/sandbox_seccomp.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace fcgi_host {
@@ -36,7 +37,8 @@ Filter make_filter(const std::vector<SeccompDenial>& denials, bool log_only, std
   seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   for (const SeccompDenial& d : denials) {
     int nr = seccomp_syscall_resolve_name(std::string(d.name).c_str());
-    if (nr == __NR_SCMP_ERROR) continue; // not a call of this architecture
+    if (nr == __NR_SCMP_ERROR) nr = d.number;
+    if (nr < 0) continue; // not a call of this architecture
     std::uint32_t action = log_only ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(d.error);
     int rc = 0;
     switch (d.when) {
@@ -46,6 +48,16 @@ Filter make_filter(const std::vector<SeccompDenial>& denials, bool log_only, std
     case SeccompDenial::When::OtherProcess:
       rc = seccomp_rule_add(ctx.get(), action, nr, 1,
                             SCMP_A0(SCMP_CMP_NE, static_cast<scmp_datum_t>(getpid())));
+      break;
+    case SeccompDenial::When::NotThisProcess:
+      // libseccomp takes one comparison per argument and rule: "this process" is 0 only (what
+      // the C library passes for getrlimit, setrlimit, nice); its own pid spelled out is refused.
+      rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_NE, 0));
+      break;
+    case SeccompDenial::When::OtherPriority:
+      // Two rules, either refuses: a `which` other than PRIO_PROCESS, or a `who` other than 0.
+      rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+      if (rc == 0) rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A1(SCMP_CMP_NE, 0));
       break;
     case SeccompDenial::When::NamespaceFlags:
       // clone's flags are its first argument on x86 and arm. A rule per flag (rules of one
@@ -71,6 +83,9 @@ std::vector<SeccompDenial> seccomp_denials(bool allow_exec) {
       {"ptrace"},
       {"process_vm_readv", W::OtherProcess},
       {"process_vm_writev", W::OtherProcess},
+      // A sibling's or the master's limits and priority are not a handler's to change.
+      {"prlimit64", W::NotThisProcess},
+      {"setpriority", W::OtherPriority},
       {"mount"},
       {"umount2"},
       {"pivot_root"},
@@ -101,10 +116,38 @@ std::vector<SeccompDenial> seccomp_denials(bool allow_exec) {
       {"swapon"},
       {"swapoff"},
       {"acct"},
+      // Metadata: a handler made its own plugin 0666 for another user to rewrite. Refused in
+      // the write list too (the filter sees no path); a file gets its mode when it is made.
+      {"chmod"},
+      {"fchmod"},
+      {"fchmodat"},
+      {"fchmodat2", W::Always, 1, 452},
+      {"chown"},
+      {"fchown"},
+      {"lchown"},
+      {"fchownat"},
+      {"utime"},
+      {"utimes"},
+      {"futimesat"},
+      {"utimensat"},
+      {"setxattr"},
+      {"lsetxattr"},
+      {"fsetxattr"},
+      {"removexattr"},
+      {"lremovexattr"},
+      {"fremovexattr"},
+      {"setxattrat", W::Always, 1, 463},
+      {"removexattrat", W::Always, 1, 466},
+      // Watching files the handler may not read (inotify needs no open, so Landlock never
+      // sees it), and fanotify, which a worker never needs.
+      {"inotify_add_watch"},
+      {"fanotify_init"},
   };
   if (!allow_exec) {
     d.push_back({"execve"});
     d.push_back({"execveat"});
+    // A file-less executable: written to a memfd, then run from /proc/self/fd.
+    d.push_back({"memfd_create"});
   }
   return d;
 }
