@@ -23,7 +23,8 @@
 #   --ref REF    the tree of this git commit (e.g. main), instead of the working tree's files
 #   --full       run the whole scripts/test.sh after the demo
 #   --new-image  debootstrap and import the image again
-# Environment: FRESH_TEST_MIRROR (default http://deb.debian.org/debian).
+# Environment: FRESH_TEST_MIRROR (default: the Debian mirror this machine's apt uses, from
+# /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +47,17 @@ skip() {
   say "SKIPPED: $*"
   exit 0
 }
-mirror=${FRESH_TEST_MIRROR:-http://deb.debian.org/debian}
+# The mirror apt uses here: the first Debian archive (not its security suite) in the sources.
+apt_mirror() {
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [[ -r $f ]] && awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' "$f"
+  done
+  [[ -r /etc/apt/sources.list ]] &&
+    awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list
+}
+mirror=${FRESH_TEST_MIRROR:-$(apt_mirror | head -n 1)}
+[[ -n $mirror ]] || skip "no Debian mirror in this machine's apt sources (set FRESH_TEST_MIRROR)"
 image=localhost/fcgi-host-fresh:bookworm
 
 ((EUID == 0)) || skip "needs root (debootstrap, rootful podman)"

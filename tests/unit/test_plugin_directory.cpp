@@ -96,19 +96,19 @@ TEST_CASE("plugin directory sweep: a symlink, another user's directory, a locked
 
 TEST_CASE("plugin directory: a root another user could swap it in is refused, a sticky one is "
           "not") {
-  TempDir root;
-  ::chmod(root.path.c_str(), 0777);
-  CHECK_THROWS_WITH_AS(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path.string()),
+  test_support::TempDir root("plugin-dir");
+  ::chmod(root.path().c_str(), 0777);
+  CHECK_THROWS_WITH_AS(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path()),
                        doctest::Contains("writable by others"), fcgi_host::StartupError);
-  ::chmod(root.path.c_str(), 01777);
-  CHECK_NOTHROW(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path.string()));
+  ::chmod(root.path().c_str(), 01777);
+  CHECK_NOTHROW(fcgi_host::PluginDirectory(static_cast<gid_t>(-1), root.path()));
 }
 
 TEST_CASE("plugin copy: a FIFO, a 300 MB sparse file and a file the workers cannot read are "
           "refused before a byte is read, a link to a readable file is copied") {
-  TempDir root;
-  auto dir = std::make_shared<fcgi_host::PluginDirectory>(static_cast<gid_t>(-1),
-                                                          root.path.string(), 65534);
+  test_support::TempDir root("plugin-dir");
+  auto dir =
+      std::make_shared<fcgi_host::PluginDirectory>(static_cast<gid_t>(-1), root.path(), 65534);
   auto refused = [&](const fs::path& source) {
     try {
       fcgi_host::PluginCopy copy(dir, source.string());
@@ -125,21 +125,21 @@ TEST_CASE("plugin copy: a FIFO, a 300 MB sparse file and a file the workers cann
   };
 
   // A FIFO nobody writes: the open returns at once (O_NONBLOCK), fstat refuses it.
-  const fs::path fifo = root.path / "fifo.so";
+  const fs::path fifo = fs::path(root.path()) / "fifo.so";
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
   CHECK(refused(fifo).find("not a regular file") != std::string::npos);
 
   // 300 MB of holes: refused by its size, nothing written.
-  const fs::path sparse = root.path / "sparse.so";
+  const fs::path sparse = fs::path(root.path()) / "sparse.so";
   std::ofstream(sparse).close();
   REQUIRE(::truncate(sparse.c_str(), off_t{300} << 20) == 0);
   CHECK(refused(sparse).find("larger than 256 MiB") != std::string::npos);
 
   // A file of mode 0600 behind a link: the workers' user (65534) could not read it.
-  const fs::path secret = root.path / "secret";
+  const fs::path secret = fs::path(root.path()) / "secret";
   std::ofstream(secret) << "root only";
   REQUIRE(::chmod(secret.c_str(), 0600) == 0);
-  const fs::path link = root.path / "libsecret.so";
+  const fs::path link = fs::path(root.path()) / "libsecret.so";
   fs::create_symlink(secret, link);
   if (::geteuid() != 65534)
     CHECK(refused(link).find("not readable by the workers' user") != std::string::npos);
