@@ -115,6 +115,10 @@ WorkerSettings replay_settings(Config config) {
   config.group.clear();
   config.capture_dir.clear();
   WorkerSettings s = worker_settings(config, WorkerPlumbing{});
+  // Not even the default user of a master started as root (nobody): this process is the
+  // worker, and the client that asks it. Changed to nobody, it could no longer connect to its
+  // own socket (root's, 0600) once the worker side had switched.
+  s.credentials = Credentials{};
   s.close_listen_fd_on_stop = false; // the in-process host's own socket
   return s;
 }

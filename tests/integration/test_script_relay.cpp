@@ -187,7 +187,9 @@ TEST_SUITE("script relay") {
     c.set_timeout(Millis{10000});
     fcgi_test::Response r = c.request("GET", "/hang.php", {}, {{"SCRIPT_FILENAME", hang}});
     CHECK_FALSE(r.ended); // the worker was killed: no answer, the connection closed
-    REQUIRE(host.wait_log("killed: request \"GET /hang.php\", request id ", kRelayWait));
+    REQUIRE(host.wait_log(": request \"GET /hang.php\", request id .* past --request-timeout "
+                          "\\(1.0 s\\): the worker is killed",
+                          kRelayWait));
     CHECK(host.wait_worker_replaced(workers[0], 1).size() == 1);
     CHECK(relayed_get(host, site.hello) == "hello");
   }
