@@ -19,7 +19,7 @@
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/queue_time.hpp"
 #include "fcgi_host/sandbox/sandbox_settings.hpp"
-#include "fcgi_host/worker/handoff.hpp"
+#include "fcgi_host/worker/handoff_channel.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "fcgi_host/worker/worker.hpp"
 #include "process_manager/master.hpp"

@@ -9,7 +9,7 @@
 // see a stale one. process_manager/binary_upgrade.hpp is the other half: the fork and the ready
 // byte.
 #include "fcgi_host/net/socket_file.hpp"
-#include "fcgi_host/worker/handoff.hpp"
+#include "fcgi_host/worker/handoff_channel.hpp"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "fcgi_host/worker/process_setup.hpp"
 
-#include "fcgi_host/net/listen_socket.hpp"
+#include "fcgi_host/sys_error.hpp"
 
 #include <csignal>
 #include <cstdlib>

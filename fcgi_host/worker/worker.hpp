@@ -9,7 +9,7 @@
 #include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/crash_capture.hpp"
 #include "fcgi_host/worker/handler_factory.hpp"
-#include "fcgi_host/worker/handoff.hpp"
+#include "fcgi_host/worker/handoff_channel.hpp"
 #include "fcgi_host/worker/process_setup.hpp"
 #include "process_manager/worker_context.hpp"
 

@@ -1,4 +1,4 @@
-// When and how a kept connection moves to another worker (handoff.hpp says why).
+// When and how a kept connection moves to another worker (handoff_channel.hpp says why).
 //
 // Two moments:
 //  - A stopping worker whose pool goes on (retired at a reload, an upgrade or a TTOU, or

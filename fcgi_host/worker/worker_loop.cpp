@@ -16,7 +16,7 @@
 //  - Kept connections (nginx `fastcgi_keep_conn on`) stay in epoll between requests, beside the
 //    listening socket, so an idle kept connection never stops this worker from taking a new
 //    connection. When this worker cannot serve them soon (a slow handler, a stop) they move to
-//    a free worker (handoff.hpp, worker_handoff.cpp).
+//    a free worker (handoff_channel.hpp, worker_handoff.cpp).
 //  - Fast path: with no connection open, the worker loops on accept4 and only waits in
 //    epoll_wait when the listen queue is empty (and for a while after it found it empty:
 //    accept_probe.hpp). A request under load then costs accept4, one read, one write and

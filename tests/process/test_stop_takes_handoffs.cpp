@@ -7,7 +7,7 @@
 #include "app/router.hpp"
 #include "fcgi_host/runners/in_process_host.hpp"
 #include "fcgi_host/testing/fcgi_test_client.hpp"
-#include "fcgi_host/worker/handoff.hpp"
+#include "fcgi_host/worker/handoff_channel.hpp"
 #include "fcgi_host/worker/worker.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,6 @@
-#include "fcgi_host/worker/handoff.hpp"
+#include "fcgi_host/worker/handoff_channel.hpp"
 
 #include "fcgi_host/net/fd_flags.hpp"
-#include "fcgi_host/net/listen_socket.hpp"
 #include "fcgi_host/sys_error.hpp"
 
 #include <cerrno>
