@@ -65,7 +65,8 @@ TEST_SUITE("worker steering") {
     const std::string uid = std::to_string(pw->pw_uid), gid = std::to_string(pw->pw_gid);
     // The host runs as the throwaway user in its own directory (its socket, its plugin copies).
     HostOptions o;
-    o.args = {"--app", FCGI_TEST_CRASH_PLUGIN, "--workers", "1"};
+    // (The plugin as the throwaway user can read it, wherever the checkout lives.)
+    o.args = {"--app", it::workers_fixture(FCGI_TEST_CRASH_PLUGIN), "--workers", "1"};
     o.wrapper = {"/bin/sh", "-c",
                  "chown " + uid + ":" + gid + " . && TMPDIR=$PWD exec /usr/bin/setpriv --reuid " +
                      uid + " --regid " + gid + " --clear-groups \"$@\"",
