@@ -2,6 +2,7 @@
 // nginx sees the upstream close early and the client an incomplete transfer, never a clean end
 // that looks whole; the access log and the metrics count it as a 500.
 #include "checks.hpp"
+#include "request_modes.hpp"
 
 #include <array>
 #include <cstdio>
@@ -54,9 +55,10 @@ TEST_SUITE("cut response") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a request whose client left during a long handler is logged and counted as 499") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--access-log", "{dir}/access.log",
-                      "--status-path", "/status"});
+  REQUEST_PATH_CASE("a request whose client left during a long handler is logged and counted "
+                    "as 499") {
+    HostProcess host(it::with_threads({"--app", "echo", "--workers", "1", "--access-log",
+                                       "{dir}/access.log", "--status-path", "/status"}));
     it::NginxProcess nginx({host.address()});
     // curl gives up after 0.3 s; nginx then closes its connection to the host, while the
     // handler still sleeps.

@@ -3,6 +3,7 @@
 // workers does not delay anyone else (reading is event-driven). The whole file runs in well under
 // a minute: every wait below is bounded.
 #include "checks.hpp"
+#include "request_modes.hpp"
 #include "support/time.hpp"
 
 #include <algorithm>
@@ -144,9 +145,9 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a client that stops reading an 8 MiB response does not hold the worker, the "
-            "response is cut at --write-timeout") {
-    HostProcess host(slow_args("1", {"--max-body", "9M"}));
+  REQUEST_PATH_CASE("a client that stops reading an 8 MiB response does not hold the worker, "
+                    "the response is cut at --write-timeout") {
+    HostProcess host(it::with_threads(slow_args("1", {"--max-body", "9M"})));
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
     std::string body = it::pattern_body(8u << 20);
@@ -179,9 +180,9 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a client that reads a large response slowly is cut at --write-timeout in all, "
-            "however steadily it reads") {
-    HostProcess host(slow_args("1", {"--max-body", "9M"}));
+  REQUEST_PATH_CASE("a client that reads a large response slowly is cut at --write-timeout in "
+                    "all, however steadily it reads") {
+    HostProcess host(it::with_threads(slow_args("1", {"--max-body", "9M"})));
     std::string body = it::pattern_body(4u << 20);
     Client reader = host.connect(Millis{10000});
     int small = 4096;
