@@ -136,4 +136,22 @@ TEST_SUITE("one request path") {
     CHECK(after.status == 200);
   }
 
+  REQUEST_PATH_CASE("a request past --request-timeout ends, one line of one form names it and "
+                    "its thread, and the next request is served") {
+    HostProcess host(it::with_threads(
+        {"--app", "echo", "--workers", "1", "--request-timeout", "1", "--graceful-timeout", "3"}));
+    NginxProcess nginx({host.address()});
+    // Inline, the master kills the worker (nginx: 502); on a thread, the worker cuts the request
+    // (504) and is replaced once its other requests are done.
+    const int status =
+        it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
+    CHECK(status >= 502);
+    CHECK(status <= 504);
+    CHECK(host.wait_log(R"(: request "GET /echo\?delay_ms=10000", request id [^,]+, thread 0 )"
+                        R"(\(tid \d+\), ran for [0-9.]+ s past --request-timeout \(1.0 s\): )",
+                        Millis{5000}));
+    CHECK(it::http_request(nginx.port(), "GET", "/echo?after=1", {}, Millis{15000}).status == 200);
+    CHECK(it::lines_with(host.log(), "past --request-timeout").size() == 1);
+  }
+
 } // TEST_SUITE
