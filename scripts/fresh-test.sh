@@ -53,8 +53,10 @@ apt_mirror() {
   for f in /etc/apt/sources.list.d/*.sources; do
     [[ -r $f ]] && awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' "$f"
   done
-  [[ -r /etc/apt/sources.list ]] &&
+  if [[ -r /etc/apt/sources.list ]]; then
     awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list
+  fi
+  return 0
 }
 mirror=${FRESH_TEST_MIRROR:-$(apt_mirror | head -n 1)}
 [[ -n $mirror ]] || skip "no Debian mirror in this machine's apt sources (set FRESH_TEST_MIRROR)"
