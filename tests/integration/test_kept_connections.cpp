@@ -1,5 +1,5 @@
-// Kept connections that move (handoff_channel.hpp): through a real nginx with upstream keep-alive, a
-// request nginx sends on a connection parked at a worker busy in a slow handler is answered by
+// Kept connections that move (handoff_channel.hpp): through a real nginx with upstream keep-alive,
+// a request nginx sends on a connection parked at a worker busy in a slow handler is answered by
 // another worker, also when that worker is retired; 5 binary upgrades in a row, 20 reloads and
 // recycling under POST load with 2 s requests lose nothing and leave no reset in nginx's log.
 #include "checks.hpp"
