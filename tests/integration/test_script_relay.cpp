@@ -6,6 +6,7 @@
 #include "support/skip.hpp"
 
 #include <csignal>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +35,13 @@ struct RelaySite {
   RelaySite() {
     REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);
     hello = dir.write("root/hello.php", "<?php echo 'hello';");
+  }
+  // A FIFO the workers' user may open (its reader blocks until a writer opens it).
+  std::string fifo(const std::string& name) const {
+    const std::string path = dir.file(name);
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    REQUIRE(::chmod(path.c_str(), 0666) == 0);
+    return path;
   }
   std::vector<std::string> relay_args(std::vector<std::string> extra = {}) const {
     std::vector<std::string> args = {"--workers", "1", "--script-root", dir.file("root")};
@@ -138,16 +146,12 @@ TEST_SUITE("script relay") {
   TEST_CASE("a relayed request shows on the status page, and TERM lets it finish first") {
     if (!php_cgi_present()) return;
     RelaySite site;
-    // The script waits for a file the test writes (bounded: 10 s), so the request is in flight
-    // for as long as the test needs.
-    const std::string go = site.dir.file("go");
+    // The script waits in the open of a FIFO until the test opens its other end, so the request
+    // is in flight for as long as the test needs.
+    const std::string go = site.fifo("go");
     const std::string wait =
-        site.dir.write("root/wait.php", "<?php for ($i = 0; $i < 1000; $i++) { clearstatcache();"
-                                        " if (file_exists('" +
-                                            go +
-                                            "')) break; usleep(10000); }"
-                                            " echo file_exists('" +
-                                            go + "') ? 'released' : 'never released';");
+        site.dir.write("root/wait.php", "<?php echo file_get_contents('" + go +
+                                            "') === 'go' ? 'released' : 'never released';");
     HostOptions options;
     options.args = site.relay_args();
     options.status_socket = true;
@@ -167,7 +171,13 @@ TEST_SUITE("script relay") {
     // The master has passed the TERM on before the script is released.
     REQUIRE(host.wait_master_turn(kRelayWait));
     CHECK_FALSE(host.exited());
-    site.dir.write("go", "");
+    // The script is in the FIFO's open (its request is in flight): a writer's open meets it.
+    int writer = -1;
+    REQUIRE(it::wait_for(
+        [&] { return (writer = ::open(go.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; },
+        kRelayWait));
+    REQUIRE(::write(writer, "go", 2) == 2);
+    ::close(writer);
     fcgi_test::Response r = c.read_response(id);
     CHECK(r.status == 200);
     CHECK(r.body == "released");
@@ -178,7 +188,9 @@ TEST_SUITE("script relay") {
   TEST_CASE("--request-timeout ends a relayed request that runs past it, named in the line") {
     if (!php_cgi_present()) return;
     RelaySite site;
-    const std::string hang = site.dir.write("root/hang.php", "<?php sleep(30); echo 'late';");
+    // Hung: the open of a FIFO nobody ever writes to blocks until the worker is killed.
+    const std::string hang = site.dir.write(
+        "root/hang.php", "<?php file_get_contents('" + site.fifo("never") + "'); echo 'late';");
     HostProcess host(site.relay_args({"--request-timeout", "1"}));
     CHECK(relayed_get(host, site.hello) == "hello");
     const std::vector<pid_t> workers = host.wait_workers(1);
