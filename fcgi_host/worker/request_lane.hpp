@@ -6,7 +6,8 @@
 // --threads 1 its one lane is run inline, and the codec writes straight to the socket.
 //
 // The fields below the request's own are the seam between the loop and the lane's thread
-// (handler_threads.hpp); an inline lane leaves them as they are.
+// (handler_threads.hpp); an inline lane uses only the mutex and the stream's flags, which keep
+// its heartbeats (stream_heartbeat.hpp) apart from the handler's writes.
 #include "app/handler.hpp"
 #include "app/request.hpp"
 #include "app/response.hpp"
