@@ -274,8 +274,10 @@ TEST_SUITE("threads") {
   REQUEST_PATH_CASE("an event stream quiet past --event-heartbeat gets heartbeat comments "
                     "through nginx, between its events") {
     HostProcess host(
-        one_worker(static_cast<int>(it::request_path_threads()), {"--event-heartbeat", "0.3"}));
+        one_worker(static_cast<int>(it::request_path_threads()), {"--event-heartbeat", "0.4"}));
     it::NginxProcess nginx({host.address()});
+    // Heartbeats at about 0.4, 0.8 and 1.2 s; the second event at 1.5 s, well apart from any
+    // (a gap that is a multiple of the interval put the last heartbeat in the event's read).
     Streamed seen = stream_through(nginx.port(), "/events?n=2&gap_ms=1500");
     INFO("response:\n" << seen.text);
     std::vector<std::size_t> events = seen.find_all("data: event ");
