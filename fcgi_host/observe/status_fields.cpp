@@ -135,6 +135,14 @@ const std::array kFields = std::to_array<StatusField>({
      kNotJson, [](const Snapshot& s) { return number(s.shed_late); }},
     {"shed client gone", "shed_requests", C, "reason=\"client_gone\"", "", kNotJson,
      [](const Snapshot& s) { return number(s.shed_gone); }},
+    {"idle work runs", "idle_work_runs", C, "",
+     "Runs of the handler's on_idle() in idle workers and threads (--idle-work-after).", kEveryForm,
+     [](const Snapshot& s) { return number(s.idle_work_runs); }},
+    {"idle work seconds", "idle_work_seconds", C, "",
+     "Time the workers and threads spent in on_idle(), taking no request.", kEveryForm,
+     [](const Snapshot& s) {
+       return FieldValue{K::Number, process_manager::seconds_number(s.idle_work_ns, 6)};
+     }},
     {"pss bytes", "pss_bytes", G, "",
      "PSS of the host's processes, the master included (those the page could read).", kEveryForm,
      [](const Snapshot& s) { return s.pss_processes ? number(s.pss_total_bytes) : FieldValue{}; }},

@@ -7,6 +7,12 @@
 //                         then its response encoded, then the rest of a streamed body dropped;
 //   finish   (the loop)   the lines its failures earn, observe (metrics, slow and access log),
 //                         the slot, count, keep or close the connection.
+// Response::finish() ends the response before the handler returns (end_response_early, where
+// respond runs), and splits finish in its two parts: the connection's (keep or close: free for
+// its next request) and the lane's (the rest, once the handler returned; decision 25). With
+// --threads 1 the loop is the handler's until it returns, so both parts follow its return; with
+// more, the loop lets the connection go as soon as it took the response's end
+// (threaded_requests.cpp), and the lane stays busy.
 // The modes part in one place, where respond runs (serve_request): inline with one thread, the
 // codec writing straight to the socket; on the lane's thread with more (threaded_requests.cpp),
 // its output coming back through the lane.
@@ -205,6 +211,12 @@ void WorkerLoop::respond(Lane& lane) {
   } catch (...) {
     lane.failure = std::current_exception();
   }
+  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
+  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// The response's end: after the handler returned, or at its Response::finish().
+void WorkerLoop::end_response(Lane& lane) {
   if (lane.failure) answer_failure(lane);
   if (lane.heartbeat && lane.events) end_inline_stream(lane); // no heartbeat inside the end
   // nginx closes the connection when its client leaves; a small answer written to it would
@@ -220,7 +232,30 @@ void WorkerLoop::respond(Lane& lane) {
   // its deadline) before the connection may serve another request.
   lane.body_ended =
       !lane.streamed || lane.ending == RequestCodec::Ending::WriteFailed || lane.streamed->finish();
-  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// Response::finish(), where the handler runs: the response ends now. Inline, it goes out whole
+// before the handler goes on (until --write-timeout), not into the connection's backlog, which
+// the loop writes only after the handler returned; and a connection that is not kept is shut
+// for writing at once (a web server that did not ask to keep it, nginx without
+// fastcgi_keep_conn, ends the response at the connection's end, not at FCGI_END_REQUEST); the
+// loop closes it once the handler returned. The slot keeps the request (its deadline, a crash
+// block) and says that its response went out.
+void WorkerLoop::end_response_early(Lane& lane) {
+  lane.responded_ns = process_manager::monotonic_ns();
+  lane.metrics.responded(lane.responded_ns);
+  if (!lane.owner) lane.backlog = nullptr;
+  end_response(lane);
+  if (!lane.owner && lane.ending == RequestCodec::Ending::Closed) ::shutdown(lane.fd, SHUT_WR);
+  // Request::aborted() asks the connection no more: it goes on to its next request.
+  app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
+  lane.slot.responded_ns.store(lane.responded_ns, std::memory_order_relaxed);
+  lane.state.store(WorkerState::Handling, std::memory_order_relaxed);
+  if (lane.owner) HandlerThreads::response_ended(lane);
+}
+
+void LaneEnd::end_response(app::Response&) {
+  WorkerLoop::end_response_early(lane_);
 }
 
 // The response's bytes: to the socket (what it does not take at once waits in the connection's
@@ -242,18 +277,35 @@ void WorkerLoop::encode(Lane& lane) {
     lane.write_timed_out = errno == ETIMEDOUT;
 }
 
-// On the loop, after the response: the lines its failures earn, metrics and logs, the slot, and
-// the connection kept or closed. False: the connection was closed.
+// On the loop, after the response: both parts, the lane's first (its lines and logs read the
+// request, whose views are into the connection's buffer), then the connection kept or closed.
+// False: the connection was closed.
 bool WorkerLoop::finish(Connection& c, Lane& lane) {
-  if (lane.failure || lane.refused_head || lane.write_timed_out) report_failures(lane);
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
-  if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
+  settle_ending(c, lane);
+  lane.pumped = c.pump != nullptr;
+  finish_work(lane);
+  const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
+  lane.streamed.reset();
+  return open;
+}
+
+// What the connection says of the request's end, while the lane has it: an abort, a close.
+void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
   lane.aborted = lane.aborted || c.guard.aborted() || (lane.streamed && lane.streamed->aborted()) ||
                  (lane.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head &&
                   !lane.write_timed_out);
+}
+
+// The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
+// slot, and the lane free again.
+void WorkerLoop::finish_work(Lane& lane) {
+  if (lane.failure || lane.refused_head || lane.write_timed_out || lane.responded_ns)
+    report_failures(lane);
+  if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
   lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
   observe(lane);
-  if (c.pump) keep_upload_memory(lane);
+  if (lane.pumped) keep_upload_memory(lane);
   release_large_buffers(lane.request, lane.response);
   if (lane.counted()) {
     lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
@@ -261,10 +313,14 @@ bool WorkerLoop::finish(Connection& c, Lane& lane) {
     lane.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();
   }
-  release_lane(lane); // (what keep_or_close() reads of it stays)
-  const bool open = keep_or_close(c, lane);
-  lane.streamed.reset();
-  return open;
+  if (lane.responded_ns) {
+    lane.responded_ns = 0;
+    lane.slot.responded_ns.store(0, std::memory_order_relaxed);
+    lane.request_bytes = ByteBuffer{};
+  }
+  lane.idle_since_ns = 0; // an idle period begins: the loop stamps it at its next clock read
+  lane.idle_done = false;
+  release_lane(lane);
 }
 
 namespace {
@@ -302,9 +358,12 @@ void WorkerLoop::report_failures(Lane& lane) {
   const std::string id = " (request id " + std::string(r.request_id()) +
                          (threads_ ? ", thread " + std::to_string(lane.index) : "") + ")";
   if (lane.failure)
-    client_errors_.write(Kind::Handler, "handler failed on " + request + id + ": " +
-                                            what_of(lane.failure) +
-                                            (lane.failed_after_head ? " (response cut)" : ""));
+    client_errors_.write(Kind::Handler,
+                         "handler failed on " + request + id + ": " + what_of(lane.failure) +
+                             (lane.failed_after_head ? " (response cut)"
+                              : lane.responded_ns
+                                  ? " (after Response::finish(): its response had been sent)"
+                                  : ""));
   // (The lane's response still holds the handler's headers: the 500 went out in their place.)
   if (lane.refused_head)
     client_errors_.write(Kind::Handler, head_refusal_line(request, lane.response, lane.refused_head,
@@ -313,6 +372,10 @@ void WorkerLoop::report_failures(Lane& lane) {
     client_errors_.write(Kind::Connection,
                          "response to " + request + id +
                              " cut: the client did not read it within --write-timeout");
+  if (lane.response.used_after_finish())
+    client_errors_.write(Kind::Handler, "handler wrote or finished again after "
+                                        "Response::finish() on " +
+                                            request + id + ": ignored");
 }
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats

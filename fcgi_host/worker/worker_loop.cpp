@@ -205,6 +205,7 @@ bool WorkerLoop::wait_and_dispatch() {
     cut_overrun_requests(now);
     keep_streams_alive(now);
   }
+  if (settings_.idle_work_after_ns) run_due_idle_work(now);
   client_errors_.flush_due(now);
   if (!accepting_ && !stopping() && now >= accept_paused_until_ && admitting()) set_accepting(true);
   return true;
@@ -256,6 +257,13 @@ int WorkerLoop::next_timeout_ms() {
     earliest = accept_paused_until_;
   if (std::uint64_t due = client_errors_.due_ns(); due && (earliest == 0 || due < earliest))
     earliest = due;
+  if (settings_.idle_work_after_ns) { // (the same one clock read as for a kept connection)
+    const std::uint64_t now = process_manager::monotonic_ns();
+    if (std::uint64_t due = stopping() ? 0 : next_idle_work(now);
+        due && (earliest == 0 || due < earliest))
+      earliest = due;
+    return earliest == 0 ? -1 : ConnectionPolicy::wait_timeout_ms(earliest, now);
+  }
   if (earliest == 0) return -1;
   return ConnectionPolicy::wait_timeout_ms(earliest, process_manager::monotonic_ns());
 }
