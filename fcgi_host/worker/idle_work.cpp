@@ -1,7 +1,9 @@
 // --idle-work-after: the handler's on_idle() in a lane that had no request for that long, once
-// per idle period (app/handler.hpp). The loop keeps the time for every lane: a lane's idle period
-// begins when its request finished (finish_work() marks it; the loop stamps it at its next clock
-// read, so a request pays no clock read for it), and ends with its next request.
+// per idle period (app/handler.hpp). The loop looks at its lanes every --idle-work-after (a
+// deadline beside its others): a lane that is not busy and began no request since the last look
+// is idle, and runs its idle work once, until its next request. So it runs between one and two
+// periods after the lane's last request, and a request pays nothing for it: no clock read, no
+// store (the lane's request number, which begin() writes anyway, says whether it served).
 //   one thread    the loop runs on_idle() itself: the worker takes no request meanwhile, and its
 //                 kept connections go to other workers as from a busy handler's (the watch's
 //                 table lock is given up around it, and the slot says Handling);
@@ -22,27 +24,17 @@ namespace fcgi_host {
 using process_manager::LogLevel;
 using process_manager::WorkerState;
 
-// The nearest moment a lane's idle work is due (0: none), stamping the idle periods that began
-// since the last turn with `now`.
-std::uint64_t WorkerLoop::next_idle_work(std::uint64_t now) {
-  std::uint64_t earliest = 0;
-  for (auto& lane : lanes_) {
-    if (lane->busy || lane->idle_done) continue;
-    if (lane->idle_since_ns == 0) lane->idle_since_ns = now;
-    const std::uint64_t due = lane->idle_since_ns + settings_.idle_work_after_ns;
-    if (earliest == 0 || due < earliest) earliest = due;
-  }
-  return earliest;
-}
-
-// At a turn of the loop: the idle work of each lane whose time came, unless the worker stops or
-// takes no work.
-void WorkerLoop::run_due_idle_work(std::uint64_t now) {
+void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
+  idle_look_ns_ = now + settings_.idle_work_after_ns;
   if (stopping() || quarantined_) return;
   for (auto& lane : lanes_) {
-    if (lane->busy || lane->idle_done || lane->idle_since_ns == 0 ||
-        now - lane->idle_since_ns < settings_.idle_work_after_ns)
+    if (lane->busy) continue;
+    if (lane->request_number != lane->idle_seen_request) { // it served since: a new period
+      lane->idle_seen_request = lane->request_number;
+      lane->idle_done = false;
       continue;
+    }
+    if (lane->idle_done) continue;
     lane->idle_done = true;
     if (threads_) {
       start_idle_job(*lane);

@@ -130,9 +130,9 @@ struct Lane {
   // whether its body came through the connection's pump (finish gives its memory back).
   ByteBuffer request_bytes;
   bool pumped = false;
-  // --idle-work-after: when the lane's last request ended (or the worker started), and whether
-  // its idle work ran since (once per idle period). `idle_job`: the lane is busy with it.
-  std::uint64_t idle_since_ns = 0;
+  // --idle-work-after (idle_work.cpp): the request number the loop's last look saw, whether the
+  // idle work ran since (once per idle period), and whether the lane is busy with it.
+  std::uint64_t idle_seen_request = 0;
   bool idle_done = false;
   bool idle_job = false;
 

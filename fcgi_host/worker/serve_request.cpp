@@ -283,8 +283,7 @@ void WorkerLoop::encode(Lane& lane) {
 bool WorkerLoop::finish(Connection& c, Lane& lane) {
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
   settle_ending(c, lane);
-  lane.pumped = c.pump != nullptr;
-  finish_work(lane);
+  finish_work(lane, c.pump != nullptr);
   const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
   lane.streamed.reset();
   return open;
@@ -299,13 +298,13 @@ void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
 
 // The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
 // slot, and the lane free again.
-void WorkerLoop::finish_work(Lane& lane) {
+void WorkerLoop::finish_work(Lane& lane, bool pumped) {
   if (lane.failure || lane.refused_head || lane.write_timed_out || lane.responded_ns)
     report_failures(lane);
   if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
   lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
   observe(lane);
-  if (lane.pumped) keep_upload_memory(lane);
+  if (pumped) keep_upload_memory(lane);
   release_large_buffers(lane.request, lane.response);
   if (lane.counted()) {
     lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
@@ -318,8 +317,6 @@ void WorkerLoop::finish_work(Lane& lane) {
     lane.slot.responded_ns.store(0, std::memory_order_relaxed);
     lane.request_bytes = ByteBuffer{};
   }
-  lane.idle_since_ns = 0; // an idle period begins: the loop stamps it at its next clock read
-  lane.idle_done = false;
   release_lane(lane);
 }
 

@@ -280,7 +280,7 @@ void WorkerLoop::on_lane_without_connection(Lane& lane) {
   }
   --working_after_response_;
   lane.streamed.reset();
-  finish_work(lane);
+  finish_work(lane, lane.pumped);
 }
 
 // An event on a connection whose request waits for a thread or runs on one, other than room to

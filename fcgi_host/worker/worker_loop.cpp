@@ -154,7 +154,9 @@ int WorkerLoop::run() {
   if (std::string error = setup(); !error.empty())
     return process_manager::boot_failure(context_, error);
   SlowHandlerWatch::Hold hold(watch_); // given up only while a handler runs (serve_request.cpp)
-  slot_.ready_ns.store(process_manager::monotonic_ns(), std::memory_order_relaxed);
+  const std::uint64_t ready_ns = process_manager::monotonic_ns();
+  slot_.ready_ns.store(ready_ns, std::memory_order_relaxed);
+  if (settings_.idle_work_after_ns) idle_look_ns_ = ready_ns + settings_.idle_work_after_ns;
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
   // Logs rotated while this worker started (after Idle: the master hands them before it looks
   // whether to signal, so a rotation is either taken here or signalled).
@@ -205,7 +207,7 @@ bool WorkerLoop::wait_and_dispatch() {
     cut_overrun_requests(now);
     keep_streams_alive(now);
   }
-  if (settings_.idle_work_after_ns) run_due_idle_work(now);
+  if (idle_look_ns_ && now >= idle_look_ns_) look_at_idle_lanes(now);
   client_errors_.flush_due(now);
   if (!accepting_ && !stopping() && now >= accept_paused_until_ && admitting()) set_accepting(true);
   return true;
@@ -257,13 +259,8 @@ int WorkerLoop::next_timeout_ms() {
     earliest = accept_paused_until_;
   if (std::uint64_t due = client_errors_.due_ns(); due && (earliest == 0 || due < earliest))
     earliest = due;
-  if (settings_.idle_work_after_ns) { // (the same one clock read as for a kept connection)
-    const std::uint64_t now = process_manager::monotonic_ns();
-    if (std::uint64_t due = stopping() ? 0 : next_idle_work(now);
-        due && (earliest == 0 || due < earliest))
-      earliest = due;
-    return earliest == 0 ? -1 : ConnectionPolicy::wait_timeout_ms(earliest, now);
-  }
+  if (idle_look_ns_ && !stopping() && (earliest == 0 || idle_look_ns_ < earliest))
+    earliest = idle_look_ns_;
   if (earliest == 0) return -1;
   return ConnectionPolicy::wait_timeout_ms(earliest, process_manager::monotonic_ns());
 }

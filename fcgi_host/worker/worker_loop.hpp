@@ -157,8 +157,7 @@ private:
   void write_timed_out(Connection& c);
 
   // ---- --idle-work-after: the handler's on_idle() between requests (idle_work.cpp)
-  std::uint64_t next_idle_work(std::uint64_t now);
-  void run_due_idle_work(std::uint64_t now);
+  void look_at_idle_lanes(std::uint64_t now);
   void start_idle_job(Lane& lane);
   void end_idle_job(Lane& lane);
   static void run_idle_work(Lane& lane, bool trim);
@@ -186,7 +185,7 @@ private:
   friend class LaneEnd;
   bool finish(Connection& c, Lane& lane);
   void settle_ending(Connection& c, Lane& lane);
-  void finish_work(Lane& lane);
+  void finish_work(Lane& lane, bool pumped);
   void report_failures(Lane& lane);
   void observe(Lane& lane);
   bool keep_or_close(Connection& c, Lane& lane);
@@ -265,6 +264,8 @@ private:
   bool quarantined_ = false; // a request was cut: no new work until the master stops us
   std::uint64_t request_timeout_ns_ = 0;
   std::uint64_t event_heartbeat_ns_ = 0;
+  // --idle-work-after: when the loop next looks at its lanes for idle work (0: off).
+  std::uint64_t idle_look_ns_ = 0;
 };
 
 } // namespace fcgi_host
