@@ -47,7 +47,8 @@ using process_manager::WorkerState;
 // Called from the crash handler in the faulting thread: its own request's route and identity.
 void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads) {
   auto& t = *static_cast<HandlerThreads*>(const_cast<void*>(threads));
-  if (Lane* lane = t.lane_of_thread(static_cast<pid_t>(gettid())))
+  Lane* lane = t.lane_of_thread(static_cast<pid_t>(gettid()));
+  if (lane && !lane->idle_job) // (in on_idle(): no request; the lane's is an old one)
     describe_request_for_crash(lane->slot, lane->request);
 }
 

@@ -60,7 +60,10 @@ void describe_request_for_crash(process_manager::RequestSlot& slot, const app::R
 namespace {
 
 void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
-  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  // (Busy in on_idle() is no request: the lane's request is an old one.)
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed)) ||
+      slot.request(0).request_start_ns.load(std::memory_order_relaxed) == 0)
+    return;
   describe_request_for_crash(slot.request(0), *static_cast<const app::Request*>(request));
 }
 

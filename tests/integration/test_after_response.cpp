@@ -108,6 +108,23 @@ TEST_SUITE("work after the response") {
     CHECK(it::http_request(nginx.port(), "GET", "/quick").status == 200);
   }
 
+  REQUEST_PATH_CASE("--request-timeout covers the work after finish(): the client has its 200, "
+                    "one line names the request, the next request is served") {
+    HostProcess host(after_response_host(
+        {"--workers", "1", "--request-timeout", "1", "--graceful-timeout", "3"}));
+    NginxProcess nginx({host.address()});
+    it::HttpResponse r = it::http_request(nginx.port(), "GET", "/finish-then-work?ms=10000");
+    CHECK(r.status == 200);
+    CHECK(r.body == "answered\n");
+    CHECK(
+        host.wait_log(R"(: request "GET /finish-then-work\?ms=10000", request id [^,]+, thread 0 )"
+                      R"(\(tid \d+\), ran for [0-9.]+ s past --request-timeout \(1.0 s\): )",
+                      Millis{5000}));
+    CHECK(it::http_request(nginx.port(), "GET", "/quick", {}, Millis{15000}).status == 200);
+    CHECK(it::lines_with(host.log(), "past --request-timeout").size() == 1);
+    CHECK_FALSE(it::has(host.log(), "after-response work done"));
+  }
+
   REQUEST_PATH_CASE("on_idle() runs in each idle worker and thread once per idle period") {
     HostProcess host(after_response_host(
         {"--workers", "1", "--idle-work-after", "300", "--trim-when-idle", "on"}));
