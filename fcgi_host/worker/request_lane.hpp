@@ -3,7 +3,9 @@
 // request is served on a lane by one set of steps (serve_request.cpp): begin on the worker's
 // loop, respond (the handler, then its response encoded) inline with --threads 1 or on the
 // lane's thread with more, finish on the loop. A worker has one lane per handler thread; with
-// --threads 1 its one lane is run inline, and the codec writes straight to the socket.
+// --threads 1 its one lane is run inline, and the codec writes straight to the socket. After
+// Response::finish() a lane can outlive its connection's part of the request: busy until the
+// handler returns, with the request's bytes its own (request_bytes), its connection gone on.
 //
 // The fields below the request's own are the seam between the loop and the lane's thread
 // (handler_threads.hpp); an inline lane uses only the mutex and the stream's flags, which keep

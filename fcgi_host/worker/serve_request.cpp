@@ -299,7 +299,8 @@ void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
 // The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
 // slot, and the lane free again.
 void WorkerLoop::finish_work(Lane& lane, bool pumped) {
-  if (lane.failure || lane.refused_head || lane.write_timed_out || lane.responded_ns)
+  if (lane.failure || lane.refused_head || lane.write_timed_out ||
+      lane.response.used_after_finish())
     report_failures(lane);
   if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
   lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
