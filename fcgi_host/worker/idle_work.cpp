@@ -1,9 +1,10 @@
 // --idle-work-after: the handler's on_idle() in a lane that had no request for that long, once
 // per idle period (app/handler.hpp). The loop looks at its lanes every --idle-work-after (a
-// deadline beside its others): a lane that is not busy and began no request since the last look
-// is idle, and runs its idle work once, until its next request. So it runs between one and two
-// periods after the lane's last request, and a request pays nothing for it: no clock read, no
-// store (the lane's request number, which begin() writes anyway, says whether it served).
+// periodic timerfd in its epoll, periodic_timer.hpp): a lane that is not busy and began no request
+// since the last look is idle, and runs its idle work once, until its next request. So it runs
+// between one and two periods after the lane's last request, and a request pays nothing for it: no
+// clock read, no store (the lane's request number, which begin() writes anyway, says whether it
+// served).
 //   one thread    the loop runs on_idle() itself: the worker takes no request meanwhile, and its
 //                 kept connections go to other workers as from a busy handler's (the watch's
 //                 table lock is given up around it, and the slot says Handling);
@@ -25,7 +26,6 @@ using process_manager::LogLevel;
 using process_manager::WorkerState;
 
 void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
-  idle_look_ns_ = now + settings_.idle_work_after_ns;
   if (stopping() || quarantined_) return;
   for (auto& lane : lanes_) {
     if (lane->busy) continue;

@@ -150,6 +150,9 @@ std::string WorkerLoop::setup() {
   if (settings_.handoff.enabled()) watch_.start([this] { on_nudge(); });
   if (settings_.threads > 1 && make_handler_)
     if (error = start_threads(); !error.empty()) return error;
+  if (settings_.idle_work_after_ns > 0 &&
+      (!idle_timer_.start(settings_.idle_work_after_ns) || !epoll_.add(idle_timer_.fd(), EPOLLIN)))
+    return sys_error("timerfd", "--idle-work-after");
   return {};
 }
 
@@ -157,9 +160,7 @@ int WorkerLoop::run() {
   if (std::string error = setup(); !error.empty())
     return process_manager::boot_failure(context_, error);
   SlowHandlerWatch::Hold hold(watch_); // given up only while a handler runs (serve_request.cpp)
-  const std::uint64_t ready_ns = process_manager::monotonic_ns();
-  slot_.ready_ns.store(ready_ns, std::memory_order_relaxed);
-  if (settings_.idle_work_after_ns) idle_look_ns_ = ready_ns + settings_.idle_work_after_ns;
+  slot_.ready_ns.store(process_manager::monotonic_ns(), std::memory_order_relaxed);
   slot_.state.store(WorkerState::Idle, std::memory_order_relaxed);
   // Logs rotated while this worker started (after Idle: the master hands them before it looks
   // whether to signal, so a rotation is either taken here or signalled).
@@ -210,7 +211,6 @@ bool WorkerLoop::wait_and_dispatch() {
     cut_overrun_requests(now);
     keep_streams_alive(now);
   }
-  if (idle_look_ns_ && now >= idle_look_ns_) look_at_idle_lanes(now);
   client_errors_.flush_due(now);
   if (!accepting_ && !stopping() && now >= accept_paused_until_ && admitting()) set_accepting(true);
   return true;
@@ -228,6 +228,9 @@ void WorkerLoop::dispatch(int fd) {
   } else if (Connection* c = table_.find(fd)) {
     // (An fd handed off earlier in this batch may be empty now, or another connection.)
     on_ready(*c);
+  } else if (fd == idle_timer_.fd()) { // (after the connections: no compare on their path)
+    idle_timer_.take();
+    look_at_idle_lanes(process_manager::monotonic_ns());
   }
 }
 
@@ -262,8 +265,6 @@ int WorkerLoop::next_timeout_ms() {
     earliest = accept_paused_until_;
   if (std::uint64_t due = client_errors_.due_ns(); due && (earliest == 0 || due < earliest))
     earliest = due;
-  if (idle_look_ns_ && !stopping() && (earliest == 0 || idle_look_ns_ < earliest))
-    earliest = idle_look_ns_;
   if (earliest == 0) return -1;
   return ConnectionPolicy::wait_timeout_ms(earliest, process_manager::monotonic_ns());
 }

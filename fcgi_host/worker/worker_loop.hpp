@@ -25,6 +25,7 @@
 #include "fcgi_host/worker/connection_table.hpp"
 #include "fcgi_host/worker/epoll_set.hpp"
 #include "fcgi_host/worker/handler_threads.hpp"
+#include "fcgi_host/worker/periodic_timer.hpp"
 #include "fcgi_host/worker/request_lane.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
 #include "fcgi_host/worker/stream_heartbeat.hpp"
@@ -264,8 +265,8 @@ private:
   bool quarantined_ = false; // a request was cut: no new work until the master stops us
   std::uint64_t request_timeout_ns_ = 0;
   std::uint64_t event_heartbeat_ns_ = 0;
-  // --idle-work-after: when the loop next looks at its lanes for idle work (0: off).
-  std::uint64_t idle_look_ns_ = 0;
+  // --idle-work-after: the loop looks at its lanes for idle work when it fires (unstarted: off).
+  PeriodicTimer idle_timer_;
 };
 
 } // namespace fcgi_host
