@@ -108,6 +108,22 @@ TEST_SUITE("work after the response") {
     CHECK(it::http_request(nginx.port(), "GET", "/quick").status == 200);
   }
 
+  REQUEST_PATH_CASE("a handler that throws after finish(): the client has its 200, one line says "
+                    "the response had been sent, the connection serves on") {
+    HostProcess host(after_response_host({"--workers", "1"}));
+    host.expect_log(
+        R"(handler failed on GET /finish-then-throw \(request id [^)]+\): failed after )"
+        R"(the answer \(after Response::finish\(\): its response had been sent\))");
+    auto c = host.connect();
+    c.set_keep_conn(true);
+    fcgi_test::Response r = c.request("GET", "/finish-then-throw");
+    CHECK(r.status == 200);
+    CHECK(r.body == "answered\n");
+    CHECK(c.request("GET", "/quick").body == "quick\n");
+    CHECK(host.wait_log("failed after the answer \\(after Response::finish", Millis{5000}));
+    CHECK(it::lines_with(host.log(), "handler failed on").size() == 1);
+  }
+
   REQUEST_PATH_CASE("--request-timeout covers the work after finish(): the client has its 200, "
                     "one line names the request, the next request is served") {
     HostProcess host(after_response_host(
