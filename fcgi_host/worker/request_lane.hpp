@@ -35,6 +35,7 @@ namespace fcgi_host {
 
 class HandlerThreads;
 class StreamHeartbeat;
+class WorkerLoop;
 struct Connection;
 struct Lane;
 
@@ -89,8 +90,9 @@ struct Lane {
   app::Handler* handler = nullptr; // the worker's (inline) or the thread's instance
   HandlerPtr own{nullptr, [](app::Handler*) {}};
   RequestCodec codec;
-  LaneSink sink{*this}; // a thread's response goes through it (codec.sink() and heartbeats)
-  LaneEnd end{*this};   // Response::finish()
+  LaneSink sink{*this};       // a thread's response goes through it (codec.sink() and heartbeats)
+  LaneEnd end{*this};         // Response::finish()
+  WorkerLoop* loop = nullptr; // the worker's (what finish() calls)
   app::Request request;
   app::Response response;
   RequestMetrics metrics;

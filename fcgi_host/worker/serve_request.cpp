@@ -88,11 +88,13 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
   case Begun::ForHandler:
     // The one place where the modes part: where respond runs.
     if (threads_) return hand_to_thread(c, *lane);
-    serving_fd_ = c.fd;
+    const int fd = c.fd;
+    serving_fd_ = fd;
     watch_.handler_starts(); // the table is free while the handler runs
     respond(*lane);
     watch_.handler_returned();
     serving_fd_ = -1;
+    if (lane->fd < 0) return finish_without_connection(fd, c, *lane);
     break;
   }
   return finish(c, *lane);
@@ -236,17 +238,15 @@ void WorkerLoop::end_response(Lane& lane) {
 
 // Response::finish(), where the handler runs: the response ends now. Inline, it goes out whole
 // before the handler goes on (until --write-timeout), not into the connection's backlog, which
-// the loop writes only after the handler returned; and a connection that is not kept is shut
-// for writing at once (a web server that did not ask to keep it, nginx without
-// fastcgi_keep_conn, ends the response at the connection's end, not at FCGI_END_REQUEST); the
-// loop closes it once the handler returned. The slot keeps the request (its deadline, a crash
-// block) and says that its response went out.
+// the loop writes only after the handler returned, and the connection's part follows
+// (pass_on_finished_connection). The slot keeps the request (its deadline, a crash block) and
+// says that its response went out.
 void WorkerLoop::end_response_early(Lane& lane) {
   lane.responded_ns = process_manager::monotonic_ns();
   lane.metrics.responded(lane.responded_ns);
   if (!lane.owner) lane.backlog = nullptr;
   end_response(lane);
-  if (!lane.owner && lane.ending == RequestCodec::Ending::Closed) ::shutdown(lane.fd, SHUT_WR);
+  if (!lane.owner) pass_on_finished_connection(lane);
   // Request::aborted() asks the connection no more: it goes on to its next request.
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
   lane.slot.responded_ns.store(lane.responded_ns, std::memory_order_relaxed);
@@ -254,8 +254,32 @@ void WorkerLoop::end_response_early(Lane& lane) {
   if (lane.owner) HandlerThreads::response_ended(lane);
 }
 
+// With one thread, at Response::finish(), on the loop inside the handler: the connection's part
+// of finish now. One that is not kept is shut for writing (a web server that did not ask to keep
+// it, nginx without fastcgi_keep_conn, ends the response at the connection's end, not at
+// FCGI_END_REQUEST; the loop closes it once the handler returned). A kept one goes to a free
+// worker now, with what it holds, as a slow handler's other connections do (decision 11: its
+// next request must not wait for this handler); with none free it stays, and its next request
+// waits for the handler's return. The watch's thread may hand connections off while a handler
+// runs: the table lock is taken for this.
+void WorkerLoop::pass_on_finished_connection(Lane& lane) {
+  if (lane.ending == RequestCodec::Ending::Closed) ::shutdown(lane.fd, SHUT_WR);
+  if (lane.ending != RequestCodec::Ending::Kept || !can_hand_off(true)) return;
+  watch_.handler_returned();
+  if (Connection* c = table_.find(lane.fd)) {
+    settle_ending(*c, lane);
+    lane.pumped = c->pump != nullptr;
+    keep_request_bytes(*c, lane); // the handler still reads its request
+    lane.fd = -1;
+    lane.connection = nullptr;
+    serving_fd_ = -1;
+    if (keep_or_close(*c, lane) && c->phase == Connection::Phase::KeptIdle) hand_off(*c);
+  }
+  watch_.handler_starts();
+}
+
 void LaneEnd::end_response(app::Response&) {
-  WorkerLoop::end_response_early(lane_);
+  lane_.loop->end_response_early(lane_);
 }
 
 // The response's bytes: to the socket (what it does not take at once waits in the connection's
@@ -287,6 +311,27 @@ bool WorkerLoop::finish(Connection& c, Lane& lane) {
   const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
   lane.streamed.reset();
   return open;
+}
+
+// With one thread, after a handler whose connection went on at Response::finish(): the lane's
+// part. True when the connection (`fd`, `c`) is still here (no free worker took it) for its next
+// request; `c` is not read: it may be gone.
+bool WorkerLoop::finish_without_connection(int fd, const Connection& c, Lane& lane) {
+  const bool here = table_.find(fd) == &c;
+  lane.streamed.reset();
+  finish_work(lane, lane.pumped);
+  return here;
+}
+
+// The connection's buffer goes to the lane as it is, and the connection goes on with a copy (one
+// copy of the request's bytes, only for a request that finished early).
+void WorkerLoop::keep_request_bytes(Connection& c, Lane& lane) {
+  ByteBuffer copy;
+  copy.reserve_more(c.in.size());
+  if (c.in.size() > 0) std::memcpy(copy.data(), c.in.data(), c.in.size());
+  copy.size() = c.in.size();
+  lane.request_bytes = std::move(c.in);
+  c.in = std::move(copy);
 }
 
 // What the connection says of the request's end, while the lane has it: an abort, a close.

@@ -32,7 +32,6 @@
 #include "process_manager/request_id.hpp"
 
 #include <cerrno>
-#include <cstring>
 #include <exception>
 #include <string_view>
 #include <sys/epoll.h>
@@ -251,17 +250,6 @@ bool WorkerLoop::let_connection_go(Connection& c, Lane& lane) {
   const bool open = keep_or_close(c, lane);
   if (open && c.phase == Connection::Phase::KeptIdle) process(c);
   return open;
-}
-
-// The connection's buffer goes to the lane as it is, and the connection goes on with a copy (one
-// copy of the request's bytes, only for a request that finished early).
-void WorkerLoop::keep_request_bytes(Connection& c, Lane& lane) {
-  ByteBuffer copy;
-  copy.reserve_more(c.in.size());
-  if (c.in.size() > 0) std::memcpy(copy.data(), c.in.data(), c.in.size());
-  copy.size() = c.in.size();
-  lane.request_bytes = std::move(c.in);
-  c.in = std::move(copy);
 }
 
 // News of a lane with no connection: its handler returned after Response::finish() (the lane's

@@ -112,6 +112,7 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     auto lane =
         std::make_unique<Lane>(i, rs, threaded ? rs.state : slot_.state, host_, settings.observe);
     lane->handler = &handler;
+    lane->loop = this;
     lane->id_prefix = id_prefix_;
     lane->request.set_spill_threshold(settings.limits.spill_threshold);
     lane->response.set_file_offload(&settings.file_offload);

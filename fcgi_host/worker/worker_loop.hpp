@@ -148,7 +148,6 @@ private:
   void write_lane_output(Connection& c);
   void finish_lane(Connection& c, Lane& lane);
   bool let_connection_go(Connection& c, Lane& lane);
-  void keep_request_bytes(Connection& c, Lane& lane);
   void on_lane_without_connection(Lane& lane);
   void publish_lanes();
   std::uint64_t next_lane_deadline() const;
@@ -181,10 +180,14 @@ private:
   static void respond(Lane& lane);
   static void encode(Lane& lane);
   static void end_response(Lane& lane);
-  // Response::finish(), on the thread that runs the handler (LaneEnd).
-  static void end_response_early(Lane& lane);
+  // Response::finish(), on the thread that runs the handler (LaneEnd): it touches the lane only,
+  // but with one thread, where the loop is the handler's, the connection too.
+  void end_response_early(Lane& lane);
+  void pass_on_finished_connection(Lane& lane);
   friend class LaneEnd;
   bool finish(Connection& c, Lane& lane);
+  bool finish_without_connection(int fd, const Connection& c, Lane& lane);
+  void keep_request_bytes(Connection& c, Lane& lane);
   void settle_ending(Connection& c, Lane& lane);
   void finish_work(Lane& lane, bool pumped);
   void report_failures(Lane& lane);
