@@ -32,6 +32,21 @@ HostOptions after_response_host(std::vector<std::string> extra) {
   return o;
 }
 
+// On a kept connection of its own: GET /finish-then-work?ms=800 (answered at once), then GET
+// /quick; how long the second took, in ms.
+double after_response_next_ms(HostProcess& host) {
+  host.allow_log("wrote or finished again after Response::finish\\(\\)");
+  auto c = host.connect();
+  c.set_keep_conn(true);
+  CHECK(c.request("GET", "/finish-then-work?ms=800").body == "answered\n");
+  const auto start = Clock::now();
+  fcgi_test::Response next = c.request("GET", "/quick");
+  const double ms = elapsed_ms(start);
+  CHECK(next.status == 200);
+  CHECK(next.body == "quick\n");
+  return ms;
+}
+
 } // namespace
 
 TEST_SUITE("work after the response") {
@@ -67,16 +82,8 @@ TEST_SUITE("work after the response") {
   REQUEST_PATH_CASE("after finish() the kept connection serves its next request at once: on "
                     "another thread, or with one thread on another worker") {
     HostProcess host(after_response_host({"--workers", "2"}));
-    host.allow_log("wrote or finished again after Response::finish\\(\\)");
     REQUIRE(host.wait_workers(2).size() == 2);
-    auto c = host.connect();
-    c.set_keep_conn(true);
-    CHECK(c.request("GET", "/finish-then-work?ms=800").body == "answered\n");
-    const auto start = Clock::now();
-    fcgi_test::Response next = c.request("GET", "/quick");
-    const double next_ms = elapsed_ms(start);
-    CHECK(next.status == 200);
-    CHECK(next.body == "quick\n");
+    const double next_ms = after_response_next_ms(host);
     INFO("next answered after " << next_ms << " ms");
     CHECK(next_ms < 300);
     CHECK_FALSE(it::has(host.log(), "after-response work done"));
@@ -89,14 +96,7 @@ TEST_SUITE("work after the response") {
                     "request waits for the handler with one thread, and is served at once with "
                     "more") {
     HostProcess host(after_response_host({"--workers", "1"}));
-    host.allow_log("wrote or finished again after Response::finish\\(\\)");
-    auto c = host.connect();
-    c.set_keep_conn(true);
-    CHECK(c.request("GET", "/finish-then-work?ms=800").body == "answered\n");
-    const auto start = Clock::now();
-    fcgi_test::Response next = c.request("GET", "/quick");
-    const double next_ms = elapsed_ms(start);
-    CHECK(next.body == "quick\n");
+    const double next_ms = after_response_next_ms(host);
     INFO("next answered after " << next_ms << " ms");
     if (it::request_path_threads() > 1) {
       CHECK(next_ms < 300);
