@@ -10,9 +10,10 @@
 // Response::finish() ends the response before the handler returns (end_response_early, where
 // respond runs), and splits finish in its two parts: the connection's (keep or close: free for
 // its next request) and the lane's (the rest, once the handler returned; decision 25). With
-// --threads 1 the loop is the handler's until it returns, so both parts follow its return; with
-// more, the loop lets the connection go as soon as it took the response's end
-// (threaded_requests.cpp), and the lane stays busy.
+// --threads 1 the loop is the handler's until it returns: the connection's part runs at
+// finish(), inside the handler (pass_on_finished_connection: to a free worker); with more, the
+// loop lets the connection go as soon as it took the response's end (threaded_requests.cpp).
+// Either way the lane stays busy until the handler returns.
 // The modes part in one place, where respond runs (serve_request): inline with one thread, the
 // codec writing straight to the socket; on the lane's thread with more (threaded_requests.cpp),
 // its output coming back through the lane.
