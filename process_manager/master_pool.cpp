@@ -63,7 +63,7 @@ void Master::Impl::fit_pool() {
 // its way, so that one slow boot does not spawn a crowd.
 void Master::Impl::scale() {
   PoolSettings& p = current().pool;
-  if (p.mode == PoolMode::Static) return;
+  if (p.mode == PoolMode::Static || rollout.active()) return; // a rollout sizes it itself
   std::uint64_t now = monotonic_ns();
   for (Child& w : table.all()) {
     if (w.generation != current_gen() || w.stopping()) continue;

@@ -1,0 +1,149 @@
+// --rollout canary under steady load through nginx: a reload's new build serves one worker of
+// six beside the old build for a short window, and is judged on its own figures. A build that
+// answers 500 to every third request, or 30 ms slower, is undone (and the old build answers
+// everything after); a good one is promoted without a failed request. The build is the
+// fixture's FCGI_TEST_BUILD, set by `env =` in the config file, so that each generation keeps
+// its own (tests/fixtures/rollout_plugin.cpp).
+#include "commands.hpp"
+#include "harness.hpp"
+#include "lifecycle_load.hpp"
+#include "request_modes.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <string>
+
+namespace {
+
+using it::HostOptions;
+using it::HostProcess;
+using it::Millis;
+using RolloutClock = std::chrono::steady_clock;
+
+constexpr int kRolloutWorkers = 6;
+constexpr Millis kVerdictWait{40000}; // a 4 s window, extended at most 3 times, and the boot
+
+// The host's config: six workers, a canary of one watched for 4 s, serving `build`.
+std::string rollout_conf(const HostProcess* host, const std::string& build, unsigned threads) {
+  const std::string plugin = host ? host->dir().file("librollout.so") : "{dir}/librollout.so";
+  return "app = " + plugin + "\nworkers = " + std::to_string(kRolloutWorkers) +
+         "\nthreads = " + std::to_string(threads) +
+         "\nrollout = canary\ncanary-workers = 1\nrollout-window = 4\nrollout-step = 2\n"
+         "graceful-timeout = 10\nenv = FCGI_TEST_BUILD=" +
+         build + "\n";
+}
+
+HostOptions rollout_host(unsigned threads) {
+  HostOptions o;
+  o.args = {"--config", "{dir}/host.conf"};
+  o.files = {{"host.conf", rollout_conf(nullptr, "good", threads)},
+             {"librollout.so", it::read_file(FCGI_TEST_ROLLOUT_PLUGIN)}};
+  o.status_socket = true;
+  return o;
+}
+
+// `fcgi-host reload --wait` against the host's status socket: its exit status and output.
+it::Command reload_and_wait(const HostProcess& host) {
+  return it::run_shell(HostProcess::binary() + " reload --wait --timeout 60 --connect unix:" +
+                       host.dir().file("status.sock"));
+}
+
+// Every one of `n` answers through nginx is 200 with `body`.
+bool all_answers_are(int port, const std::string& body, int n) {
+  for (int i = 0; i < n; ++i) {
+    it::HttpResponse r = it::http_request(port, "GET", "/after");
+    if (r.status != 200 || r.body != body) return false;
+  }
+  return true;
+}
+
+// The failed requests of a load that started at or after `from`.
+std::size_t failures_since(const it::HttpLoad& load, RolloutClock::time_point from) {
+  const auto& s = load.samples();
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [&](const auto& x) {
+    return x.start >= from && (x.status < 200 || x.status > 299);
+  }));
+}
+
+// A reload to `build` under load, undone: the figures, the exit status of reload --wait, and
+// nothing but the old build afterwards.
+void check_bad_build_undone(const std::string& build, const std::string& figures) {
+  const unsigned threads = it::request_path_threads();
+  HostProcess host(rollout_host(threads));
+  REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+  it::NginxProcess nginx({host.address()});
+  it::HttpLoad load(nginx.port(), "/", 4);
+  REQUIRE(load.wait_more(100));
+
+  host.dir().write("host.conf", rollout_conf(&host, build, threads));
+  host.allow_log("rollout of generation 2 undone");
+  const auto window_from = RolloutClock::now();
+  const std::size_t before = load.completed();
+  it::Command wait = reload_and_wait(host); // HUP, then the verdict
+  INFO(wait.output);
+  CHECK(wait.status == 1);
+  CHECK(wait.output.find("undone") != std::string::npos);
+  REQUIRE(host.wait_log("rollout of generation 2 undone: " + figures, kVerdictWait));
+  // The canary's exit line: after it, only the old build answers.
+  REQUIRE(host.wait_log("\\(gen 2, slot [0-9]+\\) .* requests", kVerdictWait));
+  const std::size_t in_window = load.completed() - before;
+  const auto after_from = RolloutClock::now();
+  CHECK(load.wait_more(300));
+  load.stop();
+
+  const std::size_t failed = failures_since(load, window_from) - failures_since(load, after_from);
+  // One worker of six, a third of its answers 500: about 1/18 of the window's requests fail.
+  MESSAGE(build << " (--threads " << threads << "): " << failed << " failed of " << in_window
+                << " requests during the rollout (one canary of " << kRolloutWorkers
+                << " workers: 1/" << kRolloutWorkers << " of the traffic)");
+  INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+  CHECK(failures_since(load, after_from) == 0);
+  CHECK(failed <= in_window / 6); // at most about three times the canary's share × 1/3
+  CHECK(all_answers_are(nginx.port(), "good\n", 30));
+  CHECK(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+  std::string status = host.status_json();
+  CHECK(it::json_number(status, "rollout state") == 5); // undone
+}
+
+} // namespace
+
+TEST_SUITE("rollout") {
+
+  REQUEST_PATH_CASE("--rollout canary: a build answering 500 to every third request is undone") {
+    check_bad_build_undone("fail-third", "5xx [0-9.]+% against 0.0% over [0-9]+ requests");
+  }
+
+  TEST_CASE("--rollout canary: a build 30 ms slower is undone on its p99") {
+    it::request_path_threads() = 1;
+    check_bad_build_undone("slow30", "p99 [0-9.]+ ms against [0-9.]+ ms over [0-9]+ requests");
+  }
+
+  TEST_CASE("--rollout canary: a good build is promoted a step at a time, 0 failed requests") {
+    HostProcess host(rollout_host(1));
+    REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+    it::NginxProcess nginx({host.address()});
+    it::HttpLoad load(nginx.port(), "/", 4);
+    REQUIRE(load.wait_more(100));
+
+    host.dir().write("host.conf", rollout_conf(&host, "good-v2", 1));
+    it::Command wait = reload_and_wait(host);
+    INFO(wait.output);
+    CHECK(wait.status == 0);
+    CHECK(wait.output.find("promoted") != std::string::npos);
+    REQUIRE(host.wait_log("rollout of generation 2 promoted: 5xx 0.0% against 0.0%, p99 .* "
+                          "replacing the old workers 2 at a time",
+                          kVerdictWait));
+    REQUIRE(
+        host.wait_log("generation 2 serves all 6 worker\\(s\\); rollout complete", kVerdictWait));
+    CHECK(load.wait_more(200));
+    load.stop();
+    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+    MESSAGE("good build: " << load.failures() << " failed of " << load.samples().size()
+                           << " requests across the rollout");
+    CHECK(load.failures() == 0);
+    CHECK(all_answers_are(nginx.port(), "good-v2\n", 30));
+    CHECK(it::json_number(host.status_json(), "rollout state") == 4); // promoted
+  }
+}
