@@ -23,6 +23,9 @@ using it::Millis;
 using RolloutClock = std::chrono::steady_clock;
 
 constexpr int kRolloutWorkers = 6;
+// More clients than workers, each request 3 ms in the handler: every worker is busy, so the
+// canary serves about its share (1/6) of the requests.
+constexpr int kRolloutClients = 8;
 constexpr Millis kVerdictWait{40000}; // a 4 s window, extended at most 3 times, and the boot
 
 // The host's config: six workers, a canary of one watched for 4 s, serving `build`.
@@ -37,7 +40,7 @@ std::string rollout_conf(const HostProcess* host, const std::string& build, unsi
 
 HostOptions rollout_host(unsigned threads) {
   HostOptions o;
-  o.args = {"--config", "{dir}/host.conf"};
+  o.args = {"--config", "{dir}/host.conf", "--pidfile", "{dir}/host.pid"};
   o.files = {{"host.conf", rollout_conf(nullptr, "good", threads)},
              {"librollout.so", it::read_file(FCGI_TEST_ROLLOUT_PLUGIN)}};
   o.status_socket = true;
@@ -74,7 +77,7 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
   HostProcess host(rollout_host(threads));
   REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
   it::NginxProcess nginx({host.address()});
-  it::HttpLoad load(nginx.port(), "/", 4);
+  it::HttpLoad load(nginx.port(), "/", kRolloutClients);
   REQUIRE(load.wait_more(100));
 
   host.dir().write("host.conf", rollout_conf(&host, build, threads));
@@ -111,6 +114,39 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
 
 TEST_SUITE("rollout") {
 
+  TEST_CASE("--rollout canary: TERM while the canary is watched drains both generations") {
+    HostProcess host(rollout_host(1));
+    REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+    host.dir().write("host.conf", rollout_conf(&host, "fail-third", 1));
+    host.signal(SIGHUP);
+    REQUIRE(!host.wait_status("rollout state", 2, Millis{10000}).empty()); // watching
+    host.signal(SIGTERM);
+    CHECK(host.wait_log("rollout of generation 2 ends with the stop: both generations drain"));
+    CHECK(host.wait_exit(Millis{15000}).value_or(-1) == 0);
+    CHECK(it::lines_with(host.log(), "(gen 1, slot").size() >= kRolloutWorkers);
+    CHECK(it::lines_with(host.log(), "(gen 2, slot").size() >= 1);
+  }
+
+  TEST_CASE("--rollout canary: USR2 while the canary is watched keeps the old generation") {
+    HostProcess host(rollout_host(1));
+    const std::string pidfile = host.dir().file("host.pid");
+    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
+    REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+    host.dir().write("host.conf", rollout_conf(&host, "fail-third", 1));
+    host.signal(SIGHUP);
+    REQUIRE(!host.wait_status("rollout state", 2, Millis{10000}).empty()); // watching
+    host.allow_log("rollout of generation 2 undone");
+    host.signal(SIGUSR2);
+    CHECK(host.wait_log("rollout of generation 2 undone: a binary upgrade \\(USR2\\) came during "
+                        "it; generation 1 serves every worker again"));
+    // The upgrade goes on from the old generation: the old master hands over and exits 0.
+    CHECK(host.wait_exit(Millis{15000}).value_or(-1) == 0);
+    const pid_t new_master = it::read_pid(pidfile);
+    CHECK(new_master != host.pid());
+    if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
+    CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
+  }
+
   REQUEST_PATH_CASE("--rollout canary: a build answering 500 to every third request is undone") {
     check_bad_build_undone("fail-third", "5xx [0-9.]+% against 0.0% over [0-9]+ requests");
   }
@@ -124,7 +160,7 @@ TEST_SUITE("rollout") {
     HostProcess host(rollout_host(1));
     REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
     it::NginxProcess nginx({host.address()});
-    it::HttpLoad load(nginx.port(), "/", 4);
+    it::HttpLoad load(nginx.port(), "/", kRolloutClients);
     REQUIRE(load.wait_more(100));
 
     host.dir().write("host.conf", rollout_conf(&host, "good-v2", 1));
