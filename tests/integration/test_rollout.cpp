@@ -114,6 +114,36 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
 
 TEST_SUITE("rollout") {
 
+  TEST_CASE("--rollout canary in pools: the pool that changed rolls alone, the other reloads not") {
+    // No traffic: the window (0.5 s) is extended 3 times, then the 5xx shares (none) promote.
+    auto conf = [](const std::string& env) {
+      return "workers = 2\n[a]\nlisten = unix:{dir}/a.sock\napp = echo\nrollout = canary\n"
+             "rollout-window = 0.5\nenv = " +
+             env + "\n[b]\nlisten = unix:{dir}/b.sock\napp = echo\n";
+    };
+    HostOptions o;
+    o.args = {"--config", "{dir}/main.conf"};
+    o.files = {{"main.conf", conf("V=1")}};
+    o.listen = it::Listen::AsGiven;
+    o.wait_ready = false;
+    HostProcess host(o);
+    REQUIRE(host.wait_log("\\[a\\]: master [0-9]+ started", Millis{10000}));
+    REQUIRE(host.wait_log("\\[b\\]: master [0-9]+ started", Millis{10000}));
+    std::string changed = conf("V=2");
+    changed.replace(changed.find("{dir}"), 5, host.dir().path());
+    changed.replace(changed.find("{dir}"), 5, host.dir().path());
+    host.dir().write("main.conf", changed);
+    host.signal(SIGHUP);
+    CHECK(host.wait_log("\\[a\\]: rollout of generation 2: 1 canary worker beside generation 1",
+                        Millis{10000}));
+    CHECK(host.wait_log("\\[a\\]: rollout of generation 2 promoted: .* too few, judged on errors",
+                        Millis{15000}));
+    CHECK(host.wait_log("\\[a\\]: generation 2 serves all 2 worker\\(s\\); rollout complete",
+                        Millis{10000}));
+    CHECK(it::lines_with(host.log(), "[b]: rollout").empty());
+    CHECK(it::lines_with(host.log(), "[b]: HUP").empty());
+  }
+
   TEST_CASE("--rollout canary: TERM while the canary is watched drains both generations") {
     HostProcess host(rollout_host(1));
     REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
