@@ -393,8 +393,9 @@ void Master::Impl::sample_pool() {
   const PoolSettings& pool = current().pool;
   const int most = sized_by_maximum(pool) && pool.max_workers > 0 ? pool.max_workers : pool.workers;
   PoolCounters& counters = scoreboard.pool();
-  counters.target_workers.store(static_cast<std::uint32_t>(pool.workers),
-                                std::memory_order_relaxed);
+  // During a canary rollout the pool keeps its size across both generations.
+  const int target = rollout.active() ? rollout.full : pool.workers;
+  counters.target_workers.store(static_cast<std::uint32_t>(target), std::memory_order_relaxed);
   counters.max_workers.store(static_cast<std::uint32_t>(std::max(most, pool.workers)),
                              std::memory_order_relaxed);
   counters.ready_generation.store(gens.ready_number(), std::memory_order_relaxed);
