@@ -133,6 +133,7 @@ struct Master::Impl {
   ServedFigures rollout_figures(bool canary) const;
   void note_rollout_exit(const Child& w);
   void publish_rollout(bool now);
+  bool rollout_holds_size(const char* what);
 
   // The upgrade (master_upgrade.cpp).
   void on_upgrade_pipe();

@@ -163,6 +163,16 @@ void Master::Impl::note_rollout_exit(const Child& w) {
                          options.served_figures(scoreboard, w.slot));
 }
 
+// The canary's count is the current generation's size while it runs: a TTIN, TTOU or scale
+// then would change the canary, not the pool. Refused, with a line.
+bool Master::Impl::rollout_holds_size(const char* what) {
+  if (!rollout.active()) return false;
+  PM_LOG(LogLevel::Warn, std::string(what) + " ignored: the rollout of generation " +
+                             std::to_string(rollout.generation) +
+                             " holds the pool's size until it ends");
+  return true;
+}
+
 void Master::Impl::publish_rollout(bool now) {
   const std::uint64_t t = monotonic_ns();
   if (!now && t - rollout.published_ns < kPublishEveryNs) return;
