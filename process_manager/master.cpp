@@ -134,6 +134,11 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
   bool first_stop = state != State::Stopping && state != State::FastStopping;
   state = to;
   gens.forget_queued_reload();
+  if (rollout.running()) { // both generations drain
+    PM_LOG(LogLevel::Notice, "rollout of generation " + std::to_string(rollout.generation) +
+                                 " ends with the stop: both generations drain");
+    end_rollout(RolloutPhase::Undone);
+  }
   if (first_stop && options.on_stop) { // refuse new connections before the workers drain
     options.on_stop();
     options.listen_fd = -1;
@@ -167,6 +172,7 @@ void Master::Impl::reap() {
     facts.boot_error = !boot_error.empty();
     facts.ready_by_time = w->boot_window.count() != 0;
     facts.generation_ready = w->generation <= gens.ready_number();
+    note_rollout_exit(*w); // before its slot is emptied
     s.pid = 0;
     s.state = WorkerState::Free;
     scoreboard.retire(w->slot); // its counters move to the pool's totals: nothing is lost
@@ -221,7 +227,10 @@ void Master::Impl::on_exit(const Child& w, const ExitedChild& c, std::uint64_t r
     hold_for_respawn(w, d.respawn_at_ns);
     log_crash(c.kind == ExitedChild::Kind::Signaled ? LogLevel::Error : LogLevel::Warn, line, d,
               block);
-    if (state == State::Running && gens.crash_undoes_reload(w.generation, now))
+    if (state == State::Reloading && rollout.active() && w.generation == rollout.generation)
+      undo_rollout("rollout of generation " + std::to_string(w.generation) + " undone: " + name(w) +
+                   " crashed");
+    else if (state == State::Running && gens.crash_undoes_reload(w.generation, now))
       go_back(std::to_string(ReloadGrace::kCrashes) + " crashes since the reload");
   }
 }
@@ -384,8 +393,9 @@ void Master::Impl::sample_pool() {
   const PoolSettings& pool = current().pool;
   const int most = sized_by_maximum(pool) && pool.max_workers > 0 ? pool.max_workers : pool.workers;
   PoolCounters& counters = scoreboard.pool();
-  counters.target_workers.store(static_cast<std::uint32_t>(pool.workers),
-                                std::memory_order_relaxed);
+  // During a canary rollout the pool keeps its size across both generations.
+  const int target = rollout.active() ? rollout.full : pool.workers;
+  counters.target_workers.store(static_cast<std::uint32_t>(target), std::memory_order_relaxed);
   counters.max_workers.store(static_cast<std::uint32_t>(std::max(most, pool.workers)),
                              std::memory_order_relaxed);
   counters.ready_generation.store(gens.ready_number(), std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 // The master: preforks workers, supervises them, reloads by generations. It never touches a
 // client connection and knows nothing of FastCGI: the worker's entry point is a callable.
 #include "process_manager/generations.hpp"
+#include "process_manager/rollout.hpp"
 #include "process_manager/scoreboard.hpp"
 
 #include <functional>
@@ -55,6 +56,11 @@ struct MasterOptions {
   // ("killed by the OOM killer (memory-max 512M)", counted in PoolCounters::oom_kills), or empty
   // when it was not that (oom_watch.hpp). Unset: never asked.
   std::function<std::string()> oom_kill_note;
+  // --rollout canary: a worker's figures (slot `slot`'s: requests, 5xx, durations in buckets with
+  // the upper bounds latency_bounds_ns, at most kFigureBuckets - 1 of them), summed per
+  // generation over a rollout's window (rollout.hpp). Unset: a canary is judged by its crashes.
+  std::function<ServedFigures(const Scoreboard&, std::size_t slot)> served_figures;
+  std::vector<std::uint64_t> latency_bounds_ns;
   // The new master's side of an upgrade: one byte is written here (then closed) once the first
   // generation is ready. -1: not started by an upgrade.
   int ready_fd = -1;

@@ -5,6 +5,7 @@
 //   master.cpp          the loop, the signals' dispatch, stops, exits and respawn holds
 //   master_pool.cpp     pool sizing (pool_sizing.hpp): scale, fit to the target, spawn, ready
 //   master_reload.cpp   reload by generations (generations.hpp): HUP, ready, abandon, go back
+//   master_rollout.cpp  canary rollouts (rollout.hpp): watch, judge, promote a step at a time, undo
 //   master_timeouts.cpp timeouts and nudges (worker_deadlines.hpp): stop, kill, nudge, stacks
 //   master_upgrade.cpp  binary upgrade (binary_upgrade.hpp): USR2 and the ready pipe
 #include "process_manager/backoff.hpp"
@@ -16,6 +17,7 @@
 #include "process_manager/master_state.hpp"
 #include "process_manager/pool_sizing.hpp"
 #include "process_manager/reaper.hpp"
+#include "process_manager/rollout.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/spawner.hpp"
 #include "process_manager/systemd_notify.hpp"
@@ -118,6 +120,20 @@ struct Master::Impl {
   void begin_reload(Generation next);
   void go_back(const std::string& why);
   void end_reload();
+  void drop_current_generation();
+
+  // Canary rollouts (master_rollout.cpp).
+  void begin_rollout();
+  void advance_rollout();
+  void start_rollout_window();
+  void judge_rollout();
+  void promote_rollout_step();
+  void undo_rollout(const std::string& why);
+  void end_rollout(RolloutPhase outcome);
+  ServedFigures rollout_figures(bool canary) const;
+  void note_rollout_exit(const Child& w);
+  void publish_rollout(bool now);
+  bool rollout_holds_size(const char* what);
 
   // The upgrade (master_upgrade.cpp).
   void on_upgrade_pipe();
@@ -147,6 +163,27 @@ struct Master::Impl {
   // The generation the pool is kept at, the one still serving during a reload, the one a reload
   // grace may go back to (generations.hpp).
   Generations gens;
+
+  // The last reload's rollout: with --rollout canary, watched, then promoted or undone; with
+  // all, only its outcome is published (the status page, `fcgi-host reload --wait`).
+  struct Rollout {
+    bool canary = false;
+    RolloutPhase phase = RolloutPhase::None;
+    std::uint32_t generation = 0;
+    int full = 0;           // the new generation's workers once promoted
+    int canary_workers = 0; // its workers while it is watched
+    int step = 0;           // workers replaced at a time
+    std::uint64_t window_end_ns = 0;
+    unsigned extra_windows = 0;
+    std::uint64_t published_ns = 0;
+    RolloutWindow window;
+    bool running() const {
+      return phase == RolloutPhase::Starting || phase == RolloutPhase::Watching ||
+             phase == RolloutPhase::Promoting;
+    }
+    bool active() const { return canary && running(); } // a canary rollout runs
+
+  } rollout;
 
   SystemdNotifier notifier;
   bool announced_ready = false;   // READY=1 sent (and the upgrade's ready byte written)

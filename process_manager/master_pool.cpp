@@ -11,12 +11,14 @@ namespace process_manager {
 
 // TTIN: one worker more in the current generation (dynamic, ondemand: one more at most).
 void Master::Impl::on_ttin() {
+  if (rollout_holds_size("TTIN")) return;
   int n = grow_by_one(current().pool);
   PM_LOG(LogLevel::Notice, "TTIN: " + std::to_string(n) + " worker(s)" +
                                (sized_by_maximum(current().pool) ? " at most" : ""));
 }
 
 int Master::Impl::resize(int target) {
+  if (rollout_holds_size("resize")) return rollout.full;
   int n = resize_to(current().pool, target);
   PM_LOG(LogLevel::Notice, "resize: " + std::to_string(n) + " worker(s)" +
                                (sized_by_maximum(current().pool) ? " at most" : ""));
@@ -25,6 +27,7 @@ int Master::Impl::resize(int target) {
 
 // TTOU: one worker less in the current generation, never below one.
 void Master::Impl::on_ttou() {
+  if (rollout_holds_size("TTOU")) return;
   int n = shrink_by_one(current().pool);
   PM_LOG(LogLevel::Notice, "TTOU: " + std::to_string(n) + " worker(s)" +
                                (sized_by_maximum(current().pool) ? " at most" : "") +
@@ -63,7 +66,7 @@ void Master::Impl::fit_pool() {
 // its way, so that one slow boot does not spawn a crowd.
 void Master::Impl::scale() {
   PoolSettings& p = current().pool;
-  if (p.mode == PoolMode::Static) return;
+  if (p.mode == PoolMode::Static || rollout.active()) return; // a rollout sizes it itself
   std::uint64_t now = monotonic_ns();
   for (Child& w : table.all()) {
     if (w.generation != current_gen() || w.stopping()) continue;

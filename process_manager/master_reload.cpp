@@ -37,6 +37,7 @@ void Master::Impl::on_hup() {
 void Master::Impl::begin_reload(Generation next) {
   gens.begin(std::move(next), monotonic_ns());
   state = State::Reloading;
+  begin_rollout(); // --rollout canary: only the canary workers start
 }
 
 // --reload-grace: the generation of the last reload keeps crashing; its predecessor's
@@ -51,6 +52,7 @@ void Master::Impl::go_back(const std::string& why) {
 }
 
 void Master::Impl::advance_reload() {
+  if (rollout.active()) return advance_rollout();
   if (!generation_ready(current().pool.workers, members())) return;
   std::size_t retired = 0;
   for (Child& w : table.all())
@@ -61,6 +63,7 @@ void Master::Impl::advance_reload() {
   PM_LOG(LogLevel::Notice, "generation " + std::to_string(current_gen()) + " ready; retiring " +
                                std::to_string(retired) + " worker(s) of older generations");
   gens.complete(monotonic_ns()); // with --reload-grace, the previous configuration is kept
+  if (rollout.running()) end_rollout(RolloutPhase::Promoted); // all at once
   end_reload();
 }
 
@@ -70,6 +73,12 @@ void Master::Impl::abandon_reload(const std::string& why, const std::string& blo
                    ", keeping generation " + std::to_string(gens.previous_number()) +
                    (block.empty() ? "" : ":"),
                block);
+  if (rollout.running()) end_rollout(RolloutPhase::Undone);
+  drop_current_generation();
+}
+
+// The new generation's workers stop; the previous one is current again and refills the pool.
+void Master::Impl::drop_current_generation() {
   for (Child& w : table.all())
     if (w.generation == current_gen()) // those already serving finish their requests
       stop(w, ready(w) ? StopReason::Retire : StopReason::Abandon);

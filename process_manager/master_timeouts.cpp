@@ -47,7 +47,9 @@ void Master::Impl::enforce_timeouts() {
   kill_past_stop_deadline(now);
   resend_stop_signals(now);
   kill_timed_out_requests(now);
-  if (state == State::Reloading && gens.deadline_passed(now))
+  // A canary being watched or promoted was ready: its window is not the reload's deadline.
+  const bool canary_ready = rollout.active() && rollout.phase != RolloutPhase::Starting;
+  if (state == State::Reloading && !canary_ready && gens.deadline_passed(now))
     abandon_reload("generation " + std::to_string(current_gen()) + " not ready after " +
                    seconds_text(ns(current().pool.graceful_timeout)));
 }

@@ -8,6 +8,10 @@ namespace process_manager {
 // socket; once its first generation is ready it writes one byte to our pipe (on_upgrade_pipe),
 // and this master retires its workers and exits. Until then both serve the one socket.
 void Master::Impl::on_usr2() {
+  // During a canary rollout the old generation is the one known to be good: it goes on.
+  if (rollout.active() && options.upgrade_exec && !upgrade.running())
+    undo_rollout("rollout of generation " + std::to_string(rollout.generation) +
+                 " undone: a binary upgrade (USR2) came during it");
   if (std::optional<std::string> why =
           why_not_upgrade(static_cast<bool>(options.upgrade_exec), upgrade.running(), state)) {
     PM_LOG(LogLevel::Warn, *why);

@@ -15,6 +15,20 @@ enum class PoolMode {
             // workers idle longer than idle_timeout; at most max_workers
 };
 
+// --rollout: how a reload replaces the workers (rollout.hpp). All: the new generation replaces
+// every worker once it is ready. Canary: it starts on `canary_workers` beside the old generation
+// and is judged against it over `window`, then promoted `step` workers at a time or undone.
+enum class RolloutMode { All, Canary };
+
+struct RolloutSettings {
+  RolloutMode mode = RolloutMode::All;
+  int canary_workers = 1;
+  std::chrono::milliseconds window{30'000};
+  double undo_on_errors = 0.02; // the canary's 5xx share above the old one's by more: undone
+  double undo_on_latency = 2;   // the canary's p99 above this many times the old one's: undone
+  int step = 0;                 // 0: a quarter of the pool (at least 1)
+};
+
 struct PoolSettings {
   int workers = 1;
   PoolMode mode = PoolMode::Static;
@@ -53,6 +67,7 @@ struct PoolSettings {
   // After a reload: a new generation whose workers crash kGraceCrashes times within this long
   // is replaced by the previous generation's configuration again (0: off).
   std::chrono::milliseconds reload_grace{0};
+  RolloutSettings rollout;
 };
 
 } // namespace process_manager

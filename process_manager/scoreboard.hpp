@@ -155,6 +155,17 @@ struct PoolCounters {
   std::atomic<std::uint32_t> target_workers{0};
   std::atomic<std::uint32_t> max_workers{0};
   std::atomic<std::uint32_t> ready_generation{0};
+  // --rollout canary (rollout.hpp): the last rollout's phase (RolloutPhase) and generation, and
+  // its window's figures, the canary's and the old generation's (refreshed while it is watched).
+  std::atomic<std::uint32_t> rollout_phase{0};
+  std::atomic<std::uint32_t> rollout_generation{0};
+  struct RolloutSide {
+    std::atomic<std::uint64_t> requests{0};
+    std::atomic<std::uint64_t> errors{0};
+    std::atomic<std::uint64_t> p99_ns{0};
+  };
+  RolloutSide rollout_canary;
+  RolloutSide rollout_old;
 };
 
 // The host's area in each region (opaque to the scoreboard): its size, and how the master folds

@@ -1,12 +1,15 @@
 #include "fcgi_host/cli/client_commands.hpp"
 
 #include "fcgi_host/cli/help_text.hpp"
+#include "fcgi_host/cli/reload_wait.hpp"
 #include "fcgi_host/observe/status_page.hpp" // kHostHeader
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,13 +94,14 @@ HostReply ask(const std::string& address, const HostQuery& query, std::chrono::m
 int run_control_command(int argc, char** argv) {
   const std::string verb = argv[1];
   std::string connect, pool, workers;
-  double timeout_s = 5;
+  double timeout_s = 0; // 0: 5 s, or 600 s for a --wait
+  bool wait = false;
   std::vector<std::string> words;
   for (int i = 2; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--help" || a == "-h") {
       std::cout << (verb == "scale" ? "Usage: fcgi-host scale [POOL] N --connect ADDR"
-                                    : "Usage: fcgi-host reload [POOL] --connect ADDR")
+                                    : "Usage: fcgi-host reload [POOL] --connect ADDR [--wait]")
                 << " [--timeout SECONDS]\n\n"
                 << kClientCommandsHelp;
       return kClientHealthy;
@@ -111,6 +115,8 @@ int run_control_command(int argc, char** argv) {
       char* end = nullptr;
       timeout_s = std::strtod(v.c_str(), &end);
       if (*end || !(timeout_s > 0)) throw Failure{kClientUsage, "--timeout: seconds > 0"};
+    } else if (a == "--wait" && verb == "reload") {
+      wait = true;
     } else if (a.starts_with("-")) {
       throw Failure{kClientUsage, "unknown option '" + std::string(a) + "'"};
     } else {
@@ -125,15 +131,32 @@ int run_control_command(int argc, char** argv) {
                                                 : "usage: fcgi-host reload [POOL] --connect ADDR"};
   if (connect.empty()) throw Failure{kClientUsage, "--connect ADDR is required"};
   if (!words.empty()) pool = words.front();
+  if (wait && !pool.empty())
+    throw Failure{kClientUsage, "--wait: one application only (a pool's rollout is on its page)"};
+  if (timeout_s == 0) timeout_s = wait ? 600 : 5;
+  const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+  // The rollout before this reload: --wait follows the one after it.
+  const std::uint32_t before =
+      wait ? rollout_seen(ask(connect, {"GET", "/status", "", ""}, timeout).body).generation : 0;
   // Appended piece by piece: `"literal" + string` draws a false -Wrestrict of GCC 12 at -O2.
   std::string args;
   if (!pool.empty()) args.append("pool=").append(pool);
   if (!workers.empty()) args.append(args.empty() ? "" : "&").append("workers=").append(workers);
-  HostReply r = ask(connect, {"POST", "/control/" + verb, args, ""},
-                    std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+  HostReply r = ask(connect, {"POST", "/control/" + verb, args, ""}, timeout);
   std::cout << r.body << std::flush;
   if (r.status != 200) throw Failure{kClientUnhealthy, "answered " + std::to_string(r.status)};
-  return kClientHealthy;
+  if (!wait) return kClientHealthy;
+  std::optional<bool> promoted;
+  try {
+    promoted = wait_for_rollout(connect, before, timeout);
+  } catch (const HostQueryError& e) {
+    throw Failure{kClientNoAnswer, e.what()};
+  }
+  if (!promoted)
+    throw Failure{kClientNoAnswer, "no outcome of the reload within " +
+                                       std::to_string(static_cast<long>(timeout_s)) + " s"};
+  std::cout << (*promoted ? "promoted\n" : "undone\n") << std::flush;
+  return *promoted ? kClientHealthy : kClientUnhealthy;
 }
 
 } // namespace

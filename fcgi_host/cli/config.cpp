@@ -187,6 +187,28 @@ public:
   }
 
   std::chrono::milliseconds seconds(const char* name, bool allow_zero) const {
+    const double v = number(name, "a number of seconds");
+    if (v < 0 || (!allow_zero && v == 0) || v > 86400.0 * 365)
+      throw error(name, std::string("must be ") + (allow_zero ? "0 or more" : "more than 0") +
+                            " seconds (up to a year)");
+    return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000)));
+  }
+
+  // A decimal number (a ratio, a factor) from min to max.
+  double decimal(const char* name, double min, double max) const {
+    const double v = number(name, "a number");
+    auto shown = [](double d) {
+      std::ostringstream o;
+      o << d;
+      return o.str();
+    };
+    if (v < min || v > max)
+      throw error(name, "must be from " + shown(min) + " to " + shown(max) + ", got " + text(name));
+    return v;
+  }
+
+  // The option's value as a finite number; `what` says what it should be when it is not one.
+  double number(const char* name, const char* what) const {
     const std::string t = text(name);
     std::size_t pos = 0;
     double v = 0;
@@ -195,11 +217,9 @@ public:
     } catch (const std::exception&) {
       pos = 0;
     }
-    if (t.empty() || pos != t.size()) throw error(name, "'" + t + "' is not a number of seconds");
-    if (!std::isfinite(v) || v < 0 || (!allow_zero && v == 0) || v > 86400.0 * 365)
-      throw error(name, std::string("must be ") + (allow_zero ? "0 or more" : "more than 0") +
-                            " seconds (up to a year)");
-    return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000)));
+    if (t.empty() || pos != t.size() || !std::isfinite(v))
+      throw error(name, "'" + t + "' is not " + what);
+    return v;
   }
 
   std::size_t size(const char* name) const {
@@ -379,6 +399,20 @@ void read_pool(const Values& v, Config& c) {
   if (c.pm != "static" && c.max_workers < c.workers)
     throw v.error("max-workers", "must not be below --workers");
   c.idle_timeout = v.seconds("idle-timeout", false);
+}
+
+// --rollout and the canary's judgement (process_manager/rollout.hpp).
+void read_rollout(const Values& v, Config& c) {
+  const std::string mode = v.text("rollout");
+  if (mode != "all" && mode != "canary") throw v.error("rollout", "must be all or canary");
+  process_manager::RolloutSettings& r = c.rollout;
+  r.mode =
+      mode == "canary" ? process_manager::RolloutMode::Canary : process_manager::RolloutMode::All;
+  r.canary_workers = static_cast<int>(v.integer("canary-workers", 1, 512));
+  r.window = v.seconds("rollout-window", false);
+  r.undo_on_errors = v.decimal("undo-on-errors", 0, 1);
+  r.undo_on_latency = v.decimal("undo-on-latency", 1, 1000);
+  r.step = static_cast<int>(v.integer("rollout-step", 0, 512));
 }
 
 void read_lifecycle(const Values& v, Config& c) {
@@ -666,6 +700,7 @@ ParseOutcome parse_config(int argc, const char* const* argv, Config& config, std
   read_socket(values, config);
   read_pool(values, config);
   read_lifecycle(values, config);
+  read_rollout(values, config);
   read_limits(values, config.limits);
   read_responses(values, config);
   config.handoff_after = values.seconds("handoff-after", true);

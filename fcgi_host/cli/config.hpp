@@ -5,6 +5,7 @@
 #include "fcgi_host/config/limits.hpp"
 #include "fcgi_host/config/option_table.hpp"
 #include "fcgi_host/net/listen_address.hpp"
+#include "process_manager/pool_settings.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -57,6 +58,7 @@ struct Config {
   std::string ready_path; // the health gate: a worker serves once its handler answered it 2xx
   std::chrono::milliseconds reload_grace = default_duration("reload-grace");
   bool watch = false; // --watch on: reload when the plugin or a config file changes
+  process_manager::RolloutSettings rollout; // --rollout and its judgement's options
 
   std::string error_log; // empty: stderr
   std::string log_level{find_option("log-level")->default_text};

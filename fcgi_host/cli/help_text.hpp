@@ -17,7 +17,11 @@ inline constexpr const char* kClientCommandsHelp =
     "                                           application: as HUP does)\n"
     "  fcgi-host scale [POOL] N --connect ADDR  set the workers of a pool (or of the\n"
     "                                           application) to N\n"
-    "  Exit 0: done; 1: refused (the answer says why); 2: usage; 3: no answer\n";
+    "  Exit 0: done; 1: refused (the answer says why); 2: usage; 3: no answer\n"
+    "  fcgi-host reload --wait ...              also wait for the reload's outcome (up to\n"
+    "                                           --timeout, default 600): exit 0 promoted,\n"
+    "                                           1 undone (--rollout canary: worse than the\n"
+    "                                           old build), 3 no outcome\n";
 
 inline constexpr const char* kReplayHelp =
     "Replay (fcgi-host replay --help for more):\n"

@@ -15,6 +15,7 @@
 #include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/observe/health_server.hpp"
 #include "fcgi_host/observe/host_slot.hpp"
+#include "fcgi_host/observe/served_figures.hpp"
 #include "fcgi_host/observe/status_server.hpp"
 #include "fcgi_host/pools/cgroups.hpp"
 #include "fcgi_host/pools/member.hpp"
@@ -240,7 +241,9 @@ void open_listener(Host& host) {
     throw StartFailure{exit_code::kStartupFailure, sys_error("fcntl(O_NONBLOCK)", "listen socket")};
   host.options.listen_fd = host.listen_fd;
   host.options.ready_fd = host.upgrade_fd;
-  host.options.host_area = kHostArea; // the host's counters beside each worker's slot
+  host.options.host_area = kHostArea;           // the host's counters beside each worker's slot
+  host.options.served_figures = served_figures; // --rollout canary's judgement
+  host.options.latency_bounds_ns = served_latency_bounds();
   host.options.scoreboard_threads = static_cast<std::size_t>(host.config.threads);
 }
 

@@ -137,6 +137,7 @@ process_manager::PoolSettings pool_settings(const Config& config, bool handoff_c
   pool.request_timeout = config.request_timeout;
   pool.slow_stack_after = config.slow_request_threshold;
   pool.reload_grace = config.reload_grace;
+  pool.rollout = config.rollout;
   pool.mode = pool_mode(config.pm);
   pool.min_spare = config.min_spare;
   pool.max_spare = config.max_spare;

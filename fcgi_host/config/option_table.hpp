@@ -162,6 +162,25 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"reload-grace", 0, "SECONDS", "0",
      "after a reload, a new generation whose workers crash 3 times within this long is "
      "replaced by the previous configuration again (0: off)"},
+    {"rollout", 0, "all|canary", "all",
+     "how a reload replaces the workers: all (once the new generation is ready), or canary "
+     "(the new generation serves on --canary-workers beside the old one for --rollout-window, "
+     "then replaces it --rollout-step workers at a time, or is undone when it answers more 5xx "
+     "or slower; per pool)"},
+    {"canary-workers", 0, "N", "1",
+     "--rollout canary: the new generation's workers while it is watched (the old generation "
+     "keeps the rest of the pool)"},
+    {"rollout-window", 0, "SECONDS", "30",
+     "--rollout canary: how long both generations are watched before the judgement"},
+    {"undo-on-errors", 0, "RATIO", "0.02",
+     "--rollout canary: undo when the canary's share of 5xx answers exceeds the old "
+     "generation's by more than this"},
+    {"undo-on-latency", 0, "FACTOR", "2",
+     "--rollout canary: undo when the canary's p99 duration exceeds this many times the old "
+     "generation's"},
+    {"rollout-step", 0, "N", "0",
+     "--rollout canary: the old workers replaced at a time once the canary is promoted (0: a "
+     "quarter of the pool, at least 1)"},
     {"watch", 0, "on|off", "off",
      "reload as HUP does when the plugin file or a configuration file changes (rebuilt, "
      "renamed over, rewritten), once the changes have settled; a build that does not load "

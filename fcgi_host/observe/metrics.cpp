@@ -272,6 +272,16 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   snap.kills_by_timeout = p.kills_by_timeout.load(std::memory_order_relaxed);
   snap.requests_lost_crash = p.requests_lost_crash.load(std::memory_order_relaxed);
   snap.oom_kills = p.oom_kills.load(std::memory_order_relaxed);
+  snap.rollout_phase = p.rollout_phase.load(std::memory_order_relaxed);
+  snap.rollout_generation = p.rollout_generation.load(std::memory_order_relaxed);
+  auto side = [](const process_manager::PoolCounters::RolloutSide& from,
+                 Snapshot::RolloutSide& to) {
+    to.requests = from.requests.load(std::memory_order_relaxed);
+    to.errors = from.errors.load(std::memory_order_relaxed);
+    to.p99_ns = from.p99_ns.load(std::memory_order_relaxed);
+  };
+  side(p.rollout_canary, snap.rollout_canary);
+  side(p.rollout_old, snap.rollout_old);
   for (int c = 0; c < 256; ++c)
     if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))
       snap.exits_by_code.emplace_back(c, n);

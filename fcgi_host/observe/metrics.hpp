@@ -205,6 +205,13 @@ struct Snapshot {
   // figure, the master could not be read).
   std::uint64_t pss_total_bytes = 0;
   std::uint32_t pss_processes = 0;
+  // The last canary rollout (process_manager/rollout.hpp): its phase, generation, and its
+  // window's figures, the canary's and the old generation's.
+  std::uint32_t rollout_phase = 0, rollout_generation = 0;
+  struct RolloutSide {
+    std::uint64_t requests = 0, errors = 0, p99_ns = 0;
+  };
+  RolloutSide rollout_canary, rollout_old;
 };
 
 // Sums the scoreboard: live slots and what exited workers left. A worker answering the status

@@ -1,6 +1,7 @@
 #include "fcgi_host/observe/status_fields.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/rollout.hpp"
 
 #include <algorithm>
 #include <array>
@@ -30,6 +31,18 @@ std::string start_time_text(const Snapshot& s) {
   char buf[64];
   strftime(buf, sizeof buf, "%d/%b/%Y:%H:%M:%S %z", &local); // php-fpm's format
   return buf;
+}
+
+// The rollout's rows: absent until the pool reloaded.
+FieldValue rollout_figure(const Snapshot& s, std::uint64_t v) {
+  return s.rollout_phase != 0 ? number(v) : FieldValue{};
+}
+FieldValue rollout_p99(const Snapshot& s, std::uint64_t ns) {
+  return s.rollout_phase != 0 ? FieldValue{K::Number, process_manager::seconds_number(ns, 6)}
+                              : FieldValue{};
+}
+std::string rollout_phase_text(const Snapshot& s) {
+  return process_manager::to_string(static_cast<process_manager::RolloutPhase>(s.rollout_phase));
 }
 
 std::uint64_t restarts(const Snapshot& s) {
@@ -143,6 +156,28 @@ const std::array kFields = std::to_array<StatusField>({
      [](const Snapshot& s) {
        return FieldValue{K::Number, process_manager::seconds_number(s.idle_work_ns, 6)};
      }},
+    {"rollout state", "rollout_state", G, "",
+     "The last reload's rollout: 0 none, 1 starting, 2 watching (--rollout canary), 3 "
+     "promoting, 4 promoted, 5 undone.",
+     kEveryForm, [](const Snapshot& s) { return number(s.rollout_phase); }, rollout_phase_text},
+    {"rollout generation", "rollout_generation", G, "", "The generation of the last reload's rollout.",
+     kEveryForm, [](const Snapshot& s) { return rollout_figure(s, s.rollout_generation); }},
+    {"rollout canary requests", "rollout_requests", G, "side=\"canary\"",
+     "Requests in the canary rollout's window, by side (canary: the new generation; old: the one "
+     "it would replace).",
+     kEveryForm, [](const Snapshot& s) { return rollout_figure(s, s.rollout_canary.requests); }},
+    {"rollout old requests", "rollout_requests", G, "side=\"old\"", "", kEveryForm,
+     [](const Snapshot& s) { return rollout_figure(s, s.rollout_old.requests); }},
+    {"rollout canary 5xx", "rollout_errors", G, "side=\"canary\"",
+     "5xx answers in the canary rollout's window, by side.", kEveryForm,
+     [](const Snapshot& s) { return rollout_figure(s, s.rollout_canary.errors); }},
+    {"rollout old 5xx", "rollout_errors", G, "side=\"old\"", "", kEveryForm,
+     [](const Snapshot& s) { return rollout_figure(s, s.rollout_old.errors); }},
+    {"rollout canary p99 seconds", "rollout_p99_seconds", G, "side=\"canary\"",
+     "The p99 duration in the canary rollout's window, by side.", kEveryForm,
+     [](const Snapshot& s) { return rollout_p99(s, s.rollout_canary.p99_ns); }},
+    {"rollout old p99 seconds", "rollout_p99_seconds", G, "side=\"old\"", "", kEveryForm,
+     [](const Snapshot& s) { return rollout_p99(s, s.rollout_old.p99_ns); }},
     {"pss bytes", "pss_bytes", G, "",
      "PSS of the host's processes, the master included (those the page could read).", kEveryForm,
      [](const Snapshot& s) { return s.pss_processes ? number(s.pss_total_bytes) : FieldValue{}; }},

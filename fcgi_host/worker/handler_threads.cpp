@@ -166,9 +166,11 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   return !lane.client_gone;
 }
 
-// Inline (one thread, heartbeats on): each write under the lane's mutex, so that the heartbeat
-// thread (stream_heartbeat.hpp) writes only between two events. On a handler thread: the flags
-// under the mutex, the write outside it (deliver() takes the mutex itself).
+// Inline (one thread, heartbeats on): each write of an event stream under the lane's mutex, so
+// that the heartbeat thread (stream_heartbeat.hpp) writes only between two events; any other
+// streamed response goes straight to the codec (no lock, no clock: the heartbeat thread never
+// touches it, and `events` is written only on this thread). On a handler thread: the flags under
+// the mutex, the write outside it (deliver() takes the mutex itself).
 void LaneSink::send_head(const app::Response& response) {
   const bool events = response.header("Content-Type").starts_with("text/event-stream");
   if (!lane_.owner) {
@@ -190,6 +192,7 @@ void LaneSink::send_head(const app::Response& response) {
 }
 
 bool LaneSink::send_body(std::string_view chunk) {
+  if (!lane_.owner && !lane_.events) return lane_.codec.sink().send_body(chunk);
   if (!lane_.owner) {
     std::lock_guard lock(lane_.mutex);
     lane_.between_events = false;
@@ -204,6 +207,7 @@ bool LaneSink::send_body(std::string_view chunk) {
 }
 
 bool LaneSink::flush() {
+  if (!lane_.owner && !lane_.events) return lane_.codec.sink().flush();
   if (!lane_.owner) {
     std::lock_guard lock(lane_.mutex);
     bool ok = lane_.codec.sink().flush();

@@ -3,6 +3,7 @@
 // the least progress, so a normal request is served at once however many hostile connections
 // are held, memory stays within the budget, and the log stays short.
 #include "checks.hpp"
+#include "request_modes.hpp"
 #include "support/time.hpp"
 
 #include <chrono>
@@ -36,9 +37,10 @@ std::size_t warn_lines(const HostProcess& host) {
 
 TEST_SUITE("floods") {
 
-  TEST_CASE("500 idle connections on 2 workers of 64 slots: a normal request is served at once") {
-    HostProcess host(
-        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--header-timeout", "30"});
+  REQUEST_PATH_CASE(
+      "500 idle connections on 2 workers of 64 slots: a normal request is served at once") {
+    HostProcess host(it::with_threads(
+        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--header-timeout", "30"}));
     std::vector<Client> idle;
     for (int i = 0; i < 500; ++i)
       idle.push_back(host.connect(Millis{5000})); // nothing sent: the least progress there is
@@ -55,10 +57,11 @@ TEST_SUITE("floods") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("300 connections trickling bodies on 2 workers of 64 slots: a normal request is "
-            "served at once") {
-    HostProcess host(
-        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--body-timeout", "30"});
+  REQUEST_PATH_CASE(
+      "300 connections trickling bodies on 2 workers of 64 slots: a normal request is "
+      "served at once") {
+    HostProcess host(it::with_threads(
+        {"--app", "echo", "--workers", "2", "--max-connections", "64", "--body-timeout", "30"}));
     // The host evicts connections while they are opened and fed: a send that fails is one of
     // those evictions, not an error.
     auto send_unless_evicted = [](Client& c, const std::string& bytes) {
@@ -84,11 +87,11 @@ TEST_SUITE("floods") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("20 unfinished 8 MiB bodies: the worker stays within --max-buffered") {
+  REQUEST_PATH_CASE("20 unfinished 8 MiB bodies: the worker stays within --max-buffered") {
     // Freed memory must really be freed for RSS to tell: no ASan quarantine in the host.
     it::ScopedEnv asan("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=1:abort_on_error=0");
-    HostProcess host({"--app", "echo", "--workers", "1", "--max-body", "9M", "--max-buffered",
-                      "24M", "--body-timeout", "30"});
+    HostProcess host(it::with_threads({"--app", "echo", "--workers", "1", "--max-body", "9M",
+                                       "--max-buffered", "24M", "--body-timeout", "30"}));
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
     long before = it::rss_kib(workers[0]);
@@ -126,7 +129,8 @@ TEST_SUITE("floods") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("EMFILE on accept: a burst of lines, then counts that grow apart (not 10 a second)") {
+  REQUEST_PATH_CASE(
+      "EMFILE on accept: a burst of lines, then counts that grow apart (not 10 a second)") {
     // The host under a low file limit: a wrapper sets it, then execs the real binary.
     it::TempDir wrap;
     std::string script = wrap.write("fcgi-host", "#!/bin/sh\nulimit -n 48\nexec '" +
@@ -134,7 +138,8 @@ TEST_SUITE("floods") {
     ::chmod(script.c_str(), 0755);
     std::string real = HostProcess::binary();
     it::ScopedEnv binary("FCGI_HOST_BINARY", script);
-    HostProcess host({"--app", "echo", "--workers", "1", "--header-timeout", "30"});
+    HostProcess host(
+        it::with_threads({"--app", "echo", "--workers", "1", "--header-timeout", "30"}));
     std::vector<Client> held;
     for (int i = 0; i < 80; ++i)
       held.push_back(host.connect(Millis{5000})); // past the worker's fds: EMFILE on accept

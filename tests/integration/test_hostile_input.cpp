@@ -3,6 +3,7 @@
 // answer), then that the same worker still serves a normal request on a fresh connection, that
 // it did not restart, and that it logged at most one line per bad connection.
 #include "checks.hpp"
+#include "request_modes.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -56,7 +57,8 @@ struct Hostile {
   pid_t worker = -1;
   std::size_t warns_at_start = 0;
 
-  explicit Hostile(const std::vector<std::string>& overrides = {}) : host(host_args(overrides)) {
+  explicit Hostile(const std::vector<std::string>& overrides = {})
+      : host(it::with_threads(host_args(overrides))) {
     auto workers = host.wait_workers(1);
     REQUIRE(workers.size() == 1);
     worker = workers[0];
@@ -142,7 +144,8 @@ void check_refused(Client& c, std::uint16_t id, int status) {
 
 TEST_SUITE("hostile input") {
 
-  TEST_CASE("a burst of bad connections: 10 lines, then the count of the rest, unprompted") {
+  REQUEST_PATH_CASE(
+      "a burst of bad connections: 10 lines, then the count of the rest, unprompted") {
     Hostile h;
     for (int i = 0; i < 15; ++i) {
       Client c = h.connect();
@@ -157,7 +160,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(15);
   }
 
-  TEST_CASE("wrong version: closed without an answer") {
+  REQUEST_PATH_CASE("wrong version: closed without an answer") {
     Hostile h;
     Client c = h.connect();
     c.send_raw(fcgi_test::encode_record(1, 1, fcgi_test::begin_request_body(), 0, /*version=*/2));
@@ -166,7 +169,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "FastCGI version 2").size() == 1);
   }
 
-  TEST_CASE("truncated record, then the client closes: connection dropped") {
+  REQUEST_PATH_CASE("truncated record, then the client closes: connection dropped") {
     Hostile h;
     Client c = h.connect();
     std::string params =
@@ -178,7 +181,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "mid-request").size() == 1);
   }
 
-  TEST_CASE("lying content length: BEGIN_REQUEST of 16 bytes is closed") {
+  REQUEST_PATH_CASE("lying content length: BEGIN_REQUEST of 16 bytes is closed") {
     Hostile h;
     Client c = h.connect();
     c.send_raw(fcgi_test::encode_record(RecordType::BeginRequest, 1,
@@ -187,7 +190,8 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(1);
   }
 
-  TEST_CASE("lying content length: a record longer than what is sent is cut at header-timeout") {
+  REQUEST_PATH_CASE(
+      "lying content length: a record longer than what is sent is cut at header-timeout") {
     Hostile h;
     Client c = h.connect();
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
@@ -204,7 +208,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "--header-timeout").size() == 1);
   }
 
-  TEST_CASE("lying content length: a PARAMS length swallowing the next records") {
+  REQUEST_PATH_CASE("lying content length: a PARAMS length swallowing the next records") {
     Hostile h;
     Client c = h.connect();
     std::string pairs = fcgi_test::encode_params(get_params("/lie"));
@@ -219,7 +223,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(1);
   }
 
-  TEST_CASE("garbage bytes: closed without an answer") {
+  REQUEST_PATH_CASE("garbage bytes: closed without an answer") {
     Hostile h;
     std::string garbage = it::pattern_body(4096);
     garbage[0] = '\xde'; // not version 1
@@ -233,7 +237,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("HTTP spoken to the socket: closed without an answer, logged as such") {
+  REQUEST_PATH_CASE("HTTP spoken to the socket: closed without an answer, logged as such") {
     Hostile h;
     Client c = h.connect();
     c.send_raw("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n");
@@ -242,7 +246,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "HTTP spoken to the FastCGI socket").size() == 1);
   }
 
-  TEST_CASE("records before BEGIN_REQUEST: closed") {
+  REQUEST_PATH_CASE("records before BEGIN_REQUEST: closed") {
     Hostile h;
     Client c = h.connect();
     c.send_raw(fcgi_test::encode_stream(RecordType::Params, 1,
@@ -255,7 +259,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "outside any request").size() == 2);
   }
 
-  TEST_CASE("huge name-value length fields (0x7ffffffe): 400") {
+  REQUEST_PATH_CASE("huge name-value length fields (0x7ffffffe): 400") {
     Hostile h;
     const std::string huge = "\xff\xff\xff\xfe";
     for (bool in_value : {false, true}) {
@@ -269,7 +273,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("GET_VALUES naming variables several times: each answered once, MPXS_CONNS=0") {
+  REQUEST_PATH_CASE("GET_VALUES naming variables several times: each answered once, MPXS_CONNS=0") {
     Hostile h;
     Client c = h.connect();
     Params query;
@@ -288,7 +292,9 @@ TEST_SUITE("hostile input") {
       Params got = fcgi_test::decode_params(rr.record.content);
       REQUIRE(got.size() == 3);
       CHECK(got[0] == std::pair<std::string, std::string>{"FCGI_MAX_CONNS", "256"});
-      CHECK(got[1] == std::pair<std::string, std::string>{"FCGI_MAX_REQS", "1"});
+      // One worker: as many requests at once as it has handler threads.
+      CHECK(got[1] == std::pair<std::string, std::string>{
+                          "FCGI_MAX_REQS", std::to_string(it::request_path_threads())});
       CHECK(got[2] == std::pair<std::string, std::string>{"FCGI_MPXS_CONNS", "0"});
     }
     // The connection stays usable.
@@ -297,7 +303,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE("unknown management types: FCGI_UNKNOWN_TYPE, connection kept") {
+  REQUEST_PATH_CASE("unknown management types: FCGI_UNKNOWN_TYPE, connection kept") {
     Hostile h;
     Client c = h.connect();
     for (std::uint8_t type : {0, 1, 3, 6, 11, 12, 0x7f, 0xff}) {
@@ -315,7 +321,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE("a flood of 10 000 management records: cut, worker alive") {
+  REQUEST_PATH_CASE("a flood of 10 000 management records: cut, worker alive") {
     Hostile h({"--max-records", "100000"}); // the cap on management records applies first
     Client c = h.connect();
     std::string flood;
@@ -338,7 +344,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "management records").size() == 1);
   }
 
-  TEST_CASE("NUL bytes in a param name or value: 400") {
+  REQUEST_PATH_CASE("NUL bytes in a param name or value: 400") {
     Hostile h;
     Params bad_name = get_params("/nul");
     bad_name.emplace_back(std::string("HTTP_X\0Y", 8), "v");
@@ -352,7 +358,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("duplicate header params: served, the last one wins, both reach the handler") {
+  REQUEST_PATH_CASE("duplicate header params: served, the last one wins, both reach the handler") {
     Hostile h;
     Params params = get_params("/dup");
     params.emplace_back("HTTP_X_DUP", "1");
@@ -366,7 +372,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE(
+  REQUEST_PATH_CASE(
       "an interpreted param twice: two values are a 400, one value reaches the handler once") {
     Hostile h;
     struct Case {
@@ -396,7 +402,8 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(4);
   }
 
-  TEST_CASE("CONTENT_LENGTH absent, empty or -1 (a chunked upload): the whole body, its length") {
+  REQUEST_PATH_CASE(
+      "CONTENT_LENGTH absent, empty or -1 (a chunked upload): the whole body, its length") {
     Hostile h;
     std::string body(20'000, 'c');
     for (const char* length : std::initializer_list<const char*>{"-1", "", nullptr}) {
@@ -419,7 +426,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE("CONTENT_LENGTH disagreeing with the body: 400") {
+  REQUEST_PATH_CASE("CONTENT_LENGTH disagreeing with the body: 400") {
     Hostile h;
     struct Case {
       std::string content_length, body;
@@ -436,7 +443,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(5);
   }
 
-  TEST_CASE("body over --max-body: 413") {
+  REQUEST_PATH_CASE("body over --max-body: 413") {
     Hostile h;
     std::string body(100 * 1024, 'b');
     // Announced by CONTENT_LENGTH: refused after the params.
@@ -451,7 +458,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("params over --max-params-size: 400, more than --max-params: 400") {
+  REQUEST_PATH_CASE("params over --max-params-size: 400, more than --max-params: 400") {
     Hostile h;
     Client c = h.connect();
     c.send_raw(
@@ -469,7 +476,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("too many records in one request: closed") {
+  REQUEST_PATH_CASE("too many records in one request: closed") {
     Hostile h;
     Client c = h.connect();
     std::string body(100, 'r'); // 100 one-byte STDIN records, over --max-records 64
@@ -483,7 +490,7 @@ TEST_SUITE("hostile input") {
     CHECK(it::lines_with(h.host.log(), "more than 64 records").size() == 1);
   }
 
-  TEST_CASE("a second BEGIN_REQUEST on one connection: FCGI_CANT_MPX_CONN") {
+  REQUEST_PATH_CASE("a second BEGIN_REQUEST on one connection: FCGI_CANT_MPX_CONN") {
     Hostile h;
     std::string one_params = fcgi_test::encode_record(RecordType::Params, 1,
                                                       fcgi_test::encode_params(get_params("/one")));
@@ -522,7 +529,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("roles AUTHORIZER and FILTER: FCGI_UNKNOWN_ROLE, then closed") {
+  REQUEST_PATH_CASE("roles AUTHORIZER and FILTER: FCGI_UNKNOWN_ROLE, then closed") {
     Hostile h;
     for (Role role : {Role::Authorizer, Role::Filter}) {
       CAPTURE(int(role));
@@ -546,7 +553,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(2);
   }
 
-  TEST_CASE("ABORT_REQUEST before the end of STDIN: END_REQUEST, the handler never runs") {
+  REQUEST_PATH_CASE("ABORT_REQUEST before the end of STDIN: END_REQUEST, the handler never runs") {
     Hostile h;
     Client c = h.connect();
     std::string body = "partial body";
@@ -568,7 +575,7 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE("legal but unusual framing is served") {
+  REQUEST_PATH_CASE("legal but unusual framing is served") {
     Hostile h({"--max-body", "1M", "--max-params-size", "64K", "--max-records", "1000"});
     SUBCASE("padding 255 on every record") {
       std::string body = it::pattern_body(3000);
@@ -646,7 +653,8 @@ TEST_SUITE("hostile input") {
     h.check_still_serves(0);
   }
 
-  TEST_CASE("1000 malformed connections: same worker, RSS growth < 1 MiB, bounded logging") {
+  REQUEST_PATH_CASE(
+      "1000 malformed connections: same worker, RSS growth < 1 MiB, bounded logging") {
     // ASan's quarantine keeps freed memory resident by design: off for this host, so that RSS
     // shows what the host keeps, not what the sanitizer holds back.
     std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";

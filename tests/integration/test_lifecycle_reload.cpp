@@ -3,6 +3,7 @@
 #include "checks.hpp"
 #include "commands.hpp"
 #include "lifecycle_load.hpp"
+#include "request_modes.hpp"
 
 #include <csignal>
 #include <future>
@@ -72,10 +73,10 @@ TEST_SUITE("lifecycle") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("20 reloads under POST load through nginx keep-alive: 0 failures") {
+  REQUEST_PATH_CASE("20 reloads under POST load through nginx keep-alive: 0 failures") {
     // The old generation's kept connections must not be closed under a request nginx is
     // writing: a POST lost that way is not retried by nginx.
-    HostProcess host({"--app", "echo", "--workers", "2"});
+    HostProcess host(it::with_threads({"--app", "echo", "--workers", "2"}));
     it::NginxOptions options{host.address()};
     options.upstream_keepalive = 8;
     it::NginxProcess nginx(options);

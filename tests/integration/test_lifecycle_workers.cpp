@@ -3,6 +3,7 @@
 // mode (--exec) with a plain libfcgi program and php-cgi, and the ondemand pool.
 #include "checks.hpp"
 #include "lifecycle_load.hpp"
+#include "request_modes.hpp"
 #include "support/skip.hpp"
 
 #include <algorithm>
@@ -116,9 +117,9 @@ TEST_SUITE("lifecycle") {
     CHECK(it::lines_with(host.log(), "past --request-timeout").empty());
   }
 
-  TEST_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
-    HostProcess host(
-        {"--app", "echo", "--workers", "2", "--max-requests", "40", "--max-requests-jitter", "20"});
+  REQUEST_PATH_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
+    HostProcess host(it::with_threads({"--app", "echo", "--workers", "2", "--max-requests", "40",
+                                       "--max-requests-jitter", "20"}));
     it::NginxOptions no{host.address()};
     no.upstream_keepalive = 8;
     it::NginxProcess nginx(no);

@@ -58,8 +58,8 @@ double closed_after(Client& c, Clock::time_point start, Millis limit = Millis{40
 
 TEST_SUITE("slow clients") {
 
-  TEST_CASE("idle connect (nothing sent): closed after --header-timeout") {
-    HostProcess host(slow_args("1"));
+  REQUEST_PATH_CASE("idle connect (nothing sent): closed after --header-timeout") {
+    HostProcess host(it::with_threads(slow_args("1")));
     auto start = Clock::now();
     Client c = host.connect();
     double t = closed_after(c, start);
@@ -70,8 +70,9 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("partial head (BEGIN_REQUEST and half the params): closed after --header-timeout") {
-    HostProcess host(slow_args("1"));
+  REQUEST_PATH_CASE(
+      "partial head (BEGIN_REQUEST and half the params): closed after --header-timeout") {
+    HostProcess host(it::with_threads(slow_args("1")));
     auto start = Clock::now();
     Client c = host.connect();
     std::string h = head(1, fcgi_test::standard_params("GET", "/partial", 0));
@@ -83,8 +84,8 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("params trickled 1 byte per 200 ms: cut at the header deadline, not renewed") {
-    HostProcess host(slow_args("1"));
+  REQUEST_PATH_CASE("params trickled 1 byte per 200 ms: cut at the header deadline, not renewed") {
+    HostProcess host(it::with_threads(slow_args("1")));
     auto start = Clock::now();
     Client c = host.connect();
     std::string h = head(1, fcgi_test::standard_params("GET", "/trickle", 0));
@@ -109,8 +110,9 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a body that trickles: closed at its total deadline, however steady the trickle") {
-    HostProcess host(slow_args("1"));
+  REQUEST_PATH_CASE(
+      "a body that trickles: closed at its total deadline, however steady the trickle") {
+    HostProcess host(it::with_threads(slow_args("1")));
     Client c = host.connect();
     std::string body(1000, 'b');
     c.send_raw(head(1, fcgi_test::standard_params("POST", "/trickle", body.size())));
@@ -131,8 +133,8 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("idle kept connection: closed after --keepalive-timeout, without a log line") {
-    HostProcess host(slow_args("1"));
+  REQUEST_PATH_CASE("idle kept connection: closed after --keepalive-timeout, without a log line") {
+    HostProcess host(it::with_threads(slow_args("1")));
     Client c = host.connect();
     c.set_keep_conn(true);
     CHECK(c.request("GET", "/kept").status == 200);
@@ -213,8 +215,8 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("a peer that never closes after its reply does not delay the next request") {
-    HostProcess host(slow_args("1", {"--max-body", "1K"}));
+  REQUEST_PATH_CASE("a peer that never closes after its reply does not delay the next request") {
+    HostProcess host(it::with_threads(slow_args("1", {"--max-body", "1K"})));
     std::vector<Client> held;
     for (int i = 0; i < 5; ++i) {
       CAPTURE(i);
@@ -240,8 +242,8 @@ TEST_SUITE("slow clients") {
     it::check_no_alerts(host);
   }
 
-  TEST_CASE("pool of 2: 20 idle and 10 trickling connections do not delay a request") {
-    HostProcess host(slow_args("2", {"--header-timeout", "10"}));
+  REQUEST_PATH_CASE("pool of 2: 20 idle and 10 trickling connections do not delay a request") {
+    HostProcess host(it::with_threads(slow_args("2", {"--header-timeout", "10"})));
     auto workers = host.wait_workers(2);
     REQUIRE(workers.size() == 2);
     std::vector<Client> idle;
