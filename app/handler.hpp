@@ -24,6 +24,12 @@ public:
   // they open must be under --sandbox-write (or --sandbox-read); the boot-failure line says so.
   virtual void on_thread_start() {}
   virtual void on_thread_stop() {}
+  // Called when the worker (each handler thread, on its instance, with --threads) has had no
+  // request for --idle-work-after milliseconds, at most once per idle period: work nobody waits
+  // for (a cache refreshed, memory given back). The worker or thread takes no new request until
+  // it returns (kept connections go to other workers as from a busy one), so keep it short. An
+  // exception is logged; the worker goes on. Time spent here is on the status page.
+  virtual void on_idle() {}
   // Asked when a request's params are in and its body is still on its way: true to run the
   // handler now and let it read the body as it arrives (Request::body_reader(), bounded memory
   // whatever the body's size). By default the body arrives whole first (Request::body()).

@@ -60,6 +60,10 @@ void Response::redirect(std::string_view location, int code) {
 }
 
 bool Response::write(std::string_view chunk) {
+  if (finished_) {
+    used_after_finish_ = true;
+    return false;
+  }
   if (!sink_) { // a direct unit test: keep the streamed bytes in `body`
     head_sent_ = true;
     if (!head_only_) body.append(chunk);
@@ -74,6 +78,10 @@ bool Response::write(std::string_view chunk) {
 }
 
 bool Response::flush() {
+  if (finished_) {
+    used_after_finish_ = true;
+    return false;
+  }
   if (!head_sent_) write({});
   return !sink_ || sink_->flush();
 }
@@ -115,6 +123,17 @@ void Response::reset(BodySink* sink) {
   sink_ = sink;
   head_sent_ = false;
   head_only_ = false;
+  finished_ = false;
+  used_after_finish_ = false;
+}
+
+void Response::finish() {
+  if (finished_) {
+    used_after_finish_ = true;
+    return;
+  }
+  finished_ = true;
+  if (end_) end_->end_response(*this);
 }
 
 // ---- send_file(): the file itself, or the header that makes the front server send it ----

@@ -38,6 +38,14 @@ public:
 
 class EventStream;
 
+// The host's side of Response::finish(): it ends the response on the wire at once (the worker's
+// lane implements it). A handler never implements it.
+class ResponseEnd {
+public:
+  virtual ~ResponseEnd() = default;
+  virtual void end_response(Response& response) = 0;
+};
+
 class Response {
 public:
   int status = 200;
@@ -87,6 +95,18 @@ public:
   // host must abort the response rather than end it cleanly.
   bool head_sent() const { return head_sent_; }
 
+  // Ends the response now, while handle() goes on: the rest of the head and body go out, then
+  // the end of the request, and the web server's connection is free for its next request. The
+  // worker (or the handler thread) stays busy until handle() returns, and --request-timeout
+  // covers the whole; work after it is for what the client need not wait for (an audit record,
+  // a cache fill, a notification). A second finish(), and a write() or flush() after it, are
+  // ignored (write() returns false) and logged once. Changes to status, headers or body after
+  // it reach nobody. Without a host (a direct unit test) it only marks the response finished.
+  void finish();
+  bool finished() const { return finished_; }
+  // Something was written or finished after finish() (the host logs it once).
+  bool used_after_finish() const { return used_after_finish_; }
+
   // For a HEAD request served by a GET route: write() sends the head but drops body bytes.
   void set_head_only(bool head_only) { head_only_ = head_only; }
   bool head_only() const { return head_only_; }
@@ -99,12 +119,17 @@ public:
   // How send_file() answers (kept across reset(); nullptr: stream).
   void set_file_offload(const FileOffload* offload) { offload_ = offload; }
   void mark_head_sent() { head_sent_ = true; }
+  // What finish() calls (kept across reset(); nullptr: finish() only marks the response).
+  void set_end(ResponseEnd* end) { end_ = end; }
 
 private:
   BodySink* sink_ = nullptr;
   const FileOffload* offload_ = nullptr;
+  ResponseEnd* end_ = nullptr;
   bool head_sent_ = false;
   bool head_only_ = false;
+  bool finished_ = false;
+  bool used_after_finish_ = false;
 };
 
 // Events of a text/event-stream response (Response::event_stream()), each sent at once. A

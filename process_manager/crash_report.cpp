@@ -165,6 +165,9 @@ std::string request_in_flight(const WorkerSlot& w, std::size_t thread, std::uint
   std::int64_t queue = s.queue_ns.load(std::memory_order_relaxed);
   line += queue >= 0 ? ", queue time " + ms_text(static_cast<std::uint64_t>(queue))
                      : std::string(", queue time unknown (no X-Request-Start)");
+  if (std::uint64_t sent = s.responded_ns.load(std::memory_order_relaxed); sent != 0)
+    line += ", after its response had been sent (" + ms_text(at > sent ? at - sent : 0) +
+            " before: the client has its answer)";
   return line;
 }
 

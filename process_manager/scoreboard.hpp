@@ -81,6 +81,9 @@ struct alignas(64) RequestSlot {
   // Queue time of the current request (the web server's arrival stamp to handler start), -1
   // when it carried no stamp.
   std::atomic<std::int64_t> queue_ns{-1};
+  // CLOCK_MONOTONIC when the current request's response was sent while its handler went on
+  // (the host's Response::finish()); 0 otherwise. A crash block says the client had its answer.
+  std::atomic<std::uint64_t> responded_ns{0};
   char route[kSlotRouteSize]{}; // of the request in flight, written by the crash handler only
 };
 

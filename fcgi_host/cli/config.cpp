@@ -381,6 +381,10 @@ void read_pool(const Values& v, Config& c) {
   }
   c.threads = static_cast<int>(v.integer("threads", 1, 256));
   c.event_heartbeat = v.seconds("event-heartbeat", true);
+  c.idle_work_after = std::chrono::milliseconds(v.integer("idle-work-after", 0, 86'400'000));
+  const std::string trim = v.text("trim-when-idle");
+  if (trim != "on" && trim != "off") throw v.error("trim-when-idle", "must be on or off");
+  c.trim_when_idle = trim == "on";
   c.app = v.text("app");
   c.app_given = v.given("app");
   if (c.app.empty()) throw v.error("app", "must not be empty");

@@ -45,6 +45,8 @@ struct Config {
   std::string workers_from; // without --workers: why this many ("CPU quota 1.5"), for the log
   int threads = 1;          // handler threads per worker (--threads)
   std::chrono::milliseconds event_heartbeat = default_duration("event-heartbeat");
+  std::chrono::milliseconds idle_work_after{default_size("idle-work-after")}; // 0: off
+  bool trim_when_idle = false; // --trim-when-idle on: malloc_trim at the idle work
   std::string app{find_option("app")->default_text};
   bool app_given = false; // --app was set (a program serving its own handler refuses it)
   Limits limits;

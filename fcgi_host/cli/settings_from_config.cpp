@@ -169,6 +169,9 @@ WorkerSettings worker_settings(const Config& config, const WorkerPlumbing& plumb
       static_cast<std::uint64_t>(std::chrono::nanoseconds(config.event_heartbeat).count());
   settings.request_timeout_ns =
       static_cast<std::uint64_t>(std::chrono::nanoseconds(config.request_timeout).count());
+  settings.idle_work_after_ns =
+      static_cast<std::uint64_t>(std::chrono::nanoseconds(config.idle_work_after).count());
+  settings.trim_when_idle = config.trim_when_idle;
   settings.max_requests_jitter = config.max_requests_jitter;
   settings.max_rss_kib = static_cast<long>(config.max_rss_mib) * 1024;
   settings.ready_path = config.ready_path;

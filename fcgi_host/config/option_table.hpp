@@ -63,6 +63,13 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
     {"event-heartbeat", 0, "SECONDS", "15",
      "with --threads above 1: an event stream (text/event-stream) quiet this long gets a "
      "heartbeat comment from the host, so that proxies keep it open (0: never)"},
+    {"idle-work-after", 0, "MS", "1000",
+     "a worker (each handler thread with --threads) that served no request for this long runs "
+     "the handler's on_idle() once, taking no request meanwhile (0: never)"},
+    {"trim-when-idle", 0, "on|off", "off",
+     "with --idle-work-after: the idle work also gives freed heap memory back to the system "
+     "(malloc_trim)",
+     OptionKind::OnOff},
     {"app", 'a', "NAME|PATH.so", "hello",
      "built-in app (hello, echo) or the path of a plugin library"},
     {"exec", 0, "PROGRAM", "",

@@ -8,7 +8,7 @@ void retire_host_slot(void* retired, void* area) {
   // The master is the retired area's one writer; the exited worker wrote `from` last.
   for (auto field : {&HostSlot::accepted, &HostSlot::handed_off, &HostSlot::slow_requests,
                      &HostSlot::aborted_requests, &HostSlot::queue_sum_ns, &HostSlot::shed_late,
-                     &HostSlot::shed_gone})
+                     &HostSlot::shed_gone, &HostSlot::idle_work_runs, &HostSlot::idle_work_ns})
     into.*field += (from.*field).exchange(0);
   for (std::size_t b = 0; b < kLatencyBuckets; ++b)
     into.queue_buckets[b] += from.queue_buckets[b].exchange(0);

@@ -31,6 +31,9 @@ struct HostSlot {
   std::atomic<std::uint64_t> queue_sum_ns;
   std::atomic<std::uint64_t> shed_late;
   std::atomic<std::uint64_t> shed_gone;
+  // --idle-work-after: the handler's on_idle() runs (each thread's), and their time in all.
+  std::atomic<std::uint64_t> idle_work_runs;
+  std::atomic<std::uint64_t> idle_work_ns;
   RouteTable routes;
 };
 

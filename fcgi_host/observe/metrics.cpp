@@ -104,6 +104,7 @@ void RequestMetrics::end(std::string_view route, int status, const app::Request&
   if (settings_.metrics) {
     RouteStats& r = routes_.routes[route_index(route)];
     std::size_t bucket = record_call(r, duration_ns_, cpu_ns_, status >= 500);
+    if (responded_ns_ != 0) record_after_response(r, now > responded_ns_ ? now - responded_ns_ : 0);
     if (exemplar_due(r.exemplars[bucket], now)) record_exemplar(r.exemplars[bucket], request, now);
     slot_.last_duration_ns.store(duration_ns_, std::memory_order_relaxed);
     if (cpu_ns_ >= 0)
@@ -172,6 +173,7 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
   snap.accepted = snap.slow_requests = snap.aborted_requests = snap.handed_off = 0;
   snap.queue_buckets = {};
   snap.queue_sum_ns = snap.shed_late = snap.shed_gone = 0;
+  snap.idle_work_runs = snap.idle_work_ns = 0;
   auto add_host = [&snap](const HostSlot& h) {
     snap.accepted += h.accepted.load(std::memory_order_relaxed);
     snap.slow_requests += h.slow_requests.load(std::memory_order_relaxed);
@@ -182,6 +184,8 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
     snap.queue_sum_ns += h.queue_sum_ns.load(std::memory_order_relaxed);
     snap.shed_late += h.shed_late.load(std::memory_order_relaxed);
     snap.shed_gone += h.shed_gone.load(std::memory_order_relaxed);
+    snap.idle_work_runs += h.idle_work_runs.load(std::memory_order_relaxed);
+    snap.idle_work_ns += h.idle_work_ns.load(std::memory_order_relaxed);
   };
   add_host(retired_host_slot(sb));
   snap.active = snap.idle = snap.total = 0;
@@ -201,6 +205,8 @@ void read_once(const process_manager::Scoreboard& sb, Snapshot& snap) {
       out.cpu_samples += r.cpu_samples;
       out.errors += r.errors;
       out.crashed += r.crashed;
+      out.finished_early += r.finished_early;
+      out.after_response_ns += r.after_response_ns;
       for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
         out.buckets[b] += r.buckets[b];
         // Of all workers', the newest.

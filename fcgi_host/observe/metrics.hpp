@@ -53,10 +53,14 @@ public:
   // The request starts (start_ns: CLOCK_MONOTONIC, already read by the caller).
   void begin(std::uint64_t start_ns) {
     start_ns_ = start_ns;
+    responded_ns_ = 0;
     cpu_start_ = -1;
     if (settings_.metrics && ++sample_counter_ % kCpuSampleEvery == 0)
       cpu_start_ = cpu_on_other_thread_ ? 0 : static_cast<std::int64_t>(thread_cpu_ns());
   }
+  // Response::finish(): the response went out at `now_ns` while the handler goes on; end()
+  // then records the response time beside the total.
+  void responded(std::uint64_t now_ns) { responded_ns_ = now_ns; }
   // The response is written (or the web server gave up on it: `aborted`, counted apart and logged
   // with kAbortedStatus). Records the call under `route`; logs it when slow (with the
   // request's method, URI and id). Reads the clock only when something needs the duration
@@ -83,6 +87,7 @@ private:
   const ObservabilitySettings& settings_;
   std::uint64_t start_ns_ = 0;
   std::uint64_t duration_ns_ = 0;
+  std::uint64_t responded_ns_ = 0; // Response::finish()'s moment, or 0
   std::int64_t cpu_start_ = -1;
   std::int64_t cpu_ns_ = -1;
   unsigned sample_counter_ = 0;
@@ -141,7 +146,9 @@ struct RouteSnapshot {
   std::uint64_t cpu_ns = 0;
   std::uint64_t cpu_samples = 0;
   std::uint64_t errors = 0;
-  std::uint64_t crashed = 0; // requests their worker died in (not in calls)
+  std::uint64_t crashed = 0;           // requests their worker died in (not in calls)
+  std::uint64_t finished_early = 0;    // calls that used Response::finish()
+  std::uint64_t after_response_ns = 0; // their time after it (wall_ns less it: response time)
   std::array<std::uint64_t, kLatencyBuckets> buckets{};
   std::array<ExemplarSnapshot, kLatencyBuckets> exemplars{};
   // CPU total estimated from the samples.
@@ -184,6 +191,7 @@ struct Snapshot {
   std::array<std::uint64_t, kLatencyBuckets> queue_buckets{};
   std::uint64_t queue_sum_ns = 0;
   std::uint64_t shed_late = 0, shed_gone = 0;
+  std::uint64_t idle_work_runs = 0, idle_work_ns = 0; // the handlers' on_idle() (--idle-work-after)
   std::uint64_t queued() const {
     std::uint64_t n = 0;
     for (std::uint64_t b : queue_buckets)

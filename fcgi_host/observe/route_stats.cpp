@@ -69,6 +69,8 @@ RouteStats load_route(const RouteStats& r) {
   copy.cpu_samples = load(r.cpu_samples);
   copy.errors = load(r.errors);
   copy.crashed = load(r.crashed);
+  copy.finished_early = load(r.finished_early);
+  copy.after_response_ns = load(r.after_response_ns);
   for (std::size_t b = 0; b < kLatencyBuckets; ++b) {
     copy.buckets[b] = load(r.buckets[b]);
     copy.exemplars[b] = load_exemplar(r.exemplars[b]);
@@ -124,12 +126,14 @@ void fold_routes(RouteTable& into, RouteTable& from) {
     add(dst.cpu_samples, r.cpu_samples);
     add(dst.errors, r.errors);
     add(dst.crashed, r.crashed);
+    add(dst.finished_early, r.finished_early);
+    add(dst.after_response_ns, r.after_response_ns);
     for (std::size_t b = 0; b < kLatencyBuckets; ++b)
       add(dst.buckets[b], r.buckets[b]);
     // Emptied for the slot's next worker; the name bytes stay until it claims the entry again.
     store(src.name_len, 0);
-    for (std::uint64_t* v :
-         {&src.calls, &src.wall_ns, &src.cpu_ns, &src.cpu_samples, &src.errors, &src.crashed})
+    for (std::uint64_t* v : {&src.calls, &src.wall_ns, &src.cpu_ns, &src.cpu_samples, &src.errors,
+                             &src.crashed, &src.finished_early, &src.after_response_ns})
       store(*v, 0);
     for (std::uint64_t& b : src.buckets)
       store(b, 0);

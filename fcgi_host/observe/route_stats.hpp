@@ -49,10 +49,14 @@ struct RouteStats {
   char name[kRouteNameSize];
   std::uint64_t calls;
   std::uint64_t wall_ns;
-  std::uint64_t cpu_ns;                   // CPU time of the sampled calls only
-  std::uint64_t cpu_samples;              // how many calls were sampled for CPU time
-  std::uint64_t errors;                   // responses with status >= 500
-  std::uint64_t crashed;                  // requests their worker died in (master: retired)
+  std::uint64_t cpu_ns;      // CPU time of the sampled calls only
+  std::uint64_t cpu_samples; // how many calls were sampled for CPU time
+  std::uint64_t errors;      // responses with status >= 500
+  std::uint64_t crashed;     // requests their worker died in (master: retired)
+  // Calls whose response went out before the handler returned (Response::finish()), and their
+  // time after it: the response time of the route is wall_ns - after_response_ns.
+  std::uint64_t finished_early;
+  std::uint64_t after_response_ns;
   std::uint64_t buckets[kLatencyBuckets]; // not cumulative
   // Of this worker only: an exited worker's are dropped with it (fold_routes()).
   Exemplar exemplars[kLatencyBuckets];
@@ -84,6 +88,12 @@ inline std::size_t record_call(RouteStats& r, std::uint64_t wall_ns, std::int64_
   }
   if (error) add(r.errors, 1);
   return bucket;
+}
+
+// A call recorded by record_call() whose response went out `after_ns` before its handler returned.
+inline void record_after_response(RouteStats& r, std::uint64_t after_ns) {
+  single_writer_add(r.finished_early, 1);
+  single_writer_add(r.after_response_ns, after_ns);
 }
 
 // Whether a bucket's exemplar is due for a refresh (empty, or older than kExemplarRefreshNs).

@@ -148,6 +148,14 @@ const std::array kFields = std::to_array<StatusField>({
      kNotJson, [](const Snapshot& s) { return number(s.shed_late); }},
     {"shed client gone", "shed_requests", C, "reason=\"client_gone\"", "", kNotJson,
      [](const Snapshot& s) { return number(s.shed_gone); }},
+    {"idle work runs", "idle_work_runs", C, "",
+     "Runs of the handler's on_idle() in idle workers and threads (--idle-work-after).", kEveryForm,
+     [](const Snapshot& s) { return number(s.idle_work_runs); }},
+    {"idle work seconds", "idle_work_seconds", C, "",
+     "Time the workers and threads spent in on_idle(), taking no request.", kEveryForm,
+     [](const Snapshot& s) {
+       return FieldValue{K::Number, process_manager::seconds_number(s.idle_work_ns, 6)};
+     }},
     {"rollout state", "rollout_state", G, "",
      "The last reload's rollout: 0 none, 1 starting, 2 watching (--rollout canary), 3 "
      "promoting, 4 promoted, 5 undone.",

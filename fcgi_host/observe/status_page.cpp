@@ -201,6 +201,9 @@ std::string text_page(const Snapshot& s, bool full) {
            (r.crashed ? num(r.crashed) + " crashed, " : "") + secs(r.wall_ns) + " s wall, ~" +
            secs(r.cpu_estimate_ns()) + " s cpu";
     if (r.calls) out += ", avg " + secs(r.wall_ns / r.calls) + " s";
+    if (r.finished_early)
+      out += "; " + num(r.finished_early) + " answered before their handler returned, " +
+             secs(r.after_response_ns) + " s after their responses";
   }
   if (!s.routes.empty()) out += "\n";
   if (full) {
@@ -270,7 +273,9 @@ std::string json_page(const Snapshot& s, bool full) {
          ",\"5xx\":" + num(rt.errors) + ",\"crashed\":" + num(rt.crashed) +
          ",\"wall seconds\":" + secs(rt.wall_ns) +
          ",\"cpu seconds\":" + secs(rt.cpu_estimate_ns()) +
-         ",\"cpu samples\":" + num(rt.cpu_samples) + ",\"latency buckets\":{";
+         ",\"cpu samples\":" + num(rt.cpu_samples) +
+         ",\"finished early\":" + num(rt.finished_early) +
+         ",\"after response seconds\":" + secs(rt.after_response_ns) + ",\"latency buckets\":{";
     h += cumulative_buckets_json(rt.buckets) + "}";
   }
   field("handlers", h + "]");
@@ -410,6 +415,16 @@ std::string metrics_page(const Snapshot& s, bool openmetrics, std::string_view p
            "CPU time per handler route, estimated from 1 request in " + num(kCpuSampleEvery) + ".");
   for (const RouteSnapshot& r : s.routes)
     w.sample(p + "handler_cpu_seconds_total", route(r), secs(r.cpu_estimate_ns()));
+  w.family(p + "handler_finished_early", "counter",
+           "Calls per handler route whose response went out before the handler returned "
+           "(Response::finish()).");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_finished_early_total", route(r), num(r.finished_early));
+  w.family(p + "handler_after_response_seconds", "counter",
+           "Time per handler route spent after the response went out (Response::finish()): the "
+           "handler's duration less it is its response time.");
+  for (const RouteSnapshot& r : s.routes)
+    w.sample(p + "handler_after_response_seconds_total", route(r), secs(r.after_response_ns));
   std::vector<MetricsWriter::Series> durations;
   for (const RouteSnapshot& r : s.routes)
     durations.push_back({route(r), &r.buckets, r.calls, r.wall_ns, &r.exemplars});

@@ -80,7 +80,7 @@ void HandlerThreads::hand_over(Lane& lane) {
   {
     std::lock_guard lock(lane.mutex);
     lane.job = true;
-    lane.done = false;
+    lane.done = lane.responded = lane.let_go = false;
     lane.client_gone = false;
     lane.delivered = 0;
     lane.on_thread = true;
@@ -92,11 +92,24 @@ void HandlerThreads::hand_over(Lane& lane) {
   lane.changed.notify_all();
 }
 
+// Waits until the loop wrote the response and let the connection go (or gave up on its client):
+// what the handler does next, a crash too, no longer touches its client's answer.
+void HandlerThreads::response_ended(Lane& lane) {
+  std::unique_lock lock(lane.mutex);
+  lane.responded = true;
+  lock.unlock();
+  lane.owner->notify_loop(lane);
+  lock.lock();
+  lane.waiting_for_room.store(true, std::memory_order_release);
+  lane.changed.wait(lock, [&lane] { return lane.let_go || lane.client_gone; });
+  lane.waiting_for_room.store(false, std::memory_order_relaxed);
+}
+
 void HandlerThreads::release(Lane& lane) {
   lane.events = false;
   std::lock_guard lock(lane.mutex);
   lane.output.clear();
-  lane.done = false;
+  lane.done = lane.responded = lane.let_go = false;
   lane.on_thread = false;
   lane.event_stream = lane.between_events = false;
 }

@@ -50,6 +50,9 @@ public:
   void hand_over(Lane& lane);
   // The lane is the loop's again (after its request was finished or cut).
   static void release(Lane& lane);
+  // On the lane's thread, at Response::finish(): the response's end is in the lane's output;
+  // the loop lets the connection go once it took it, while the handler goes on. Returns then.
+  static void response_ended(Lane& lane);
   // The fd the loop watches: readable when some lane has output or is done.
   int event_fd() const { return event_fd_; }
   // The lanes that have news since the last call (the eventfd is read).

@@ -3,7 +3,9 @@
 // request is served on a lane by one set of steps (serve_request.cpp): begin on the worker's
 // loop, respond (the handler, then its response encoded) inline with --threads 1 or on the
 // lane's thread with more, finish on the loop. A worker has one lane per handler thread; with
-// --threads 1 its one lane is run inline, and the codec writes straight to the socket.
+// --threads 1 its one lane is run inline, and the codec writes straight to the socket. After
+// Response::finish() a lane can outlive its connection's part of the request: busy until the
+// handler returns, with the request's bytes its own (request_bytes), its connection gone on.
 //
 // The fields below the request's own are the seam between the loop and the lane's thread
 // (handler_threads.hpp); an inline lane uses only the mutex and the stream's flags, which keep
@@ -13,6 +15,7 @@
 #include "app/response.hpp"
 #include "fcgi_host/observe/metrics.hpp"
 #include "fcgi_host/observe/status_page.hpp"
+#include "fcgi_host/protocol/byte_buffer.hpp"
 #include "fcgi_host/protocol/request_codec.hpp"
 #include "fcgi_host/worker/handler_factory.hpp"
 #include "fcgi_host/worker/streamed_body.hpp"
@@ -32,6 +35,7 @@ namespace fcgi_host {
 
 class HandlerThreads;
 class StreamHeartbeat;
+class WorkerLoop;
 struct Connection;
 struct Lane;
 
@@ -58,13 +62,26 @@ private:
   Lane& lane_;
 };
 
+// Response::finish(): the response's end, encoded by whoever runs the handler, before it returns
+// (serve_request.cpp, WorkerLoop::end_response_early).
+class LaneEnd final : public app::ResponseEnd {
+public:
+  explicit LaneEnd(Lane& lane) : lane_(lane) {}
+  void end_response(app::Response& response) override;
+
+private:
+  Lane& lane_;
+};
+
 struct Lane {
   // `state`: where the request's state is published: the worker's own with one thread, the
   // thread's request slot with several (process_manager/scoreboard.hpp).
   Lane(std::size_t i, process_manager::RequestSlot& s,
        std::atomic<process_manager::WorkerState>& state_of, HostSlot& host,
        const ObservabilitySettings& observe)
-      : index(i), slot(s), state(state_of), metrics(host, observe) {}
+      : index(i), slot(s), state(state_of), metrics(host, observe) {
+    response.set_end(&end);
+  }
 
   // ---- the request (written by begin on the loop, by respond on the lane's thread)
   const std::size_t index;
@@ -73,7 +90,9 @@ struct Lane {
   app::Handler* handler = nullptr; // the worker's (inline) or the thread's instance
   HandlerPtr own{nullptr, [](app::Handler*) {}};
   RequestCodec codec;
-  LaneSink sink{*this}; // a thread's response goes through it (codec.sink() and heartbeats)
+  LaneSink sink{*this};       // a thread's response goes through it (codec.sink() and heartbeats)
+  LaneEnd end{*this};         // Response::finish()
+  WorkerLoop* loop = nullptr; // the worker's (what finish() calls)
   app::Request request;
   app::Response response;
   RequestMetrics metrics;
@@ -108,6 +127,18 @@ struct Lane {
   RequestCodec::Ending ending = RequestCodec::Ending::Kept;
   std::int64_t thread_cpu_ns = -1; // a thread's CPU time for a sampled request (metrics)
   bool body_ended = true;          // a streamed body ended as it should after the handler
+  // Response::finish(): when the response ended, before handle() returned (0: at its return).
+  std::uint64_t responded_ns = 0;
+  // After Response::finish() with threads, once the connection went on to its next request: the
+  // connection's buffer, which the request's views point into (the connection has a copy), and
+  // whether its body came through the connection's pump (finish gives its memory back).
+  ByteBuffer request_bytes;
+  bool pumped = false;
+  // --idle-work-after (idle_work.cpp): the request number the loop's last look saw, whether the
+  // idle work ran since (once per idle period), and whether the lane is busy with it.
+  std::uint64_t idle_seen_request = 0;
+  bool idle_done = false;
+  bool idle_job = false;
 
   // ---- --threads: the seam between the loop and the lane's thread (handler_threads.hpp)
   HandlerThreads* owner = nullptr;
@@ -128,6 +159,8 @@ struct Lane {
   std::condition_variable changed;
   bool job = false;            // a request waits for the thread
   bool done = false;           // the thread finished it (its last bytes are in `output`)
+  bool responded = false;      // Response::finish() ended its response (its end is in `output`)
+  bool let_go = false;         // ... and the loop wrote it and let the connection go
   bool client_gone = false;    // the loop will take no more bytes
   bool quit = false;           // the thread ends
   std::string output;          // encoded response bytes the loop has not taken yet

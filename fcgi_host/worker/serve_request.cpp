@@ -7,6 +7,13 @@
 //                         then its response encoded, then the rest of a streamed body dropped;
 //   finish   (the loop)   the lines its failures earn, observe (metrics, slow and access log),
 //                         the slot, count, keep or close the connection.
+// Response::finish() ends the response before the handler returns (end_response_early, where
+// respond runs), and splits finish in its two parts: the connection's (keep or close: free for
+// its next request) and the lane's (the rest, once the handler returned; decision 25). With
+// --threads 1 the loop is the handler's until it returns: the connection's part runs at
+// finish(), inside the handler (pass_on_finished_connection: to a free worker); with more, the
+// loop lets the connection go as soon as it took the response's end (threaded_requests.cpp).
+// Either way the lane stays busy until the handler returns.
 // The modes part in one place, where respond runs (serve_request): inline with one thread, the
 // codec writing straight to the socket; on the lane's thread with more (threaded_requests.cpp),
 // its output coming back through the lane.
@@ -82,11 +89,13 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
   case Begun::ForHandler:
     // The one place where the modes part: where respond runs.
     if (threads_) return hand_to_thread(c, *lane);
-    serving_fd_ = c.fd;
+    const int fd = c.fd;
+    serving_fd_ = fd;
     watch_.handler_starts(); // the table is free while the handler runs
     respond(*lane);
     watch_.handler_returned();
     serving_fd_ = -1;
+    if (lane->fd < 0) return finish_without_connection(fd, c, *lane);
     break;
   }
   return finish(c, *lane);
@@ -205,6 +214,12 @@ void WorkerLoop::respond(Lane& lane) {
   } catch (...) {
     lane.failure = std::current_exception();
   }
+  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
+  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// The response's end: after the handler returned, or at its Response::finish().
+void WorkerLoop::end_response(Lane& lane) {
   if (lane.failure) answer_failure(lane);
   if (lane.heartbeat && lane.events) end_inline_stream(lane); // no heartbeat inside the end
   // nginx closes the connection when its client leaves; a small answer written to it would
@@ -220,7 +235,52 @@ void WorkerLoop::respond(Lane& lane) {
   // its deadline) before the connection may serve another request.
   lane.body_ended =
       !lane.streamed || lane.ending == RequestCodec::Ending::WriteFailed || lane.streamed->finish();
-  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// Response::finish(), where the handler runs: the response ends now. Inline, it goes out whole
+// before the handler goes on (until --write-timeout), not into the connection's backlog, which
+// the loop writes only after the handler returned, and the connection's part follows
+// (pass_on_finished_connection). The slot keeps the request (its deadline, a crash block) and
+// says that its response went out.
+void WorkerLoop::end_response_early(Lane& lane) {
+  lane.responded_ns = process_manager::monotonic_ns();
+  lane.metrics.responded(lane.responded_ns);
+  if (!lane.owner) lane.backlog = nullptr;
+  end_response(lane);
+  if (!lane.owner) pass_on_finished_connection(lane);
+  // Request::aborted() asks the connection no more: it goes on to its next request.
+  app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
+  lane.slot.responded_ns.store(lane.responded_ns, std::memory_order_relaxed);
+  lane.state.store(WorkerState::Handling, std::memory_order_relaxed);
+  if (lane.owner) HandlerThreads::response_ended(lane);
+}
+
+// With one thread, at Response::finish(), on the loop inside the handler: the connection's part
+// of finish now. One that is not kept is shut for writing (a web server that did not ask to keep
+// it, nginx without fastcgi_keep_conn, ends the response at the connection's end, not at
+// FCGI_END_REQUEST; the loop closes it once the handler returned). A kept one goes to a free
+// worker now, with what it holds, as a slow handler's other connections do (decision 11: its
+// next request must not wait for this handler); with none free it stays, and its next request
+// waits for the handler's return. The watch's thread may hand connections off while a handler
+// runs: the table lock is taken for this.
+void WorkerLoop::pass_on_finished_connection(Lane& lane) {
+  if (lane.ending == RequestCodec::Ending::Closed) ::shutdown(lane.fd, SHUT_WR);
+  if (lane.ending != RequestCodec::Ending::Kept || !can_hand_off(true)) return;
+  watch_.handler_returned();
+  if (Connection* c = table_.find(lane.fd)) {
+    settle_ending(*c, lane);
+    lane.pumped = c->pump != nullptr;
+    keep_request_bytes(*c, lane); // the handler still reads its request
+    lane.fd = -1;
+    lane.connection = nullptr;
+    serving_fd_ = -1;
+    if (keep_or_close(*c, lane) && c->phase == Connection::Phase::KeptIdle) hand_off(*c);
+  }
+  watch_.handler_starts();
+}
+
+void LaneEnd::end_response(app::Response&) {
+  lane_.loop->end_response_early(lane_);
 }
 
 // The response's bytes: to the socket (what it does not take at once waits in the connection's
@@ -242,18 +302,56 @@ void WorkerLoop::encode(Lane& lane) {
     lane.write_timed_out = errno == ETIMEDOUT;
 }
 
-// On the loop, after the response: the lines its failures earn, metrics and logs, the slot, and
-// the connection kept or closed. False: the connection was closed.
+// On the loop, after the response: both parts, the lane's first (its lines and logs read the
+// request, whose views are into the connection's buffer), then the connection kept or closed.
+// False: the connection was closed.
 bool WorkerLoop::finish(Connection& c, Lane& lane) {
-  if (lane.failure || lane.refused_head || lane.write_timed_out) report_failures(lane);
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
-  if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
+  settle_ending(c, lane);
+  finish_work(lane, c.pump != nullptr);
+  const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
+  lane.streamed.reset();
+  return open;
+}
+
+// With one thread, after a handler whose connection went on at Response::finish(): the lane's
+// part. True when the connection (`fd`, `c`) is still here (no free worker took it) for its next
+// request; `c` is not read: it may be gone.
+bool WorkerLoop::finish_without_connection(int fd, const Connection& c, Lane& lane) {
+  const bool here = table_.find(fd) == &c;
+  lane.streamed.reset();
+  finish_work(lane, lane.pumped);
+  return here;
+}
+
+// The connection's buffer goes to the lane as it is, and the connection goes on with a copy (one
+// copy of the request's bytes, only for a request that finished early).
+void WorkerLoop::keep_request_bytes(Connection& c, Lane& lane) {
+  ByteBuffer copy;
+  copy.reserve_more(c.in.size());
+  if (c.in.size() > 0) std::memcpy(copy.data(), c.in.data(), c.in.size());
+  copy.size() = c.in.size();
+  lane.request_bytes = std::move(c.in);
+  c.in = std::move(copy);
+}
+
+// What the connection says of the request's end, while the lane has it: an abort, a close.
+void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
   lane.aborted = lane.aborted || c.guard.aborted() || (lane.streamed && lane.streamed->aborted()) ||
                  (lane.ending == RequestCodec::Ending::WriteFailed && !lane.failed_after_head &&
                   !lane.write_timed_out);
+}
+
+// The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
+// slot, and the lane free again.
+void WorkerLoop::finish_work(Lane& lane, bool pumped) {
+  if (lane.failure || lane.refused_head || lane.write_timed_out ||
+      lane.response.used_after_finish())
+    report_failures(lane);
+  if (lane.failed_after_head) lane.response.status = 500; // the client got no whole answer
   lane.metrics.set_cpu_ns(lane.thread_cpu_ns);
   observe(lane);
-  if (c.pump) keep_upload_memory(lane);
+  if (pumped) keep_upload_memory(lane);
   release_large_buffers(lane.request, lane.response);
   if (lane.counted()) {
     lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
@@ -261,10 +359,12 @@ bool WorkerLoop::finish(Connection& c, Lane& lane) {
     lane.state.store(WorkerState::Idle, std::memory_order_relaxed);
     count_request();
   }
-  release_lane(lane); // (what keep_or_close() reads of it stays)
-  const bool open = keep_or_close(c, lane);
-  lane.streamed.reset();
-  return open;
+  if (lane.responded_ns) {
+    lane.responded_ns = 0;
+    lane.slot.responded_ns.store(0, std::memory_order_relaxed);
+    lane.request_bytes = ByteBuffer{};
+  }
+  release_lane(lane);
 }
 
 namespace {
@@ -302,9 +402,12 @@ void WorkerLoop::report_failures(Lane& lane) {
   const std::string id = " (request id " + std::string(r.request_id()) +
                          (threads_ ? ", thread " + std::to_string(lane.index) : "") + ")";
   if (lane.failure)
-    client_errors_.write(Kind::Handler, "handler failed on " + request + id + ": " +
-                                            what_of(lane.failure) +
-                                            (lane.failed_after_head ? " (response cut)" : ""));
+    client_errors_.write(Kind::Handler,
+                         "handler failed on " + request + id + ": " + what_of(lane.failure) +
+                             (lane.failed_after_head ? " (response cut)"
+                              : lane.responded_ns
+                                  ? " (after Response::finish(): its response had been sent)"
+                                  : ""));
   // (The lane's response still holds the handler's headers: the 500 went out in their place.)
   if (lane.refused_head)
     client_errors_.write(Kind::Handler, head_refusal_line(request, lane.response, lane.refused_head,
@@ -313,6 +416,10 @@ void WorkerLoop::report_failures(Lane& lane) {
     client_errors_.write(Kind::Connection,
                          "response to " + request + id +
                              " cut: the client did not read it within --write-timeout");
+  if (lane.response.used_after_finish())
+    client_errors_.write(Kind::Handler, "handler wrote or finished again after "
+                                        "Response::finish() on " +
+                                            request + id + ": ignored");
 }
 
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats

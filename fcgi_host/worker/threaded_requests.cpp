@@ -46,7 +46,8 @@ using process_manager::WorkerState;
 // Called from the crash handler in the faulting thread: its own request's route and identity.
 void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads) {
   auto& t = *static_cast<HandlerThreads*>(const_cast<void*>(threads));
-  if (Lane* lane = t.lane_of_thread(static_cast<pid_t>(gettid())))
+  Lane* lane = t.lane_of_thread(static_cast<pid_t>(gettid()));
+  if (lane && !lane->idle_job) // (in on_idle(): no request; the lane's is an old one)
     describe_request_for_crash(lane->slot, lane->request);
 }
 
@@ -101,9 +102,12 @@ void WorkerLoop::resume_held() {
 }
 
 // On the lane's thread: the request's response (serve_request.cpp), its end delivered with
-// `done`.
+// `done`; or the lane's idle work.
 void WorkerLoop::respond_on_thread(Lane& lane) {
-  respond(lane);
+  if (lane.idle_job)
+    run_idle_work(lane, settings_.trim_when_idle); // (idle_work.cpp)
+  else
+    respond(lane);
 }
 
 // The eventfd: lanes with output, or done.
@@ -120,15 +124,21 @@ void WorkerLoop::on_thread_news() {
       HandlerThreads::output_taken(*lane);
       if (!done) continue;
       lane->cut = false;
-      --abandoned_;
+      if (lane->fd >= 0) --abandoned_; // (not when it let its connection go at finish())
       if (Connection* c = table_.find(lane->fd)) close_connection(*c);
+      lane->responded_ns = 0;
+      lane->slot.responded_ns.store(0, std::memory_order_relaxed);
+      lane->request_bytes = ByteBuffer{};
       lane->slot.request_start_ns.store(0, std::memory_order_relaxed);
       lane->slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
       lane->streamed.reset();
       release_lane(*lane);
       continue;
     }
-    if (Connection* c = table_.find(lane->fd)) take_lane_output(*c, *lane);
+    if (Connection* c = table_.find(lane->fd))
+      take_lane_output(*c, *lane);
+    else if (lane->fd < 0)
+      on_lane_without_connection(*lane);
   }
   publish_lanes();
   resume_held();
@@ -137,7 +147,7 @@ void WorkerLoop::on_thread_news() {
 // Moves what the lane's thread wrote to the connection (while the connection holds less than
 // the bound), writes it, and finishes the request once the thread is done and all is taken.
 void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
-  bool done;
+  bool done, responded;
   {
     std::lock_guard lock(lane.mutex);
     lane.events = lane.event_stream;
@@ -150,6 +160,7 @@ void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
       lane.output.clear();
     }
     done = lane.done && lane.output.empty();
+    responded = lane.responded && lane.output.empty();
   }
   HandlerThreads::output_taken(lane);
   if (!c.backlog.empty() && !c.wants_write) {
@@ -170,7 +181,10 @@ void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
       watch_for_write(c, true);
     }
   }
-  if (done) finish_lane(c, lane);
+  if (done)
+    finish_lane(c, lane);
+  else if (responded)
+    let_connection_go(c, lane);
 }
 
 // EPOLLOUT on a connection whose thread still writes: more of it.
@@ -210,6 +224,54 @@ void WorkerLoop::finish_lane(Connection& c, Lane& lane) {
   if (finish(c, lane) && c.phase == Connection::Phase::KeptIdle) process(c);
 }
 
+// Response::finish() on a thread, whose response's end the loop took: the connection goes on to
+// its next request now (kept or closed as after any response; what the client has not read yet
+// is written as a slow client's), while the handler works on and the lane stays busy. The
+// request's views stay valid: the buffer they point into becomes the lane's. False: closed.
+bool WorkerLoop::let_connection_go(Connection& c, Lane& lane) {
+  settle_ending(c, lane);
+  lane.pumped = c.pump != nullptr;
+  keep_request_bytes(c, lane);
+  lane.fd = -1;
+  lane.connection = nullptr;
+  ++working_after_response_;
+  {
+    std::lock_guard lock(lane.mutex);
+    lane.let_go = true; // (the loop wrote what the socket took of it)
+  }
+  lane.changed.notify_all(); // the handler's finish() returns
+  c.lane = -1;
+  c.phase = Connection::Phase::Reading;
+  if (c.wants_write) {
+    const int fd = c.fd;
+    watch_for_write(c, false); // (reading again; keep_or_close() decides what follows)
+    if (table_.find(fd) != &c) return false;
+  }
+  const bool open = keep_or_close(c, lane);
+  if (open && c.phase == Connection::Phase::KeptIdle) process(c);
+  return open;
+}
+
+// News of a lane with no connection: its handler returned after Response::finish() (the lane's
+// part of finish follows), or its idle work ended.
+void WorkerLoop::on_lane_without_connection(Lane& lane) {
+  bool done;
+  {
+    std::lock_guard lock(lane.mutex);
+    lane.output.clear(); // (nothing is written after finish())
+    done = lane.done;
+  }
+  HandlerThreads::output_taken(lane);
+  if (!done || !lane.busy) return;
+  if (lane.idle_job) {
+    end_idle_job(lane);
+    return;
+  }
+  --working_after_response_;
+  lane.streamed.reset();
+  finish_work(lane, lane.pumped);
+}
+
 // An event on a connection whose request waits for a thread or runs on one, other than room to
 // write the lane's output: the loop reads nothing of it until the lane is done (an abort, or the
 // peer's close, is the thread's to see), so it leaves epoll until then (level-triggered, it would
@@ -238,7 +300,7 @@ std::uint64_t WorkerLoop::next_lane_deadline() const {
   };
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     const Lane& lane = *lanes_[i];
-    if (!lane.busy || lane.cut) continue;
+    if (!lane.busy || lane.cut || lane.idle_job) continue;
     if (request_timeout_ns_) consider(lane.start_ns + request_timeout_ns_);
     if (event_heartbeat_ns_ && lane.events && !lane.write_timed_out)
       consider(lane.last_output_ns + event_heartbeat_ns_);
@@ -250,7 +312,8 @@ void WorkerLoop::cut_overrun_requests(std::uint64_t now) {
   if (request_timeout_ns_ == 0) return;
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     Lane& lane = *lanes_[i];
-    if (lane.busy && !lane.cut && now - lane.start_ns > request_timeout_ns_) cut(lane);
+    if (lane.busy && !lane.cut && !lane.idle_job && now - lane.start_ns > request_timeout_ns_)
+      cut(lane);
   }
 }
 
@@ -266,7 +329,11 @@ void WorkerLoop::cut(Lane& lane) {
   }
   HandlerThreads::output_taken(lane);
   lane.cut = true;
-  ++abandoned_;
+  if (lane.fd >= 0)
+    ++abandoned_;
+  else
+    --working_after_response_; // its client has its answer: the handler is cut only
+
   quarantined_ = true;
   set_accepting(false);
   if (Connection* c = table_.find(lane.fd)) {

@@ -50,6 +50,10 @@ struct WorkerSettings {
   // comment from the loop (docs/threads.md). 0: none.
   std::uint64_t event_heartbeat_ns =
       std::uint64_t{app::EventStream::kHeartbeatEverySeconds} * 1'000'000'000u;
+  // --idle-work-after: a lane without a request this long runs the handler's on_idle() once
+  // (0: never); --trim-when-idle: and malloc_trim(0).
+  std::uint64_t idle_work_after_ns = default_size("idle-work-after") * 1'000'000;
+  bool trim_when_idle = false;
   // The health gate (--ready-path): empty, or a path the handler must answer 2xx before the
   // worker serves (worker/ready_check.hpp).
   std::string ready_path;

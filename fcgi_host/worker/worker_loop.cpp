@@ -60,7 +60,10 @@ void describe_request_for_crash(process_manager::RequestSlot& slot, const app::R
 namespace {
 
 void describe_for_crash(process_manager::WorkerSlot& slot, const void* request) {
-  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed))) return;
+  // (Busy in on_idle() is no request: the lane's request is an old one.)
+  if (!process_manager::is_busy(slot.state.load(std::memory_order_relaxed)) ||
+      slot.request(0).request_start_ns.load(std::memory_order_relaxed) == 0)
+    return;
   describe_request_for_crash(slot.request(0), *static_cast<const app::Request*>(request));
 }
 
@@ -109,6 +112,7 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     auto lane =
         std::make_unique<Lane>(i, rs, threaded ? rs.state : slot_.state, host_, settings.observe);
     lane->handler = &handler;
+    lane->loop = this;
     lane->id_prefix = id_prefix_;
     lane->request.set_spill_threshold(settings.limits.spill_threshold);
     lane->response.set_file_offload(&settings.file_offload);
@@ -147,6 +151,9 @@ std::string WorkerLoop::setup() {
   if (settings_.handoff.enabled()) watch_.start([this] { on_nudge(); });
   if (settings_.threads > 1 && make_handler_)
     if (error = start_threads(); !error.empty()) return error;
+  if (settings_.idle_work_after_ns > 0 &&
+      (!idle_timer_.start(settings_.idle_work_after_ns) || !epoll_.add(idle_timer_.fd(), EPOLLIN)))
+    return sys_error("timerfd", "--idle-work-after");
   return {};
 }
 
@@ -222,6 +229,9 @@ void WorkerLoop::dispatch(int fd) {
   } else if (Connection* c = table_.find(fd)) {
     // (An fd handed off earlier in this batch may be empty now, or another connection.)
     on_ready(*c);
+  } else if (fd == idle_timer_.fd()) { // (after the connections: no compare on their path)
+    idle_timer_.take();
+    look_at_idle_lanes(process_manager::monotonic_ns());
   }
 }
 

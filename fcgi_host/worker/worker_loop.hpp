@@ -10,6 +10,7 @@
 //   threaded_requests.cpp    what handler threads add: hand-over, holding, the output hand-back,
 //                            the cut at --request-timeout, event-stream heartbeats
 //   worker_handoff.cpp       when and how a kept connection moves to another worker
+//   idle_work.cpp            the handler's on_idle() between requests (--idle-work-after)
 // and the pieces it is built of: ConnectionTable (the connections), ConnectionPolicy (pure:
 // deadlines and eviction), EpollSet, WorkerSignals, HandoffChannel, SlowHandlerWatch.
 #include "app/handler.hpp"
@@ -24,6 +25,7 @@
 #include "fcgi_host/worker/connection_table.hpp"
 #include "fcgi_host/worker/epoll_set.hpp"
 #include "fcgi_host/worker/handler_threads.hpp"
+#include "fcgi_host/worker/periodic_timer.hpp"
 #include "fcgi_host/worker/request_lane.hpp"
 #include "fcgi_host/worker/slow_handler_watch.hpp"
 #include "fcgi_host/worker/stream_heartbeat.hpp"
@@ -78,7 +80,10 @@ private:
   void begin_stop(Stop how);
   // Connections of requests cut by --request-timeout whose threads never returned stay open
   // (their threads may still look at them) and do not hold a stop.
-  bool finished() const { return stop_ != Stop::No && table_.open() == abandoned_; }
+  // A handler still at work after its Response::finish() holds the stop as a request does.
+  bool finished() const {
+    return stop_ != Stop::No && table_.open() == abandoned_ && working_after_response_ == 0;
+  }
   bool done() { return finished() && !take_left_in_channel(); }
   bool stopping() const { return stop_ != Stop::No; }
   // A lane is free for a new request (a cut request stops the worker's admissions).
@@ -142,12 +147,21 @@ private:
   void take_lane_output(Connection& c, Lane& lane);
   void write_lane_output(Connection& c);
   void finish_lane(Connection& c, Lane& lane);
+  bool let_connection_go(Connection& c, Lane& lane);
+  void on_lane_without_connection(Lane& lane);
   void publish_lanes();
   std::uint64_t next_lane_deadline() const;
   void cut_overrun_requests(std::uint64_t now);
   void cut(Lane& lane);
   void keep_streams_alive(std::uint64_t now);
   void write_timed_out(Connection& c);
+
+  // ---- --idle-work-after: the handler's on_idle() between requests (idle_work.cpp)
+  void look_at_idle_lanes(std::uint64_t now);
+  void start_idle_job(Lane& lane);
+  void end_idle_job(Lane& lane);
+  static void run_idle_work(Lane& lane, bool trim);
+  void count_idle_work(std::uint64_t started_ns);
 
   // ---- --capture-crashes (crash_capture_hook.cpp)
   std::string arm_crash_capture();
@@ -165,7 +179,17 @@ private:
   // thread, on the lane's thread with more (it touches the lane and nothing of the loop).
   static void respond(Lane& lane);
   static void encode(Lane& lane);
+  static void end_response(Lane& lane);
+  // Response::finish(), on the thread that runs the handler (LaneEnd): it touches the lane only,
+  // but with one thread, where the loop is the handler's, the connection too.
+  void end_response_early(Lane& lane);
+  void pass_on_finished_connection(Lane& lane);
+  friend class LaneEnd;
   bool finish(Connection& c, Lane& lane);
+  bool finish_without_connection(int fd, const Connection& c, Lane& lane);
+  void keep_request_bytes(Connection& c, Lane& lane);
+  void settle_ending(Connection& c, Lane& lane);
+  void finish_work(Lane& lane, bool pumped);
   void report_failures(Lane& lane);
   void observe(Lane& lane);
   bool keep_or_close(Connection& c, Lane& lane);
@@ -239,9 +263,13 @@ private:
   std::unique_ptr<StreamHeartbeat> heartbeat_;
   std::deque<int> held_;      // connections whose complete request waits for a thread
   std::size_t abandoned_ = 0; // connections of cut requests whose threads never returned
-  bool quarantined_ = false;  // a request was cut: no new work until the master stops us
+  // Lanes whose handler goes on after Response::finish() let their connection go (not cut).
+  std::size_t working_after_response_ = 0;
+  bool quarantined_ = false; // a request was cut: no new work until the master stops us
   std::uint64_t request_timeout_ns_ = 0;
   std::uint64_t event_heartbeat_ns_ = 0;
+  // --idle-work-after: the loop looks at its lanes for idle work when it fires (unstarted: off).
+  PeriodicTimer idle_timer_;
 };
 
 } // namespace fcgi_host

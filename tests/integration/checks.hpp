@@ -16,6 +16,8 @@ namespace it {
 // tries what --sandbox refuses.
 inline const std::string kCrashPlugin = FCGI_TEST_CRASH_PLUGIN;
 inline const std::string kSandboxPlugin = FCGI_TEST_SANDBOX_PLUGIN;
+// Work after the response and between requests (Response::finish(), on_idle()).
+inline const std::string kAfterResponsePlugin = FCGI_TEST_AFTER_RESPONSE_PLUGIN;
 
 // The master's exit codes as the README publishes them: the tests hold the binary to the table.
 inline constexpr int kExitUsage = 2;          // bad option, bad config file

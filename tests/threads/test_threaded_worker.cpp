@@ -87,6 +87,23 @@ public:
   std::string scratch_;
 };
 
+// Answers, calls finish(), then goes on reading its request (which the loop must no longer
+// touch: the connection serves its next request meanwhile); on_idle() between bursts.
+class FinishesEarly : public app::Router {
+public:
+  FinishesEarly() {
+    get("/early", [this](const app::Request& req, app::Response& res) {
+      res.set_content(std::string(req.uri()), "text/plain");
+      res.finish();
+      const std::string uri(req.uri()); // after finish(): still this request's
+      if (uri.starts_with("/early?n=") && !res.write("late")) ++done_;
+    });
+  }
+  void on_idle() override { ++idle_runs_; }
+  std::atomic<int> done_{0};
+  std::atomic<int> idle_runs_{0};
+};
+
 fcgi_host::WorkerSettings threaded(unsigned threads, bool thread_safe) {
   fcgi_host::WorkerSettings s;
   s.threads = threads;
@@ -122,6 +139,25 @@ TEST_CASE("threads: a thread-safe handler shared by 4 threads, hammered by 8 cli
   fcgi_test::Response stream = client.request("GET", "/stream");
   CHECK(stream.status == 200);
   CHECK(stream.body == "data: tick 0\n\ndata: tick 1\n\ndata: tick 2\n\n");
+}
+
+TEST_CASE("threads: handlers that finish() early and go on, hammered on kept connections, and "
+          "on_idle() in each thread after the burst") {
+  auto shared = std::make_shared<FinishesEarly>();
+  fcgi_host::WorkerSettings settings = threaded(4, true);
+  settings.idle_work_after_ns = 50'000'000; // 50 ms
+  fcgi_host::InProcessHost host(
+      settings, [shared] { return fcgi_host::HandlerPtr(shared.get(), [](app::Handler*) {}); });
+  CHECK(hammer(host.address(), "/early?n=1") == kClients * kRequestsEach);
+  // Every handler's work after its answer ends (bounded), and each thread's idle work runs.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((shared->done_ < kClients * kRequestsEach || shared->idle_runs_ < 4) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  CHECK(shared->done_ == kClients * kRequestsEach);
+  CHECK(shared->idle_runs_ >= 4);
+  auto client = fcgi_test::Client::connect(host.address());
+  CHECK(client.request("GET", "/early?n=2").body == "/early?n=2");
 }
 
 TEST_CASE("threads: one handler instance per thread (on_thread_start each), hammered") {

@@ -143,6 +143,38 @@ TEST_CASE("streaming without a host keeps the bytes in body, with a sink it send
   CHECK(res.head_sent());
 }
 
+TEST_CASE("finish(): the host's end is called once, writing or finishing after it is ignored and "
+          "noted, until the next request") {
+  struct CountingEnd : app::ResponseEnd {
+    int ends = 0;
+    void end_response(app::Response&) override { ++ends; }
+  } end;
+  app::Response res;
+  res.set_end(&end);
+  res.reset(nullptr);
+  res.set_content("answered", "text/plain");
+  CHECK_FALSE(res.finished());
+  res.finish();
+  CHECK(res.finished());
+  CHECK(end.ends == 1);
+  CHECK_FALSE(res.used_after_finish());
+  CHECK_FALSE(res.write("late"));
+  CHECK_FALSE(res.flush());
+  res.finish();
+  CHECK(end.ends == 1);
+  CHECK(res.used_after_finish());
+  CHECK(res.body == "answered");
+  res.reset(nullptr); // the next request: the end is kept, the marks are not
+  CHECK_FALSE(res.finished());
+  CHECK_FALSE(res.used_after_finish());
+  res.finish();
+  CHECK(end.ends == 2);
+  // Without a host (a direct unit test of a handler): only marked.
+  app::Response direct;
+  direct.finish();
+  CHECK(direct.finished());
+}
+
 TEST_CASE("router: match, prefix, 404, 405") {
   app::Router router;
   std::string hit;
