@@ -7,6 +7,6 @@
 
 namespace app::plugin_abi {
 
-inline constexpr std::uint32_t kDeclarations = 0xa2ef9d09u;
+inline constexpr std::uint32_t kDeclarations = 0x8716b809u;
 
 } // namespace app::plugin_abi

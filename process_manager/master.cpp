@@ -144,6 +144,7 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
 
 void Master::Impl::reap() {
   for (const ExitedChild& c : reaper.reap()) {
+    if (on_mold_exit(c)) continue; // master_mold.cpp
     std::optional<Child> w = table.remove(c.pid);
     if (!w) {
       // An orphan of a worker's own children (an --exec program's background job), adopted as

@@ -7,6 +7,7 @@
 //   master_reload.cpp   reload by generations (generations.hpp): HUP, ready, abandon, go back
 //   master_timeouts.cpp timeouts and nudges (worker_deadlines.hpp): stop, kill, nudge, stacks
 //   master_upgrade.cpp  binary upgrade (binary_upgrade.hpp): USR2 and the ready pipe
+//   master_mold.cpp     the generations' molds (mold.hpp): start, restart, retire
 #include "process_manager/backoff.hpp"
 #include "process_manager/binary_upgrade.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -14,6 +15,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/master_state.hpp"
+#include "process_manager/mold.hpp"
 #include "process_manager/pool_sizing.hpp"
 #include "process_manager/reaper.hpp"
 #include "process_manager/signal_pipe.hpp"
@@ -25,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -122,6 +125,14 @@ struct Master::Impl {
   // The upgrade (master_upgrade.cpp).
   void on_upgrade_pipe();
 
+  // The molds (master_mold.cpp).
+  Mold* keep_mold();
+  void on_mold_boot_failure(const std::string& why);
+  bool on_mold_exit(const ExitedChild& c);
+  void retire_molds();
+  std::size_t mold_slot() const { return options.scoreboard_capacity; } // its own backoff
+  std::vector<int> master_only_fds() const;
+
   Generation& current() { return gens.current(); }
   const Generation& current() const { return gens.current(); }
   std::uint32_t current_gen() const { return gens.current_number(); }
@@ -141,6 +152,11 @@ struct Master::Impl {
     std::uint64_t respawn_at_ns;
   };
   std::vector<HeldSlot> held;
+  // --mold on: the molds of the current generation and, during a reload, the previous one;
+  // the pids of those retired, until they are reaped; no mold restart before this.
+  std::vector<std::unique_ptr<Mold>> molds;
+  std::vector<pid_t> molds_leaving;
+  std::uint64_t mold_restart_at_ns = 0;
 
   State state = State::Running;
   int exit_code = exit_code::kOk;

@@ -55,6 +55,7 @@ struct Config {
   std::string ready_path; // the health gate: a worker serves once its handler answered it 2xx
   std::chrono::milliseconds reload_grace = default_duration("reload-grace");
   bool watch = false; // --watch on: reload when the plugin or a config file changes
+  bool mold = false;  // --mold on: a mold per generation loads once and forks the workers
 
   std::string error_log; // empty: stderr
   std::string log_level{find_option("log-level")->default_text};

@@ -1,0 +1,121 @@
+// The generations' molds (--mold on, mold.hpp): the current generation's mold is started when a
+// worker is wanted and none runs (at start, after a reload, after it died and its backoff
+// passed); a mold that cannot boot fails the start or the reload, as a worker's boot failure
+// does; a mold that dies leaves its workers serving and is started again under the crash
+// policy; a mold leaves with its generation.
+#include "process_manager/master_impl.hpp"
+
+#include "process_manager/clock.hpp"
+#include "process_manager/log.hpp"
+
+#include <algorithm>
+
+namespace process_manager {
+
+namespace {
+std::string mold_name(const Mold& m) {
+  return "mold " + std::to_string(m.pid()) + " (gen " + std::to_string(m.generation()) + ")";
+}
+} // namespace
+
+// What no child of the master may keep: its own sockets and pipes, every log channel's master
+// end, every mold's channel.
+std::vector<int> Master::Impl::master_only_fds() const {
+  std::vector<int> fds = options.watch_fds;
+  fds.insert(fds.end(), options.private_fds.begin(), options.private_fds.end());
+  if (upgrade.pipe_fd() >= 0) fds.push_back(upgrade.pipe_fd());
+  for (const Child& other : table.all())
+    if (other.log_handover.valid()) fds.push_back(other.log_handover.master_fd());
+  for (const auto& m : molds)
+    fds.push_back(m->channel());
+  return fds;
+}
+
+Mold* Master::Impl::keep_mold() {
+  if (!current().mold) return nullptr;
+  for (const auto& m : molds)
+    if (m->generation() == current_gen()) return m.get();
+  if (boot_failed || !can_spawn(state) || monotonic_ns() < mold_restart_at_ns) return nullptr;
+  std::string why;
+  std::unique_ptr<Mold> mold = Mold::start(current_gen(), *current().mold, spawner,
+                                           current().worker_main, master_only_fds(), why);
+  if (!mold) {
+    on_mold_boot_failure(why);
+    return nullptr;
+  }
+  PM_LOG(LogLevel::Info, mold_name(*mold) + " ready");
+  molds.push_back(std::move(mold));
+  return molds.back().get();
+}
+
+void Master::Impl::on_mold_boot_failure(const std::string& why) {
+  std::string what =
+      "the mold of generation " + std::to_string(current_gen()) + " could not boot: " + why;
+  if (current().explain_boot_failure) what += current().explain_boot_failure(why);
+  if (state == State::Reloading && table.count_active_except(current_gen()) > 0) {
+    abandon_reload(what);
+  } else if (current_gen() > gens.ready_number()) { // the start: respawning would fail again
+    PM_LOG(LogLevel::Error,
+           what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
+    boot_failed = true;
+    exit_code = exit_code::kFailure;
+    begin_stop(State::Stopping, StopReason::Graceful);
+  } else { // its workers serve on; the next try waits for the crash policy
+    const std::uint64_t now = monotonic_ns();
+    CrashPolicy::Decision d = crashes.on_crash(mold_slot(), 0, now);
+    mold_restart_at_ns = d.respawn_at_ns;
+    log_crash(LogLevel::Error, what + "; its workers keep serving", d);
+  }
+}
+
+bool Master::Impl::on_mold_exit(const ExitedChild& c) {
+  if (auto left = std::find(molds_leaving.begin(), molds_leaving.end(), c.pid);
+      left != molds_leaving.end()) {
+    molds_leaving.erase(left);
+    PM_LOG(LogLevel::Debug, "mold " + std::to_string(c.pid) + " left: " + describe(c));
+    return true;
+  }
+  auto it = std::find_if(molds.begin(), molds.end(),
+                         [&c](const std::unique_ptr<Mold>& m) { return m->pid() == c.pid; });
+  if (it == molds.end()) return false;
+  const std::uint64_t now = monotonic_ns();
+  const std::string line = mold_name(**it) + " " + describe(c) + " after " +
+                           seconds_text(now - (*it)->started_at_ns()) +
+                           "; its workers keep serving";
+  const bool current_one = (*it)->generation() == current_gen();
+  const std::uint64_t lived_ns = now - (*it)->started_at_ns();
+  (*it)->forget_pid(); // reaped: its pid may be another process's now
+  molds.erase(it);
+  if (!current_one || !can_spawn(state)) {
+    PM_LOG(LogLevel::Notice, line);
+    return true;
+  }
+  CrashPolicy::Decision d = crashes.on_crash(mold_slot(), lived_ns, now);
+  d.log = true; // one process, restarted with backoff: its line is never one of a burst
+  mold_restart_at_ns = d.respawn_at_ns;
+  log_crash(
+      LogLevel::Error,
+      line + "; a new mold starts" +
+          (d.respawn_at_ns > now ? " in " + seconds_text(d.respawn_at_ns - now) : std::string()),
+      d);
+  return true;
+}
+
+// A mold leaves with its generation: all of them once the master stops.
+void Master::Impl::retire_molds() {
+  for (auto it = molds.begin(); it != molds.end();) {
+    const std::uint32_t gen = (*it)->generation();
+    const bool wanted =
+        can_spawn(state) &&
+        (gen == current_gen() || (state == State::Reloading && gen == gens.previous_number()));
+    if (wanted) {
+      ++it;
+      continue;
+    }
+    PM_LOG(LogLevel::Info, mold_name(**it) + " leaves with its generation");
+    molds_leaving.push_back((*it)->pid());
+    it = molds.erase(it); // killed
+  }
+}
+
+} // namespace process_manager
