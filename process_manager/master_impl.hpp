@@ -130,6 +130,7 @@ struct Master::Impl {
   void on_mold_boot_failure(const std::string& why);
   bool on_mold_exit(const ExitedChild& c);
   void retire_molds();
+  void publish_mold();
   std::size_t mold_slot() const { return options.scoreboard_capacity; } // its own backoff
   std::vector<int> master_only_fds() const;
 

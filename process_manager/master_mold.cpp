@@ -18,6 +18,17 @@ std::string mold_name(const Mold& m) {
 }
 } // namespace
 
+// The current generation's mold, for the status page (PoolCounters).
+void Master::Impl::publish_mold() {
+  PoolCounters& p = scoreboard.pool();
+  const Mold* shown = nullptr;
+  for (const auto& m : molds)
+    if (m->generation() == current_gen()) shown = m.get();
+  p.mold_generation.store(shown ? shown->generation() : 0, std::memory_order_relaxed);
+  p.mold_start_ns.store(shown ? shown->started_at_ns() : 0, std::memory_order_relaxed);
+  p.mold_pid.store(shown ? shown->pid() : 0, std::memory_order_relaxed);
+}
+
 // What no child of the master may keep: its own sockets and pipes, every log channel's master
 // end, every mold's channel.
 std::vector<int> Master::Impl::master_only_fds() const {
@@ -45,6 +56,7 @@ Mold* Master::Impl::keep_mold() {
   }
   PM_LOG(LogLevel::Info, mold_name(*mold) + " ready");
   molds.push_back(std::move(mold));
+  publish_mold();
   return molds.back().get();
 }
 
@@ -86,6 +98,7 @@ bool Master::Impl::on_mold_exit(const ExitedChild& c) {
   const std::uint64_t lived_ns = now - (*it)->started_at_ns();
   (*it)->forget_pid(); // reaped: its pid may be another process's now
   molds.erase(it);
+  publish_mold();
   if (!current_one || !can_spawn(state)) {
     PM_LOG(LogLevel::Notice, line);
     return true;
@@ -116,6 +129,7 @@ void Master::Impl::retire_molds() {
     molds_leaving.push_back((*it)->pid());
     it = molds.erase(it); // killed
   }
+  publish_mold(); // also after an abandoned reload: the previous generation's mold again
 }
 
 } // namespace process_manager

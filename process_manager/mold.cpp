@@ -107,7 +107,7 @@ bool read_all(int fd, void* data, std::size_t size) {
 // Forks twice: the grandchild runs `become` once its middle parent is gone, that is once it is
 // the master's child (the subreaper's), so that its death signal and its parent are the
 // master's. Returns the grandchild's pid, or -1 with errno.
-pid_t fork_reparented(const std::function<void()>& become) {
+pid_t fork_reparented(const char* name, const std::function<void()>& become) {
   int pid_pipe[2], go_pipe[2];
   if (::pipe2(pid_pipe, O_CLOEXEC) != 0) return -1;
   if (::pipe2(go_pipe, O_CLOEXEC) != 0) {
@@ -121,6 +121,7 @@ pid_t fork_reparented(const std::function<void()>& become) {
     ::close(go_pipe[1]);
     std::int32_t reply[2] = {::fork(), errno};
     if (reply[0] == 0) {
+      ::prctl(PR_SET_NAME, name); // a worker, not a mold, from its first moment in the master's
       ::close(pid_pipe[1]);
       char go = 0; // the middle parent has been reaped: this process is the master's now
       if (!read_all(go_pipe[0], &go, 1)) _exit(exit_code::kWorkerError);
@@ -154,7 +155,8 @@ pid_t fork_reparented(const std::function<void()>& become) {
 // The mold's loop: a worker for each request, until the master closes the channel (or dies).
 [[noreturn]] void serve_requests(int channel, pid_t master, const sigset_t& mask,
                                  std::uint32_t generation, Spawner& spawner,
-                                 const std::function<int(const WorkerContext&)>& worker_main) {
+                                 const std::function<int(const WorkerContext&)>& worker_main,
+                                 const char* worker_name) {
   for (;;) {
     ForkRequest request{};
     int log_channel = -1;
@@ -165,7 +167,7 @@ pid_t fork_reparented(const std::function<void()>& become) {
       if (log_channel >= 0) ::close(log_channel);
       continue;
     }
-    const pid_t pid = fork_reparented([&] {
+    const pid_t pid = fork_reparented(worker_name, [&] {
       ::close(channel); // the master's word is the master's: no worker may speak for the mold
       spawner.run_child(master, mask, static_cast<std::size_t>(request.slot), generation,
                         worker_main, {}, log_channel, true);
@@ -180,6 +182,9 @@ pid_t fork_reparented(const std::function<void()>& become) {
                            std::uint32_t generation, const MoldPlan& plan, Spawner& spawner,
                            const std::function<int(const WorkerContext&)>& worker_main,
                            std::span<const int> close_fds) {
+  char worker_name[16] = {};
+  ::prctl(PR_GET_NAME, worker_name);
+  ::prctl(PR_SET_NAME, kMoldProcessName);
   spawner.close_master_fds(close_fds);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || ::getppid() != master)
     _exit(exit_code::kWorkerError);
@@ -201,7 +206,7 @@ pid_t fork_reparented(const std::function<void()>& become) {
   }
   if (!send_message(channel, &kReady, 1, boot.keep_fd)) _exit(exit_code::kWorkerError);
   if (boot.keep_fd >= 0) ::close(boot.keep_fd); // the loaded code stays mapped
-  serve_requests(channel, master, mask, generation, spawner, worker_main);
+  serve_requests(channel, master, mask, generation, spawner, worker_main, worker_name);
 }
 
 } // namespace

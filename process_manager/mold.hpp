@@ -45,6 +45,9 @@ struct MoldPlan {
   std::shared_ptr<Kept> kept = std::make_shared<Kept>();
 };
 
+// The mold's name in ps and /proc/PID/comm (its workers take back the master's name).
+inline constexpr const char* kMoldProcessName = "fcgi-host mold";
+
 // The longest a mold's boot may take (loading the application and its mold hook); the master's
 // loop waits meanwhile, as it waits for a plugin's load check.
 inline constexpr std::chrono::milliseconds kMoldBootTimeout{30'000};

@@ -197,6 +197,13 @@ struct Snapshot {
   // figure, the master could not be read).
   std::uint64_t pss_total_bytes = 0;
   std::uint32_t pss_processes = 0;
+  // --mold on: the current generation's mold (pid 0: none), and its memory when it was read.
+  struct Mold {
+    pid_t pid = 0;
+    std::uint32_t generation = 0;
+    std::uint64_t uptime_s = 0;
+    std::optional<ProcessMemory> memory;
+  } mold;
 };
 
 // Sums the scoreboard: live slots and what exited workers left. A worker answering the status
