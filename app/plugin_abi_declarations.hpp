@@ -7,6 +7,6 @@
 
 namespace app::plugin_abi {
 
-inline constexpr std::uint32_t kDeclarations = 0x8716b809u;
+inline constexpr std::uint32_t kDeclarations = 0x6a969f43u;
 
 } // namespace app::plugin_abi

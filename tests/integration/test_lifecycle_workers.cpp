@@ -117,25 +117,28 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
-    HostProcess host(
-        {"--app", "echo", "--workers", "2", "--max-requests", "40", "--max-requests-jitter", "20"});
-    it::NginxOptions no{host.address()};
-    no.upstream_keepalive = 8;
-    it::NginxProcess nginx(no);
-    // Stopped as soon as 4 recyclings are seen; a recycling worker still serves its kept
-    // connections for a few seconds, so the cap is generous.
-    it::HttpLoad load(nginx.port(), "/echo?load=1", 3, 20000);
-    it::wait_for([&] { return it::lines_with(host.log(), "worker recycling").size() >= 4; },
-                 Millis{20000});
-    load.stop();
-    std::size_t recycled = it::lines_with(host.log(), "worker recycling").size();
-    MESSAGE("max-requests 40+0..20: " << load.samples().size() << " requests, " << load.failures()
-                                      << " failures, " << recycled << " recyclings");
-    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
-    CHECK(recycled >= 4);
-    CHECK(load.failures() == 0);
-    CHECK(it::lines_with(host.log(), "crash").empty());
-    it::check_no_alerts(host);
+    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostProcess host({"--app", "echo", "--workers", "2", "--max-requests", "40",
+                        "--max-requests-jitter", "20", "--mold", mold});
+      it::NginxOptions no{host.address()};
+      no.upstream_keepalive = 8;
+      it::NginxProcess nginx(no);
+      // Stopped as soon as 4 recyclings are seen; a recycling worker still serves its kept
+      // connections for a few seconds, so the cap is generous.
+      it::HttpLoad load(nginx.port(), "/echo?load=1", 3, 20000);
+      it::wait_for([&] { return it::lines_with(host.log(), "worker recycling").size() >= 4; },
+                   Millis{20000});
+      load.stop();
+      std::size_t recycled = it::lines_with(host.log(), "worker recycling").size();
+      MESSAGE("max-requests 40+0..20: " << load.samples().size() << " requests, " << load.failures()
+                                        << " failures, " << recycled << " recyclings");
+      INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+      CHECK(recycled >= 4);
+      CHECK(load.failures() == 0);
+      CHECK(it::lines_with(host.log(), "crash").empty());
+      it::check_no_alerts(host);
+    }
   }
 
   TEST_CASE("recycling by --max-rss: the worker goes after the request that crossed it") {
@@ -157,57 +160,63 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("a worker killed mid-request costs only that request") {
-    it::HostOptions o;
-    o.args = {"--app", "echo", "--workers", "1"};
-    o.status_socket = true;
-    HostProcess host(o);
-    auto victim = host.connect();
-    victim.set_timeout(Millis{5000});
-    fcgi_test::Request slow;
-    slow.uri = "/echo?delay_ms=3000";
-    std::uint16_t id = victim.send_request(slow);
-    REQUIRE(host.wait_active(1));
-    std::vector<fcgi_test::Client> others;
-    std::vector<std::uint16_t> ids;
-    for (int i = 0; i < 5; ++i) {
-      others.push_back(host.connect());
-      others.back().set_timeout(Millis{5000});
-      fcgi_test::Request r;
-      r.uri = "/echo?n=" + std::to_string(i);
-      ids.push_back(others.back().send_request(r));
+    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      it::HostOptions o;
+      o.args = {"--app", "echo", "--workers", "1", "--mold", mold};
+      o.status_socket = true;
+      HostProcess host(o);
+      auto victim = host.connect();
+      victim.set_timeout(Millis{5000});
+      fcgi_test::Request slow;
+      slow.uri = "/echo?delay_ms=3000";
+      std::uint16_t id = victim.send_request(slow);
+      REQUIRE(host.wait_active(1));
+      std::vector<fcgi_test::Client> others;
+      std::vector<std::uint16_t> ids;
+      for (int i = 0; i < 5; ++i) {
+        others.push_back(host.connect());
+        others.back().set_timeout(Millis{5000});
+        fcgi_test::Request r;
+        r.uri = "/echo?n=" + std::to_string(i);
+        ids.push_back(others.back().send_request(r));
+      }
+      auto w = host.wait_workers(1);
+      REQUIRE(w.size() == 1);
+      ::kill(w[0], SIGKILL);
+      fcgi_test::Response lost;
+      try {
+        lost = victim.read_response(id);
+      } catch (const std::exception&) {}
+      CHECK(!lost.ended);
+      int ok = 0;
+      for (std::size_t i = 0; i < others.size(); ++i)
+        ok += others[i].read_response(ids[i]).status == 200;
+      CHECK(ok == 5);
     }
-    auto w = host.wait_workers(1);
-    REQUIRE(w.size() == 1);
-    ::kill(w[0], SIGKILL);
-    fcgi_test::Response lost;
-    try {
-      lost = victim.read_response(id);
-    } catch (const std::exception&) {}
-    CHECK(!lost.ended);
-    int ok = 0;
-    for (std::size_t i = 0; i < others.size(); ++i)
-      ok += others[i].read_response(ids[i]).status == 200;
-    CHECK(ok == 5);
   }
 
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
-    HostProcess host({"--app", "echo", "--workers", "12"});
-    REQUIRE(host.wait_workers(12).size() == 12);
-    // Bounded: 80 requests, 20 s.
-    const auto start = Clock::now();
-    int sent = 0;
-    crash_until_breaker(host, "/crash", 80, Millis{20000}, sent);
-    std::string log = host.log();
-    INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
-    CHECK(it::lines_with(log, "crash loop").size() == 1);
-    // Rate-limited crash lines: the first three of the burst, then one a second.
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    CHECK(static_cast<double>(it::lines_with(log, "killed by signal").size()) <= 3 + elapsed + 1);
-    CHECK(!host.wait_exit(Millis{0}));
-    host.signal(SIGTERM);
-    std::optional<int> code = host.wait_exit(Millis{20000});
-    INFO("host log after TERM:\n" << host.log());
-    CHECK(code.value_or(-1) == 0);
+    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostProcess host({"--app", "echo", "--workers", "12", "--mold", mold});
+      REQUIRE(host.wait_workers(12).size() == 12);
+      // Bounded: 80 requests, 20 s.
+      const auto start = Clock::now();
+      int sent = 0;
+      crash_until_breaker(host, "/crash", 80, Millis{20000}, sent);
+      std::string log = host.log();
+      INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
+      CHECK(it::lines_with(log, "crash loop").size() == 1);
+      // Rate-limited crash lines: the first three of the burst, then one a second.
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      CHECK(static_cast<double>(it::lines_with(log, "killed by signal").size()) <= 3 + elapsed + 1);
+      CHECK(!host.wait_exit(Millis{0}));
+      host.signal(SIGTERM);
+      std::optional<int> code = host.wait_exit(Millis{20000});
+      INFO("host log after TERM:\n" << host.log());
+      CHECK(code.value_or(-1) == 0);
+    }
   }
 
   TEST_CASE("a handler that boots for 1.5 s and crashes on every request trips the breaker") {

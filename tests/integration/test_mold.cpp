@@ -79,7 +79,8 @@ TEST_SUITE("mold") {
     }
   }
 
-  TEST_CASE("kill -9 of the mold leaves its workers serving; a new mold forks the next worker") {
+  TEST_CASE(
+      "kill -9 of the mold leaves its workers serving, and a new mold forks the next worker") {
     HostProcess host(mold_plugin_host(true));
     const std::vector<pid_t> workers = host.wait_workers(3);
     REQUIRE(workers.size() == 3);
