@@ -158,6 +158,8 @@ struct Master::Impl {
   std::vector<std::unique_ptr<Mold>> molds;
   std::vector<pid_t> molds_leaving;
   std::uint64_t mold_restart_at_ns = 0;
+  // The generations' kept copies (MoldPlan::Kept), which no child of the master may hold.
+  std::vector<std::weak_ptr<MoldPlan::Kept>> mold_copies;
 
   State state = State::Running;
   int exit_code = exit_code::kOk;

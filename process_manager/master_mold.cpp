@@ -30,7 +30,7 @@ void Master::Impl::publish_mold() {
 }
 
 // What no child of the master may keep: its own sockets and pipes, every log channel's master
-// end, every mold's channel.
+// end, every mold's channel, every generation's kept copy of its plugin.
 std::vector<int> Master::Impl::master_only_fds() const {
   std::vector<int> fds = options.watch_fds;
   fds.insert(fds.end(), options.private_fds.begin(), options.private_fds.end());
@@ -39,6 +39,8 @@ std::vector<int> Master::Impl::master_only_fds() const {
     if (other.log_handover.valid()) fds.push_back(other.log_handover.master_fd());
   for (const auto& m : molds)
     fds.push_back(m->channel());
+  for (const auto& copy : mold_copies)
+    if (auto kept = copy.lock(); kept && kept->fd >= 0) fds.push_back(kept->fd);
   return fds;
 }
 
@@ -48,8 +50,15 @@ Mold* Master::Impl::keep_mold() {
     if (m->generation() == current_gen()) return m.get();
   if (boot_failed || !can_spawn(state) || monotonic_ns() < mold_restart_at_ns) return nullptr;
   std::string why;
-  std::unique_ptr<Mold> mold = Mold::start(current_gen(), *current().mold, spawner,
-                                           current().worker_main, master_only_fds(), why);
+  const auto& kept = current().mold->kept;
+  std::erase_if(mold_copies, [](const std::weak_ptr<MoldPlan::Kept>& k) { return k.expired(); });
+  if (std::none_of(mold_copies.begin(), mold_copies.end(),
+                   [&kept](const std::weak_ptr<MoldPlan::Kept>& k) { return k.lock() == kept; }))
+    mold_copies.push_back(kept);
+  std::vector<int> close_fds = master_only_fds();
+  std::erase(close_fds, kept->fd); // its own generation's copy is what it boots from
+  std::unique_ptr<Mold> mold =
+      Mold::start(current_gen(), *current().mold, spawner, current().worker_main, close_fds, why);
   if (!mold) {
     on_mold_boot_failure(why);
     return nullptr;

@@ -1,6 +1,7 @@
 #include "process_manager/mold.hpp"
 
 #include "process_manager/clock.hpp"
+#include "process_manager/exit_codes.hpp"
 #include "process_manager/fork_clean.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/spawner.hpp"

@@ -73,7 +73,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("20 reloads under POST load through nginx keep-alive: 0 failures") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       // The old generation's kept connections must not be closed under a request nginx is
       // writing: a POST lost that way is not retried by nginx.
@@ -98,7 +98,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("USR2 under load: the new master takes the socket and the pidfile, 0 failures") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       HostProcess host(
           {"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid", "--mold", mold});
@@ -166,7 +166,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("TERM drains the backlog: 50 queued connections all answered, then exit 0") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       HostOptions o;
       o.args = {"--app", "echo", "--workers", "1", "--graceful-timeout", "20", "--mold", mold};

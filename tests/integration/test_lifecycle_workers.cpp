@@ -117,7 +117,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       HostProcess host({"--app", "echo", "--workers", "2", "--max-requests", "40",
                         "--max-requests-jitter", "20", "--mold", mold});
@@ -160,7 +160,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("a worker killed mid-request costs only that request") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       it::HostOptions o;
       o.args = {"--app", "echo", "--workers", "1", "--mold", mold};
@@ -197,7 +197,7 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
-    for (const char* mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
       CAPTURE(mold);
       HostProcess host({"--app", "echo", "--workers", "12", "--mold", mold});
       REQUIRE(host.wait_workers(12).size() == 12);
