@@ -5,7 +5,9 @@
 // the next worker; a reload makes a new mold and the old one leaves with its generation; a hook
 // that throws fails the start, or the reload (the old generation serving on), with one line; and
 // the master (strace of the master alone, at start and at HUP) never opens the plugin's path
-// with the mold, where it does without it. The fixture: tests/fixtures/mold_plugin.cpp.
+// with the mold, where it does without it; the mold, reading the file with the workers' rights,
+// refuses a FIFO, a link to a root-only file and a huge sparse file with one line each. The
+// fixture: tests/fixtures/mold_plugin.cpp.
 #include "harness.hpp"
 #include "support/files.hpp"
 #include "support/skip.hpp"
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -152,6 +155,34 @@ TEST_SUITE("mold") {
     CHECK(serves_the_table(host));
     CHECK(host.wait_workers(2) == workers);
     CHECK(host.mold_pids() == molds); // generation 1's mold stays with it
+  }
+
+  TEST_CASE("with --mold on, a FIFO, a link to a root-only file and a 300 MB sparse file at "
+            "the plugin path each fail the start with one line") {
+    if (::geteuid() != 0) return test_support::skip("needs root (workers of another user)");
+    test_support::TempDir dir("mold-source");
+    ::chmod(dir.path().c_str(), 0755); // the mold (nobody) reaches what is in it
+    const std::string fifo = dir.file("fifo.so");
+    REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+    const std::string big = dir.write("big.so", "");
+    REQUIRE(::truncate(big.c_str(), off_t{300} << 20) == 0);
+    const std::string secret = dir.write("secret", "root only\n");
+    REQUIRE(::chmod(secret.c_str(), 0600) == 0);
+    const std::string link = dir.file("link.so");
+    REQUIRE(::symlink(secret.c_str(), link.c_str()) == 0);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {fifo, "not a regular file"}, {big, "larger than 256 MiB"}, {link, "Permission denied"}};
+    for (const auto& [path, why] : cases) {
+      CAPTURE(path);
+      HostOptions o;
+      o.args = {"--app", path, "--mold", "on", "--workers", "2"};
+      it::RunResult r = it::run_host(o, kMoldWait);
+      CHECK(r.status == 1);
+      const auto lines = it::lines_with(r.output, "could not boot");
+      REQUIRE_MESSAGE(lines.size() == 1, r.output);
+      CHECK(it::has(lines[0], why));
+      CHECK(!it::has(r.output, "root only")); // nothing of the file was shown
+    }
   }
 
   TEST_CASE("the master never opens the plugin's path with --mold on (strace of the master "
