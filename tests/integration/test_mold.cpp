@@ -70,13 +70,24 @@ TEST_SUITE("mold") {
             "without") {
     for (bool mold : {true, false}) {
       CAPTURE(mold);
-      HostProcess host(mold_plugin_host(mold));
+      HostOptions o = mold_plugin_host(mold);
+      o.status_socket = true;
+      HostProcess host(o);
       REQUIRE(host.wait_workers(3).size() == 3);
       REQUIRE(host.wait_log("generation 1 ready", kMoldWait));
       CHECK(serves_the_table(host));
       CHECK(mold_hook_runs(host) == (mold ? 1u : 3u));
       const std::vector<pid_t> molds = host.mold_pids();
       CHECK(molds.size() == (mold ? 1u : 0u));
+      // The status page shows the mold (null without one), its PSS in the pool's.
+      const std::string json = host.status_json();
+      CHECK(it::json_number(json, "mold pid") == (mold && !molds.empty() ? molds[0] : -1));
+      CHECK(it::json_number(json, "mold generation") == (mold ? 1 : -1));
+      if (mold) {
+        CHECK(it::json_number(json, "mold pss bytes") > 0);
+        CHECK(it::json_number(json, "mold uptime s") >= 0);
+        CHECK(it::json_number(json, "pss processes") == 5); // the master, 3 workers, the mold
+      }
       if (mold && !molds.empty()) // the hook ran in the mold, not in a worker
         CHECK(it::has(host.log(), kHookLine + std::to_string(molds[0])));
     }
@@ -84,7 +95,9 @@ TEST_SUITE("mold") {
 
   TEST_CASE(
       "kill -9 of the mold leaves its workers serving, and a new mold forks the next worker") {
-    HostProcess host(mold_plugin_host(true));
+    HostOptions o = mold_plugin_host(true);
+    o.status_socket = true;
+    HostProcess host(o);
     const std::vector<pid_t> workers = host.wait_workers(3);
     REQUIRE(workers.size() == 3);
     REQUIRE(host.wait_log("generation 1 ready", kMoldWait));
@@ -95,7 +108,10 @@ TEST_SUITE("mold") {
                         R"( \(gen 1\) was killed by signal 9.*its workers keep serving)"));
     CHECK(host.wait_log(R"(mold \d+ \(gen 1\) ready)", kMoldWait, 2));
     CHECK(serves_the_table(host));
-    CHECK(host.wait_workers(3) == workers); // none of them was replaced
+    const std::vector<pid_t> back = host.mold_pids();
+    REQUIRE(back.size() == 1);
+    CHECK(!host.wait_status("mold pid", back[0]).empty()); // the status page names the new one
+    CHECK(host.wait_workers(3) == workers);                // none of them was replaced
     host.signal(SIGTTIN);
     const std::vector<pid_t> grown = host.wait_workers(4, kMoldWait);
     REQUIRE(grown.size() == 4);
@@ -124,6 +140,15 @@ TEST_SUITE("mold") {
     CHECK(host.wait_workers(2).size() == 2);
     CHECK(serves_the_table(host));
     CHECK(mold_hook_runs(host) == 2);
+  }
+
+  TEST_CASE("--mold on with --exec is refused with one line") {
+    HostOptions o;
+    o.args = {"--mold", "on", "--exec", "/bin/cat"};
+    it::RunResult r = it::run_host(o, kMoldWait);
+    CHECK(r.status == 2);
+    CHECK_MESSAGE(it::lines_with(r.output, "--mold: not available with --exec").size() == 1,
+                  r.output);
   }
 
   TEST_CASE("a mold hook that throws fails the start with one line") {
