@@ -1,12 +1,14 @@
 #pragma once
-// The mold's boot (--mold on; process_manager/mold.hpp), in the mold process: first what a
-// worker does before its handler starts (the pool's /tmp, its user, its environment, its output
-// captured), so that the mold is what a worker is; then, for a plugin, the plugin copied with
-// the mold's own rights into a sealed memory file (the root master never opens the plugin's
-// path), loaded from there, and its mold hook run (PluginLoader). The workers forked from the
-// mold go on from there (run_worker with WorkerContext::from_mold): the sandbox closes in each
-// of them around its handler, as without a mold. The sealed copy is kept by the master for the
-// generation: a mold that replaces a dead one loads the same code, whatever the file is now.
+// The mold's boot (--mold on; process_manager/mold.hpp), in the mold process: for a plugin, the
+// file copied first into a sealed memory file by a child that dropped to the workers' user (the
+// root master never opens the plugin's path; the copy is made before the mold joins the pool's
+// private /tmp, so a plugin under the machine's /tmp is still seen); then what a worker does
+// before its handler starts (the pool's /tmp, its user, its environment, its output captured),
+// so that the mold is what a worker is; then the plugin loaded from the sealed copy and its mold
+// hook run (PluginLoader). The workers forked from the mold go on from there (run_worker with
+// WorkerContext::from_mold): the sandbox closes in each of them around its handler, as without a
+// mold. The sealed copy is kept by the master for the generation: a mold that replaces a dead
+// one loads the same code, whatever the file is now.
 #include "fcgi_host/runners/plugin.hpp"
 #include "fcgi_host/sandbox/sandbox_settings.hpp"
 #include "fcgi_host/worker/process_setup.hpp"

@@ -142,6 +142,17 @@ TEST_SUITE("mold") {
     CHECK(mold_hook_runs(host) == 2);
   }
 
+  TEST_CASE("with --private-tmp and --sandbox, the mold copies a plugin under the machine's "
+            "/tmp and its workers serve in the sandbox") {
+    if (::geteuid() != 0) return test_support::skip("--private-tmp needs root");
+    HostProcess host(
+        mold_plugin_host(true, 2, {"--private-tmp", "on", "--sandbox", "best-effort"}));
+    REQUIRE(host.wait_log("generation 1 ready", kMoldWait));
+    CHECK(serves_the_table(host));
+    CHECK(mold_hook_runs(host) == 1);
+    CHECK(host.mold_pids().size() == 1);
+  }
+
   TEST_CASE("--mold on with --exec is refused with one line") {
     HostOptions o;
     o.args = {"--mold", "on", "--exec", "/bin/cat"};
