@@ -74,7 +74,7 @@ TEST_CASE("mold: a boot that fails stops the master with code 1 and one line, no
   CHECK(m.probe().boots == 0);
 }
 
-TEST_CASE("mold: killed, it comes back and forks the next worker; its workers serve on") {
+TEST_CASE("mold: killed, it comes back and forks the next worker, and its workers serve on") {
   MasterUnderTest m(molded_generation(2));
   REQUIRE(m.wait_until([&] { return m.ready().size() == 2; }, 5s));
   const std::vector<pid_t> workers = m.ready();
