@@ -65,37 +65,43 @@ bool crash_until_breaker(const HostProcess& host, const std::string& uri, int mo
 TEST_SUITE("lifecycle") {
 
   TEST_CASE("hung handler killed and replaced: stack trace logged, nginx 5xx, fresh worker") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--request-timeout", "1"});
-    it::NginxProcess nginx({host.address()});
-    auto t0 = Clock::now();
-    int status =
-        it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
-    double killed_after = test_support::elapsed_ms(t0);
-    auto t1 = Clock::now();
-    int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
-    double fresh_after = test_support::elapsed_ms(t1);
-    MESSAGE("request timeout 1 s: 5xx after " << killed_after << " ms (includes the stack trace); "
-                                              << "next request served in " << fresh_after << " ms");
-    CHECK(status >= 500);
-    CHECK(status <= 599);
-    // The timeout, the master's tick, the debugger's budget, and a second's margin for a loaded
-    // machine (ctest -j2, scripts/stress.sh): what this guards against is the 10 s request.
-    CHECK(killed_after < 1000 + 200 + 1500 + 1000);
-    CHECK(next == 200);
-    // The replacement is forked at once (a timeout kill is not a crash: no backoff); through
-    // nginx, under load, well within a second.
-    CHECK(fresh_after < 1000);
-    std::string log = host.log();
-    // The line names the request, its id, and how long it ran.
-    auto lines = it::lines_with(log, ": request \"GET /echo?delay_ms=10000\", request id ");
+    for (const std::string mold :
+         {"off", "on"}) { // --mold on: the stack of a worker the mold forked
+      CAPTURE(mold);
+      HostProcess host(
+          {"--app", "echo", "--workers", "1", "--request-timeout", "1", "--mold", mold});
+      it::NginxProcess nginx({host.address()});
+      auto t0 = Clock::now();
+      int status =
+          it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
+      double killed_after = test_support::elapsed_ms(t0);
+      auto t1 = Clock::now();
+      int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
+      double fresh_after = test_support::elapsed_ms(t1);
+      MESSAGE("request timeout 1 s: 5xx after "
+              << killed_after << " ms (includes the stack trace); "
+              << "next request served in " << fresh_after << " ms");
+      CHECK(status >= 500);
+      CHECK(status <= 599);
+      // The timeout, the master's tick, the debugger's budget, and a second's margin for a loaded
+      // machine (ctest -j2, scripts/stress.sh): what this guards against is the 10 s request.
+      CHECK(killed_after < 1000 + 200 + 1500 + 1000);
+      CHECK(next == 200);
+      // The replacement is forked at once (a timeout kill is not a crash: no backoff); through
+      // nginx, under load, well within a second.
+      CHECK(fresh_after < 1000);
+      std::string log = host.log();
+      // The line names the request, its id, and how long it ran.
+      auto lines = it::lines_with(log, ": request \"GET /echo?delay_ms=10000\", request id ");
 
-    INFO("host log:\n" << log);
-    REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find("worker ") != std::string::npos);
-    CHECK(lines[0].find(" ran for ") != std::string::npos);
-    CHECK(lines[0].find("past --request-timeout (1.0 s): the worker is killed; stack:") !=
-          std::string::npos);
-    CHECK(log.find("; stack:\nTID ") != std::string::npos); // the stuck thread named
+      INFO("host log:\n" << log);
+      REQUIRE(lines.size() == 1);
+      CHECK(lines[0].find("worker ") != std::string::npos);
+      CHECK(lines[0].find(" ran for ") != std::string::npos);
+      CHECK(lines[0].find("past --request-timeout (1.0 s): the worker is killed; stack:") !=
+            std::string::npos);
+      CHECK(log.find("; stack:\nTID ") != std::string::npos); // the stuck thread named
+    }
   }
 
   TEST_CASE("a kept connection idle between requests is never a running request") {
