@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,6 +152,40 @@ TEST_SUITE("mold") {
     CHECK(serves_the_table(host));
     CHECK(mold_hook_runs(host) == 1);
     CHECK(host.mold_pids().size() == 1);
+  }
+
+  TEST_CASE("--mold is per pool: a pool with it has a mold, the one beside it none") {
+    HostOptions o;
+    o.args = {"--config", "{dir}/main.conf"};
+    o.listen = it::Listen::AsGiven;
+    o.wait_ready = false;
+    o.files = {
+        {"main.conf",
+         "workers = 2\nlog-level = info\n" +
+             it::pool_section("molded", "app = " + it::workers_fixture(FCGI_TEST_MOLD_PLUGIN) +
+                                            "\nmold = on\n") +
+             it::pool_section("plain", "app = echo\n")}};
+    HostProcess host(o);
+    REQUIRE_MESSAGE(host.wait_log(R"(\[molded\].*generation 1 ready)", kMoldWait), host.log());
+    REQUIRE(host.wait_log(R"(\[plain\].*generation 1 ready)", kMoldWait));
+    std::map<std::string, pid_t> masters; // the pools' masters, by the --pool NAME they run
+    for (pid_t child : it::child_pids(host.pid())) {
+      const std::string cmdline = it::read_file("/proc/" + std::to_string(child) + "/cmdline");
+      for (const char* pool : {"molded", "plain"})
+        if (it::has(cmdline, std::string("--pool") + '\0' + pool + '\0')) masters[pool] = child;
+    }
+    REQUIRE(masters.size() == 2);
+    auto molds_under = [](pid_t master) {
+      std::size_t n = 0;
+      for (pid_t child : it::child_pids(master))
+        n += it::read_file("/proc/" + std::to_string(child) + "/comm") == "fcgi-host mold\n";
+      return n;
+    };
+    CHECK(molds_under(masters["molded"]) == 1);
+    CHECK(molds_under(masters["plain"]) == 0);
+    CHECK(mold_hook_runs(host) == 1);
+    auto client = fcgi_test::Client::connect("unix:" + host.dir().file("molded.sock"));
+    CHECK(it::has(client.request("GET", "/").body, "words 524288 sum "));
   }
 
   TEST_CASE("--mold on with --exec is refused with one line") {
