@@ -397,6 +397,8 @@ void Master::Impl::sample_pool() {
 std::vector<int> Master::Impl::watched_fds() const {
   std::vector<int> fds = options.watch_fds;
   if (upgrade.pipe_fd() >= 0) fds.push_back(upgrade.pipe_fd());
+  for (const auto& m : molds) // a booting mold's word (master_mold.cpp)
+    if (!m->booted()) fds.push_back(m->channel());
   // The mode first: the members are not gathered on every turn of a pool that never asks.
   if (current().pool.mode == PoolMode::OnDemand && options.listen_fd >= 0 && can_spawn(state) &&
       wants_queued_connections(current().pool, members()))
@@ -409,6 +411,8 @@ void Master::Impl::on_readable(int fd) {
     on_upgrade_pipe();
   else if (fd == options.listen_fd)
     connection_queued = true;
+  else if (is_booting_mold(fd))
+    check_mold_boots();
   else if (options.on_readable)
     options.on_readable(fd);
 }

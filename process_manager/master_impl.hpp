@@ -127,6 +127,8 @@ struct Master::Impl {
 
   // The molds (master_mold.cpp).
   Mold* keep_mold();
+  void check_mold_boots();
+  bool is_booting_mold(int fd) const;
   void on_mold_boot_failure(const std::string& why);
   bool on_mold_exit(const ExitedChild& c);
   void retire_molds();

@@ -1,8 +1,9 @@
 // The generations' molds (--mold on, mold.hpp): the current generation's mold is started when a
 // worker is wanted and none runs (at start, after a reload, after it died and its backoff
-// passed); a mold that cannot boot fails the start or the reload, as a worker's boot failure
-// does; a mold that dies leaves its workers serving and is started again under the crash
-// policy; a mold leaves with its generation.
+// passed), and boots while the loop goes on (its workers are spawned once it is ready); a mold
+// that cannot boot fails the start or the reload, as a worker's boot failure does; a mold that
+// dies leaves its workers serving and is started again under the crash policy; a mold leaves
+// with its generation.
 #include "process_manager/master_impl.hpp"
 
 #include "process_manager/clock.hpp"
@@ -46,8 +47,8 @@ std::vector<int> Master::Impl::master_only_fds() const {
 
 Mold* Master::Impl::keep_mold() {
   if (!current().mold) return nullptr;
-  for (const auto& m : molds)
-    if (m->generation() == current_gen()) return m.get();
+  for (const auto& m : molds) // a booting one: the workers wait for it
+    if (m->generation() == current_gen()) return m->booted() ? m.get() : nullptr;
   if (boot_failed || !can_spawn(state) || monotonic_ns() < mold_restart_at_ns) return nullptr;
   std::string why;
   const auto& kept = current().mold->kept;
@@ -63,10 +64,37 @@ Mold* Master::Impl::keep_mold() {
     on_mold_boot_failure(why);
     return nullptr;
   }
-  PM_LOG(LogLevel::Info, mold_name(*mold) + " ready");
+  PM_LOG(LogLevel::Debug, mold_name(*mold) + " started");
   molds.push_back(std::move(mold));
   publish_mold();
-  return molds.back().get();
+  return nullptr; // check_mold_boots() says when it is ready
+}
+
+// A booting mold said how its boot went, or its time is up. A failure ends that mold; for the
+// current generation it is a boot failure (on_mold_boot_failure), for another nothing more.
+void Master::Impl::check_mold_boots() {
+  for (auto it = molds.begin(); it != molds.end(); ++it) {
+    if ((*it)->booted()) continue;
+    std::string why;
+    const Mold::Boot boot = (*it)->read_boot(why);
+    if (boot == Mold::Boot::Pending) continue;
+    if (boot == Mold::Boot::Ready) {
+      PM_LOG(LogLevel::Info, mold_name(**it) + " ready");
+      continue;
+    }
+    const bool current_one = (*it)->generation() == current_gen();
+    molds_leaving.push_back((*it)->pid());
+    molds.erase(it); // killed, if it has not exited yet
+    publish_mold();
+    if (current_one) on_mold_boot_failure(why);
+    return; // the state may have changed: the others are looked at on the next turn
+  }
+}
+
+bool Master::Impl::is_booting_mold(int fd) const {
+  return std::any_of(molds.begin(), molds.end(), [fd](const std::unique_ptr<Mold>& m) {
+    return !m->booted() && m->channel() == fd;
+  });
 }
 
 void Master::Impl::on_mold_boot_failure(const std::string& why) {
@@ -99,6 +127,17 @@ bool Master::Impl::on_mold_exit(const ExitedChild& c) {
   auto it = std::find_if(molds.begin(), molds.end(),
                          [&c](const std::unique_ptr<Mold>& m) { return m->pid() == c.pid; });
   if (it == molds.end()) return false;
+  if (std::string why; !(*it)->booted() && (*it)->read_boot(why) != Mold::Boot::Ready) {
+    // It died while booting: what it said, or how it ended.
+    const bool current_one = (*it)->generation() == current_gen();
+    (*it)->forget_pid();
+    molds.erase(it);
+    publish_mold();
+    if (current_one)
+      on_mold_boot_failure(why +
+                           (why == "it died while booting" ? " (it " + describe(c) + ")" : ""));
+    return true;
+  }
   const std::uint64_t now = monotonic_ns();
   const std::string line = mold_name(**it) + " " + describe(c) + " after " +
                            seconds_text(now - (*it)->started_at_ns()) +

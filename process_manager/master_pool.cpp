@@ -33,6 +33,7 @@ void Master::Impl::on_ttou() {
 
 void Master::Impl::maintain_pool() {
   mark_booted_by_time();
+  check_mold_boots(); // a booting mold past its time, or ready: its workers are spawned below
   if (state == State::Reloading) advance_reload();
   if (!can_spawn(state)) {
     release_held_slots();

@@ -56,14 +56,14 @@ bool send_message(int channel, const void* data, std::size_t size, int pass_fd) 
 }
 
 // One message into `data` (at most `size` bytes): its length, 0 when the peer is gone, -1 on
-// an error or when `timeout` passed (-1: none). A descriptor that came with it goes to
-// `*received` (closed when `received` is null).
+// an error or when `timeout` passed (-1: none; 0: none waiting now, EAGAIN). A descriptor that
+// came with it goes to `*received` (closed when `received` is null).
 ssize_t receive_message(int channel, void* data, std::size_t size, int* received,
                         std::chrono::milliseconds timeout) {
   if (received) *received = -1;
   const std::uint64_t deadline = monotonic_ns() + ns(timeout);
   for (;;) {
-    if (timeout.count() >= 0) {
+    if (timeout.count() > 0) {
       const std::uint64_t now = monotonic_ns();
       if (now >= deadline) return errno = ETIMEDOUT, -1;
       pollfd p{channel, POLLIN, 0};
@@ -78,7 +78,8 @@ ssize_t receive_message(int channel, void* data, std::size_t size, int* received
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    const ssize_t n =
+        ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | (timeout.count() == 0 ? MSG_DONTWAIT : 0));
     if (n < 0 && errno == EINTR) continue;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c))
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
@@ -216,8 +217,9 @@ MoldPlan::Kept::~Kept() {
   if (fd >= 0) ::close(fd);
 }
 
-Mold::Mold(pid_t pid, int channel, std::uint32_t generation)
-    : pid_(pid), channel_(channel), generation_(generation), started_at_ns_(monotonic_ns()) {}
+Mold::Mold(pid_t pid, int channel, std::uint32_t generation, std::shared_ptr<MoldPlan::Kept> kept)
+    : pid_(pid), channel_(channel), generation_(generation), started_at_ns_(monotonic_ns()),
+      kept_(std::move(kept)) {}
 
 Mold::~Mold() {
   ::close(channel_);
@@ -244,25 +246,35 @@ std::unique_ptr<Mold> Mold::start(std::uint32_t generation, const MoldPlan& plan
     why = std::string("fork() of the mold failed: ") + std::strerror(fork_errno);
     return nullptr;
   }
-  std::unique_ptr<Mold> mold(new Mold(pid, pair[0], generation));
+  return std::unique_ptr<Mold>(new Mold(pid, pair[0], generation, plan.kept));
+}
+
+Mold::Boot Mold::read_boot(std::string& why) {
+  if (booted_) return Boot::Ready;
   char message[4096];
   int kept = -1;
-  const ssize_t n = receive_message(pair[0], message, sizeof message, &kept, kMoldBootTimeout);
+  const ssize_t n =
+      receive_message(channel_, message, sizeof message, &kept, std::chrono::milliseconds{0});
   if (n > 0 && message[0] == kReady) {
-    if (kept >= 0 && plan.kept->fd < 0)
-      plan.kept->fd = kept;
+    if (kept >= 0 && kept_->fd < 0)
+      kept_->fd = kept;
     else if (kept >= 0)
       ::close(kept);
-    return mold;
+    booted_ = true;
+    return Boot::Ready;
   }
   if (kept >= 0) ::close(kept);
-  if (n > 1 && message[0] == kFailed)
+  if (n > 1 && message[0] == kFailed) {
     why = std::string(message + 1, static_cast<std::size_t>(n - 1));
-  else if (n < 0 && errno == ETIMEDOUT)
+    return Boot::Failed;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    if (monotonic_ns() - started_at_ns_ < ns(kMoldBootTimeout)) return Boot::Pending;
     why = "its boot took longer than " + std::to_string(kMoldBootTimeout.count() / 1000) + " s";
-  else
-    why = "it died while booting";
-  return nullptr; // killed by ~Mold
+    return Boot::Failed;
+  }
+  why = "it died while booting";
+  return Boot::Failed;
 }
 
 pid_t Mold::fork_worker(std::size_t slot, int log_channel, std::string& why) {

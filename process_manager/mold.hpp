@@ -49,9 +49,9 @@ struct MoldPlan {
 inline constexpr const char* kMoldProcessName = "fcgi-host mold";
 
 // The longest a mold's boot may take (loading the application and its mold hook); the master's
-// loop waits meanwhile, as it waits for a plugin's load check.
-inline constexpr std::chrono::milliseconds kMoldBootTimeout{30'000};
-// The longest the master waits for the mold to say which pid it forked.
+// loop goes on meanwhile (Mold::read_boot).
+inline constexpr std::chrono::milliseconds kMoldBootTimeout{60'000};
+// The longest the master waits for the mold to say which pid it forked (a fork: milliseconds).
 inline constexpr std::chrono::milliseconds kMoldForkTimeout{5'000};
 
 // The master's side of one mold.
@@ -61,16 +61,24 @@ public:
   Mold(const Mold&) = delete;
   Mold& operator=(const Mold&) = delete;
 
-  // Forks the mold of `generation` and waits until it has booted (at most kMoldBootTimeout).
+  // Forks the mold of `generation`, which boots while the master's loop goes on (read_boot()).
   // In the mold: closes `close_fds` (what only the master holds), dies with the master, runs
-  // plan.boot, then forks a worker running `worker_main` (through spawner.run_child, as the
-  // master would) for each request. Returns the mold, or null with `why` (one line).
+  // plan.boot, says how it went, then forks a worker running `worker_main` (through
+  // spawner.run_child, as the master would) for each request. Null with `why` when the fork
+  // failed.
   static std::unique_ptr<Mold> start(std::uint32_t generation, const MoldPlan& plan,
                                      Spawner& spawner,
                                      const std::function<int(const WorkerContext&)>& worker_main,
                                      std::span<const int> close_fds, std::string& why);
 
-  // Asks the mold for a worker in `slot` (already prepared by the master), handing it
+  // The boot's outcome, read without waiting (when its channel is readable, or it exited):
+  // Ready (the kept descriptor, if any, goes to the plan's Kept), Failed with `why`, or Pending
+  // (Failed once kMoldBootTimeout has passed).
+  enum class Boot { Pending, Ready, Failed };
+  Boot read_boot(std::string& why);
+  bool booted() const { return booted_; }
+
+  // Asks the booted mold for a worker in `slot` (already prepared by the master), handing it
   // `log_channel` (-1: none). Its pid, or -1 with `why`.
   pid_t fork_worker(std::size_t slot, int log_channel, std::string& why);
 
@@ -82,11 +90,13 @@ public:
   void forget_pid() { pid_ = 0; }
 
 private:
-  Mold(pid_t pid, int channel, std::uint32_t generation);
+  Mold(pid_t pid, int channel, std::uint32_t generation, std::shared_ptr<MoldPlan::Kept> kept);
   pid_t pid_;
   int channel_;
   std::uint32_t generation_;
   std::uint64_t started_at_ns_;
+  std::shared_ptr<MoldPlan::Kept> kept_;
+  bool booted_ = false;
 };
 
 } // namespace process_manager

@@ -16,6 +16,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -195,6 +196,33 @@ TEST_SUITE("mold") {
     CHECK(r.status == 2);
     CHECK_MESSAGE(it::lines_with(r.output, "--mold: not available with --exec").size() == 1,
                   r.output);
+  }
+
+  TEST_CASE("the master answers its status socket while the mold boots, and the workers come "
+            "once it is ready") {
+    test_support::TempDir dir("mold-hold");
+    ::chmod(dir.path().c_str(), 0755); // the mold (nobody) opens the FIFO in it
+    const std::string fifo = dir.file("hold");
+    REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+    ::chmod(fifo.c_str(), 0666);
+    HostOptions o = mold_plugin_host(true, 2, {"--env", "FCGI_TEST_MOLD_HOLD=" + fifo});
+    o.status_socket = true;
+    HostProcess host(o);
+    // The hook waits in the FIFO's open: the mold boots, the master's loop goes on.
+    const std::string booting = host.wait_status(
+        [](const std::string& json) { return it::json_number(json, "mold pid") > 0; });
+    REQUIRE(!booting.empty());
+    CHECK(it::json_number(booting, "idle processes") == 0);
+    CHECK(host.wait_master_turn());
+    CHECK(host.worker_pids().empty());
+    int writer = -1; // opened once the hook is in its open (ENXIO before: no reader yet)
+    CHECK(it::wait_for(
+        [&] { return (writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; },
+        kMoldWait));
+    if (writer >= 0) ::close(writer);
+    CHECK(host.wait_log("generation 1 ready", kMoldWait));
+    CHECK(host.wait_workers(2).size() == 2);
+    CHECK(serves_the_table(host));
   }
 
   TEST_CASE("a mold hook that throws fails the start with one line") {
