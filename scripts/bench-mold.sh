@@ -40,7 +40,7 @@ PASSES=3
 BUILD_DIR="$REPO/build-bench"
 KEEP_TMP=0
 SMOKE=0
-REBUILD=0
+REBUILD=1 # the build is incremental: the figures are always of the code in the tree
 while [[ $# -gt 0 ]]; do
   case $1 in
     --table-mib) need_arg "$@"; TABLE_MIB=$2; shift 2 ;;
