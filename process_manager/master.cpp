@@ -400,8 +400,10 @@ std::vector<int> Master::Impl::watched_fds() const {
   for (const auto& m : molds) // a booting mold's word (master_mold.cpp)
     if (!m->booted()) fds.push_back(m->channel());
   // The mode first: the members are not gathered on every turn of a pool that never asks.
+  // Not while the generation's mold boots (or waits to restart): nothing could be spawned, and the
+  // waiting connection would wake the loop at once, again and again.
   if (current().pool.mode == PoolMode::OnDemand && options.listen_fd >= 0 && can_spawn(state) &&
-      wants_queued_connections(current().pool, members()))
+      mold_can_fork() && wants_queued_connections(current().pool, members()))
     fds.push_back(options.listen_fd);
   return fds;
 }

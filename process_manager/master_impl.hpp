@@ -129,6 +129,7 @@ struct Master::Impl {
   Mold* keep_mold();
   void check_mold_boots();
   bool is_booting_mold(int fd) const;
+  bool mold_can_fork() const; // true for a generation without a mold
   void on_mold_boot_failure(const std::string& why);
   bool on_mold_exit(const ExitedChild& c);
   void retire_molds();

@@ -91,6 +91,13 @@ void Master::Impl::check_mold_boots() {
   }
 }
 
+bool Master::Impl::mold_can_fork() const {
+  return !current().mold ||
+         std::any_of(molds.begin(), molds.end(), [this](const std::unique_ptr<Mold>& m) {
+           return m->booted() && m->generation() == current_gen();
+         });
+}
+
 bool Master::Impl::is_booting_mold(int fd) const {
   return std::any_of(molds.begin(), molds.end(), [fd](const std::unique_ptr<Mold>& m) {
     return !m->booted() && m->channel() == fd;

@@ -432,24 +432,28 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("--pm ondemand: no worker at start, one for a request, none after idle-timeout") {
-    it::HostOptions o;
-    o.args = {"--app", "echo", "--pm", "ondemand", "--max-workers", "2", "--idle-timeout", "1"};
-    o.status_socket = true;
-    HostProcess host(o);
-    // The harness's readiness probe was a connection: it got a worker, which goes after the
-    // idle timeout.
-    CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
-    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
-    CHECK(host.wait_master_turn()); // it has looked again: nothing to start
-    CHECK(host.worker_pids().empty());
-    auto t0 = Clock::now();
-    CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
-    MESSAGE("ondemand: first request with a spawn served in " << test_support::elapsed_ms(t0)
-                                                              << " ms");
-    CHECK(host.worker_pids().size() == 1);
-    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
-    host.signal(SIGTERM);
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    for (const std::string mold : {"off", "on"}) { // --mold on: a fork of the mold per request wave
+      CAPTURE(mold);
+      it::HostOptions o;
+      o.args = {"--app", "echo",           "--pm", "ondemand", "--max-workers",
+                "2",     "--idle-timeout", "1",    "--mold",   mold};
+      o.status_socket = true;
+      HostProcess host(o);
+      // The harness's readiness probe was a connection: it got a worker, which goes after the
+      // idle timeout.
+      CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
+      CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+      CHECK(host.wait_master_turn()); // it has looked again: nothing to start
+      CHECK(host.worker_pids().empty());
+      auto t0 = Clock::now();
+      CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
+      MESSAGE("ondemand: first request with a spawn served in " << test_support::elapsed_ms(t0)
+                                                                << " ms");
+      CHECK(host.worker_pids().size() == 1);
+      CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+      host.signal(SIGTERM);
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    }
   }
 
 } // TEST_SUITE
