@@ -108,8 +108,10 @@ void Master::Impl::on_mold_boot_failure(const std::string& why) {
   std::string what =
       "the mold of generation " + std::to_string(current_gen()) + " could not boot: " + why;
   if (current().explain_boot_failure) what += current().explain_boot_failure(why);
-  if (state == State::Reloading && table.count_active_except(current_gen()) > 0) {
-    abandon_reload(what);
+  if (!can_spawn(state)) { // a stop began meanwhile: nothing depends on it any more
+    PM_LOG(LogLevel::Notice, what);
+  } else if (state == State::Reloading) {           // the previous generation serves on (an idle
+    abandon_reload(what);                           // ondemand pool's too, with no worker now)
   } else if (current_gen() > gens.ready_number()) { // the start: respawning would fail again
     PM_LOG(LogLevel::Error,
            what + "; stopping, the master exits with code " + std::to_string(exit_code::kFailure));
