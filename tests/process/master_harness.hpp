@@ -39,6 +39,7 @@ struct Probe {
   std::atomic<int> let_boot{0};   // set: workers that hold their boot for it go on
   std::atomic<pid_t> booting{0};  // the last worker that held its boot for let_boot
   std::atomic<int> mold_boots{0}; // MoldPlan::boot calls (--mold)
+  std::atomic<int> mold_kept{0};  // of them, those handed an earlier mold's kept descriptor
 };
 
 // The probe of the running test (valid in the test, the master and the workers).

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <csignal>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 using namespace process_manager;
 using namespace pm_test;
@@ -18,13 +20,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A generation of `workers` forked by a mold whose boot counts itself (or fails with `fail`).
+// A generation of `workers` forked by a mold whose boot counts itself (or fails with `fail`)
+// and keeps a descriptor for the generation's next mold (a pipe's end, as a sealed copy would be).
 Generation molded_generation(int workers, std::string fail = {}) {
   Generation g = generation(workers, well_behaved);
   g.mold = MoldPlan{};
-  g.mold->boot = [fail](int) {
+  g.mold->boot = [fail](int kept_fd) {
     ++probe().mold_boots;
-    return MoldBoot{fail, -1};
+    if (kept_fd >= 0) ++probe().mold_kept;
+    int ends[2] = {-1, -1};
+    if (fail.empty() && ::pipe2(ends, O_CLOEXEC) == 0) ::close(ends[1]);
+    return MoldBoot{fail, ends[0]};
   };
   return g;
 }
@@ -85,6 +91,7 @@ TEST_CASE("mold: killed, it comes back and forks the next worker, and its worker
                    R"( \(gen 1\) was killed by signal 9 .*its workers keep serving; a new mold)"));
   CHECK(m.wait_log(R"(mold \d+ \(gen 1\) ready)", 5s, 2));
   CHECK(m.probe().mold_boots == 2);
+  CHECK(m.probe().mold_kept == 1); // the new mold boots from what the first one kept
   CHECK(m.ready() == workers);
   REQUIRE(::kill(workers[0], SIGKILL) == 0); // its replacement comes from the new mold
   CHECK(m.wait_until(
@@ -118,6 +125,7 @@ TEST_CASE("mold: a reload makes a new mold, and the old one leaves with its gene
       },
       5s));
   CHECK(m.probe().mold_boots == 2);
+  CHECK(m.probe().mold_kept == 0); // a reload's mold copies anew: nothing of the old one's
   m.signal(SIGTERM);
   CHECK(m.wait_exit(3s) == exit_code::kOk);
 }
