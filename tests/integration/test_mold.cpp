@@ -125,6 +125,14 @@ TEST_SUITE("mold") {
     CHECK(now[0] != molds[0]);
   }
 
+  TEST_CASE("with --threads 4, the mold's workers serve on handler threads, the hook run once") {
+    HostProcess host(mold_plugin_host(true, 2, {"--threads", "4"}));
+    REQUIRE(host.wait_log("generation 1 ready", kMoldWait));
+    CHECK(serves_the_table(host));
+    CHECK(mold_hook_runs(host) == 1);
+    CHECK(host.worker_pids().size() == 2);
+  }
+
   TEST_CASE("a reload makes a new mold, and the old one leaves with its generation") {
     HostProcess host(mold_plugin_host(true, 2));
     REQUIRE(host.wait_log("generation 1 ready", kMoldWait));
