@@ -47,6 +47,20 @@ struct fcgi_host_plugin {
         Flags};                                                                                    \
     return &plugin;                                                                                \
   }
+// The mold hook: `void function()`, run once before the first handler is created. With
+// `--mold on` it runs once in the pool's mold, before the workers are forked from it (they share
+// what it built, copy-on-write); without, once in each worker, before on_worker_start. Build
+// shared read-only state there (tables, parsed files, models); start no thread, open no socket
+// meant for one worker, and reseed random generators in on_worker_start (docs/plugins.md).
+//
+//   static void build_tables() { ... }
+//   FCGI_HOST_MOLD(build_tables)
+#define FCGI_HOST_MOLD_SYMBOL "fcgi_host_mold_v1"
+#define FCGI_HOST_MOLD(function)                                                                   \
+  extern "C" void fcgi_host_mold_v1() {                                                            \
+    function();                                                                                    \
+  }
+
 // A handler class of which each handler thread gets its own instance.
 #define FCGI_HOST_PLUGIN(HandlerClass) FCGI_HOST_PLUGIN_WITH_FLAGS(HandlerClass, 0u)
 // A handler class whose one instance serves all threads (it guards its own shared state).

@@ -7,6 +7,6 @@
 
 namespace app::plugin_abi {
 
-inline constexpr std::uint32_t kDeclarations = 0x2a866451u;
+inline constexpr std::uint32_t kDeclarations = 0xe9dce994u;
 
 } // namespace app::plugin_abi

@@ -10,6 +10,7 @@
 // again). With a reload grace, complete() keeps the previous configuration, and the new
 // generation's crashes are counted (reload_grace.hpp): the kCrashes-th within the grace undoes
 // the reload (go_back(): the kept configuration starts again, as a new generation).
+#include "process_manager/mold.hpp"
 #include "process_manager/pool_settings.hpp"
 #include "process_manager/reload_grace.hpp"
 #include "process_manager/worker_context.hpp"
@@ -33,6 +34,8 @@ struct Generation {
   // What the master adds to the line of a worker of this generation that failed to boot, given
   // the worker's why (the sandbox's hint, fcgi_host/sandbox/sandbox_hint.hpp). Unset: nothing.
   std::function<std::string(const std::string& why)> explain_boot_failure;
+  // --mold on: the generation's workers are forked by a mold that boots once (mold.hpp).
+  std::optional<MoldPlan> mold;
 };
 
 class Generations {

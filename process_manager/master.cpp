@@ -149,6 +149,7 @@ void Master::Impl::begin_stop(State to, StopReason reason) {
 
 void Master::Impl::reap() {
   for (const ExitedChild& c : reaper.reap()) {
+    if (on_mold_exit(c)) continue; // master_mold.cpp
     std::optional<Child> w = table.remove(c.pid);
     if (!w) {
       // An orphan of a worker's own children (an --exec program's background job), adopted as
@@ -406,9 +407,13 @@ void Master::Impl::sample_pool() {
 std::vector<int> Master::Impl::watched_fds() const {
   std::vector<int> fds = options.watch_fds;
   if (upgrade.pipe_fd() >= 0) fds.push_back(upgrade.pipe_fd());
+  for (const auto& m : molds) // a booting mold's word (master_mold.cpp)
+    if (!m->booted()) fds.push_back(m->channel());
   // The mode first: the members are not gathered on every turn of a pool that never asks.
+  // Not while the generation's mold boots (or waits to restart): nothing could be spawned, and the
+  // waiting connection would wake the loop at once, again and again.
   if (current().pool.mode == PoolMode::OnDemand && options.listen_fd >= 0 && can_spawn(state) &&
-      wants_queued_connections(current().pool, members()))
+      mold_can_fork() && wants_queued_connections(current().pool, members()))
     fds.push_back(options.listen_fd);
   return fds;
 }
@@ -418,6 +423,8 @@ void Master::Impl::on_readable(int fd) {
     on_upgrade_pipe();
   else if (fd == options.listen_fd)
     connection_queued = true;
+  else if (is_booting_mold(fd))
+    check_mold_boots();
   else if (options.on_readable)
     options.on_readable(fd);
 }

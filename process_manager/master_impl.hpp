@@ -8,6 +8,7 @@
 //   master_rollout.cpp  canary rollouts (rollout.hpp): watch, judge, promote a step at a time, undo
 //   master_timeouts.cpp timeouts and nudges (worker_deadlines.hpp): stop, kill, nudge, stacks
 //   master_upgrade.cpp  binary upgrade (binary_upgrade.hpp): USR2 and the ready pipe
+//   master_mold.cpp     the generations' molds (mold.hpp): start, restart, retire
 #include "process_manager/backoff.hpp"
 #include "process_manager/binary_upgrade.hpp"
 #include "process_manager/exit_codes.hpp"
@@ -15,6 +16,7 @@
 #include "process_manager/log.hpp"
 #include "process_manager/master.hpp"
 #include "process_manager/master_state.hpp"
+#include "process_manager/mold.hpp"
 #include "process_manager/pool_sizing.hpp"
 #include "process_manager/reaper.hpp"
 #include "process_manager/rollout.hpp"
@@ -27,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -138,6 +141,18 @@ struct Master::Impl {
   // The upgrade (master_upgrade.cpp).
   void on_upgrade_pipe();
 
+  // The molds (master_mold.cpp).
+  Mold* keep_mold();
+  void check_mold_boots();
+  bool is_booting_mold(int fd) const;
+  bool mold_can_fork() const; // true for a generation without a mold
+  void on_mold_boot_failure(const std::string& why);
+  bool on_mold_exit(const ExitedChild& c);
+  void retire_molds();
+  void publish_mold();
+  std::size_t mold_slot() const { return options.scoreboard_capacity; } // its own backoff
+  std::vector<int> master_only_fds() const;
+
   Generation& current() { return gens.current(); }
   const Generation& current() const { return gens.current(); }
   std::uint32_t current_gen() const { return gens.current_number(); }
@@ -157,6 +172,13 @@ struct Master::Impl {
     std::uint64_t respawn_at_ns;
   };
   std::vector<HeldSlot> held;
+  // --mold on: the molds of the current generation and, during a reload, the previous one;
+  // the pids of those retired, until they are reaped; no mold restart before this.
+  std::vector<std::unique_ptr<Mold>> molds;
+  std::vector<pid_t> molds_leaving;
+  std::uint64_t mold_restart_at_ns = 0;
+  // The generations' kept copies (MoldPlan::Kept), which no child of the master may hold.
+  std::vector<std::weak_ptr<MoldPlan::Kept>> mold_copies;
 
   State state = State::Running;
   int exit_code = exit_code::kOk;

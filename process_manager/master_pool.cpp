@@ -36,13 +36,17 @@ void Master::Impl::on_ttou() {
 
 void Master::Impl::maintain_pool() {
   mark_booted_by_time();
+  check_mold_boots(); // a booting mold past its time, or ready: its workers are spawned below
   if (state == State::Reloading) advance_reload();
   if (!can_spawn(state)) {
     release_held_slots();
+    retire_molds();
     return;
   }
   scale();
   fit_pool();
+  retire_molds();
+  keep_mold(); // a mold that died comes back once its backoff has passed
 }
 
 // Spawn or retire to the target (pool_sizing.hpp), unless the breaker or a failed spawn pauses
@@ -109,22 +113,28 @@ bool Master::Impl::spawn_worker(std::optional<std::size_t> held_slot) {
                  std::to_string(scoreboard.capacity()) + ")");
     return false;
   }
-  std::vector<int> master_fds = options.watch_fds;
-  master_fds.insert(master_fds.end(), options.private_fds.begin(), options.private_fds.end());
-  if (upgrade.pipe_fd() >= 0) master_fds.push_back(upgrade.pipe_fd());
+  // --mold on: the generation's mold forks it (none yet: it is started, or waits for its
+  // backoff, and the worker with it).
+  Mold* mold = current().mold ? keep_mold() : nullptr;
+  if (current().mold && !mold) {
+    table.release_slot(*slot);
+    return false;
+  }
   // The master's ends of every log channel, this one's too: a worker must not be able to hand
   // files to another worker as if it were the master.
+  std::vector<int> master_fds = master_only_fds();
   LogHandover handover;
   if (current().pool.reopen_logs_signal != 0) handover = LogHandover::make();
-  for (const Child& other : table.all())
-    if (other.log_handover.valid()) master_fds.push_back(other.log_handover.master_fd());
   if (handover.valid()) master_fds.push_back(handover.master_fd());
-  pid_t pid =
-      spawner.spawn(*slot, current_gen(), current().worker_main, master_fds, handover.worker_fd());
+  std::string why;
+  pid_t pid = mold ? spawner.spawn_from(*mold, *slot, current_gen(), handover.worker_fd(), why)
+                   : spawner.spawn(*slot, current_gen(), current().worker_main, master_fds,
+                                   handover.worker_fd());
+  if (pid == -1 && why.empty()) why = std::string("fork() failed: ") + std::strerror(errno);
   handover.close_worker_end();
   if (pid == -1) {
     table.release_slot(*slot);
-    spawn_failed(std::string("fork() failed: ") + std::strerror(errno));
+    spawn_failed(mold ? "a worker from the mold: " + why : why);
     return false;
   }
   Child w;

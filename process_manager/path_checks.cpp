@@ -63,11 +63,16 @@ std::string unsafe_file(const struct stat& st) {
 }
 
 std::string unsafe_config_file(const struct stat& st) {
+  return unsafe_config_file(st, ::geteuid(), ::getegid());
+}
+
+std::string unsafe_config_file(const struct stat& st, uid_t owner, gid_t owner_group) {
   if (!S_ISREG(st.st_mode)) return "not a regular file";
-  if (st.st_uid != 0 && st.st_uid != ::geteuid())
-    return "owned by uid " + std::to_string(st.st_uid) + " (neither root nor this user)";
+  if (st.st_uid != 0 && st.st_uid != owner)
+    return "owned by uid " + std::to_string(st.st_uid) + " (neither root nor " +
+           (owner == ::geteuid() ? "this user" : "the master's user") + ")";
   const bool group_writes =
-      (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0 && st.st_gid != ::getegid();
+      (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0 && st.st_gid != owner_group;
   if (group_writes || (st.st_mode & S_IWOTH) != 0)
     return std::string("writable by ") +
            ((st.st_mode & S_IWOTH) ? "others" : "group " + std::to_string(st.st_gid)) + " (mode " +

@@ -22,6 +22,9 @@ std::string unsafe_file(const struct stat& st);
 // by root or this process's user, writable by nobody else (group write only for root's group or
 // this process's); else why. A root master runs what such a file says (`user = root`, `exec`).
 std::string unsafe_config_file(const struct stat& st);
+// The same for a file of root or `owner` (and writable by root's or `owner_group`), asked in a
+// process that runs as another user (a mold checks the plugin for its master).
+std::string unsafe_config_file(const struct stat& st, uid_t owner, gid_t owner_group);
 
 // open(2) of a file the master writes (a log, the pidfile): O_NOFOLLOW | O_CLOEXEC | O_NOCTTY
 // added to `flags`, then checked as above (unsafe_directory_of() first, unsafe_file() on the

@@ -157,7 +157,7 @@ void Scoreboard::sample(std::uint32_t listen_queue) {
 
 static void copy_truncated(char* dst, std::size_t dst_size, const char* src, std::size_t len) {
   std::size_t n = std::min(len, dst_size - 1);
-  std::memcpy(dst, src, n);
+  if (n > 0) std::memcpy(dst, src, n); // a request without REQUEST_URI has no pointer at all
   dst[n] = '\0';
 }
 

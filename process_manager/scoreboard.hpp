@@ -166,6 +166,11 @@ struct PoolCounters {
   };
   RolloutSide rollout_canary;
   RolloutSide rollout_old;
+  // --mold on: the current generation's mold (pid 0: none runs), its generation and start
+  // (CLOCK_MONOTONIC), written by the master whenever it starts, loses or retires one.
+  std::atomic<std::int32_t> mold_pid{0};
+  std::atomic<std::uint32_t> mold_generation{0};
+  std::atomic<std::uint64_t> mold_start_ns{0};
 };
 
 // The host's area in each region (opaque to the scoreboard): its size, and how the master folds

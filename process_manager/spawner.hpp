@@ -7,10 +7,13 @@
 
 #include <functional>
 #include <span>
+#include <string>
 
 #include <sys/types.h>
 
 namespace process_manager {
+
+class Mold;
 
 class Spawner {
 public:
@@ -25,11 +28,23 @@ public:
               const std::function<int(const WorkerContext&)>& worker_main,
               std::span<const int> master_fds = {}, int log_channel = -1);
 
-private:
+  // The same, the fork done by the generation's mold (mold.hpp). -1 with `why` when it failed.
+  pid_t spawn_from(Mold& mold, std::size_t slot, std::uint32_t generation, int log_channel,
+                   std::string& why);
+
+  // The worker's side of either, in the child: never returns. `from_mold`: the mold set the
+  // process up (WorkerContext::from_mold).
   [[noreturn]] void run_child(pid_t master, const sigset_t& mask, std::size_t slot,
                               std::uint32_t generation,
                               const std::function<int(const WorkerContext&)>& worker_main,
-                              std::span<const int> master_fds, int log_channel);
+                              std::span<const int> master_fds, int log_channel,
+                              bool from_mold = false);
+
+  // In a child of the master: closes the signal pipe and `master_fds`.
+  void close_master_fds(std::span<const int> master_fds);
+
+private:
+  WorkerSlot& prepare(std::size_t slot, std::uint32_t generation);
 
   Scoreboard& scoreboard_;
   SignalPipe& signals_;

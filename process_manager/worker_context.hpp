@@ -18,6 +18,9 @@ struct WorkerContext {
   // Where the master hands the worker its logs after a rotation (log_handover.hpp); -1: none,
   // the worker reopens them itself.
   int log_channel = -1;
+  // Forked by its generation's mold (mold.hpp), which set the process up already (its user,
+  // environment, the application loaded and warmed): the worker goes on from there.
+  bool from_mold = false;
 };
 
 // A worker's entry point returns this when it cannot boot (a handler's start hook threw, the

@@ -425,6 +425,9 @@ void read_lifecycle(const Values& v, Config& c) {
   const std::string watch = v.text("watch");
   if (watch != "on" && watch != "off") throw v.error("watch", "must be on or off");
   c.watch = watch == "on";
+  const std::string mold = v.text("mold");
+  if (mold != "on" && mold != "off") throw v.error("mold", "must be on or off");
+  c.mold = mold == "on";
   constexpr long long kMax = 1ll << 62;
   c.max_requests = static_cast<unsigned long>(v.integer("max-requests", 0, kMax));
   c.max_requests_jitter = static_cast<unsigned long>(v.integer("max-requests-jitter", 0, kMax));
@@ -633,6 +636,9 @@ void refuse_worker_features_in_exec_mode(const Values& v, const Config& c) {
                           "--status-listen serves status and ping from the master)");
   if (c.slow_request_threshold.count() != 0)
     throw v.error("slow-request-threshold", "not available with --exec");
+  if (c.mold)
+    throw v.error("mold", "not available with --exec (the program is exec'd in each worker: "
+                          "there is nothing to load once and share)");
 }
 
 } // namespace

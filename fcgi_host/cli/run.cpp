@@ -22,6 +22,7 @@
 #include "fcgi_host/pools/supervisor.hpp"
 #include "fcgi_host/protocol/capture_redaction.hpp"
 #include "fcgi_host/runners/exec_worker.hpp"
+#include "fcgi_host/runners/mold_boot.hpp"
 #include "fcgi_host/sandbox/private_tmp.hpp"
 #include "fcgi_host/sandbox/sandbox.hpp"
 #include "fcgi_host/sandbox/sandbox_hint.hpp"
@@ -73,6 +74,32 @@ void open_private_tmp(SandboxSettings& sandbox) {
   sandbox.private_tmp = false;
 }
 
+// --mold on: the generation's mold sets itself up as a worker would, loads the plugin from a
+// copy of its own and runs the mold hook (runners/mold_boot.hpp); its workers create their
+// handlers from what it loaded, and learn from the plugin's table whether one serves all threads.
+void add_mold(process_manager::Generation& g, const AppSource& app,
+              const WorkerSettings& settings) {
+  const MoldSetup setup{settings.credentials, settings.clear_env, settings.env, settings.sandbox,
+                        settings.output_fd,   app.plugin,         ::geteuid(),  ::getegid()};
+  std::shared_ptr<PluginLoader> loader =
+      app.plugin.empty() ? nullptr : std::make_shared<PluginLoader>(app.plugin, app.plugin);
+  g.mold = process_manager::MoldPlan{};
+  g.mold->boot = [setup, loader](int kept_fd) { return boot_mold(setup, loader, kept_fd); };
+  HandlerFactory factory = loader ? plugin_factory(loader) : app.factory();
+  WorkerSettings molded = settings;
+  molded.handler_thread_safe = app.thread_safe();
+  g.worker_main = [molded, factory, loader](const process_manager::WorkerContext& context) {
+    if (!loader) return run_worker(context, molded, factory);
+    WorkerSettings s = molded;
+    try {
+      s.handler_thread_safe = loader->thread_safe(); // loaded by the mold
+    } catch (const std::exception& e) {
+      return process_manager::boot_failure(context, e.what());
+    }
+    return run_worker(context, s, factory);
+  };
+}
+
 process_manager::Generation make_generation(const Config& config, const AppSource& app,
                                             const WorkerPlumbing& plumbing) {
   WorkerSettings settings = worker_settings(config, plumbing);
@@ -95,6 +122,10 @@ process_manager::Generation make_generation(const Config& config, const AppSourc
     g.worker_main = [exec](const process_manager::WorkerContext& context) {
       return run_exec_worker(context, exec);
     };
+    return g;
+  }
+  if (config.mold) {
+    add_mold(g, app, settings);
     return g;
   }
   HandlerFactory factory = app.factory();
@@ -189,8 +220,9 @@ bool read_config(Host& host) {
     host.app = resolve_app(host.config, host.own, host.start_dir, host.own_thread_safe);
     check_before_start(host.config);
     credentials(host.config);
-    // The plugin is loaded by a child that dropped privileges, also for --test-config.
-    if (!host.app.plugin.empty()) {
+    // The plugin is loaded by a child that dropped privileges, also for --test-config; with
+    // --mold by the mold, which copies it itself: the master never opens it.
+    if (!host.app.plugin.empty() && (!host.config.mold || host.config.test_config)) {
       host.plugins = plugin_directory(host.config, nullptr);
       copy_and_check_plugin(host.app, host.config, host.plugins);
     }
@@ -326,7 +358,7 @@ void prepare_reload(Host& host) {
                            std::to_string(first_threads) + ")");
       AppSource app = resolve_app(next, own, host.start_dir, own_safe);
       check_before_start(next);
-      if (!app.plugin.empty()) {
+      if (!app.plugin.empty() && !next.mold) { // with --mold, the new mold copies and loads it
         host.plugins = plugin_directory(next, host.plugins);
         copy_and_check_plugin(app, next, host.plugins);
       }

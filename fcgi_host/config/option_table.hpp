@@ -185,6 +185,10 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "reload as HUP does when the plugin file or a configuration file changes (rebuilt, "
      "renamed over, rewritten), once the changes have settled; a build that does not load "
      "keeps the running generation (per pool)"},
+    {"mold", 0, "on|off", "off",
+     "a mold per generation: a process of the workers' user that loads the application once, "
+     "runs its mold hook (FCGI_HOST_MOLD) and forks every worker, which shares what it built "
+     "copy-on-write; the master never opens the plugin file (per pool)"},
     {"graceful-timeout", 0, "SECONDS", "30",
      "how long in-flight requests may run on stop and reload before workers are killed"},
     {"request-timeout", 0, "SECONDS", "0",

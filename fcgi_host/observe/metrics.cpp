@@ -282,6 +282,11 @@ Snapshot take_snapshot(const process_manager::Scoreboard& sb, int listen_fd,
   };
   side(p.rollout_canary, snap.rollout_canary);
   side(p.rollout_old, snap.rollout_old);
+  snap.mold.pid = p.mold_pid.load(std::memory_order_relaxed);
+  snap.mold.generation = p.mold_generation.load(std::memory_order_relaxed);
+  const std::uint64_t mold_start = p.mold_start_ns.load(std::memory_order_relaxed);
+  snap.mold.uptime_s =
+      snap.mold.pid > 0 && now > mold_start ? (now - mold_start) / 1'000'000'000u : 0;
   for (int c = 0; c < 256; ++c)
     if (std::uint64_t n = p.exits_by_code[c].load(std::memory_order_relaxed))
       snap.exits_by_code.emplace_back(c, n);

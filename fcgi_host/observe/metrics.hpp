@@ -212,6 +212,13 @@ struct Snapshot {
     std::uint64_t requests = 0, errors = 0, p99_ns = 0;
   };
   RolloutSide rollout_canary, rollout_old;
+  // --mold on: the current generation's mold (pid 0: none), and its memory when it was read.
+  struct Mold {
+    pid_t pid = 0;
+    std::uint32_t generation = 0;
+    std::uint64_t uptime_s = 0;
+    std::optional<ProcessMemory> memory;
+  } mold;
 };
 
 // Sums the scoreboard: live slots and what exited workers left. A worker answering the status

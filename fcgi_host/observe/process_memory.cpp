@@ -81,6 +81,11 @@ void add_process_memory(Snapshot& snap, pid_t master_pid) {
   }
   // No total without the master's figure: one worker's own, all a worker started by root can read,
   // would pass for the pool's.
+  // The mold's pages are the pool's too: the workers share most of them with it.
+  if (snap.mold.pid > 0 && (snap.mold.memory = read_process_memory(snap.mold.pid))) {
+    pss += snap.mold.memory->pss_bytes;
+    ++processes;
+  }
   std::optional<ProcessMemory> master = read_process_memory(master_pid);
   if (!master) return;
   snap.pss_total_bytes = pss + master->pss_bytes;

@@ -184,6 +184,20 @@ const std::array kFields = std::to_array<StatusField>({
     {"pss processes", "pss_processes", G, "", "Processes summed in fcgihost_pss_bytes.",
      kEveryForm,
      [](const Snapshot& s) { return s.pss_processes ? number(s.pss_processes) : FieldValue{}; }},
+    // --mold on: the current generation's mold ("-" and null without one).
+    {"mold pid", "mold_pid", G, "", "The current generation's mold (--mold on).", kEveryForm,
+     [](const Snapshot& s) { return s.mold.pid > 0 ? number(static_cast<std::uint64_t>(s.mold.pid)) : FieldValue{}; }},
+    {"mold generation", "mold_generation", G, "", "The generation the mold forks workers for.",
+     kEveryForm,
+     [](const Snapshot& s) { return s.mold.pid > 0 ? number(s.mold.generation) : FieldValue{}; }},
+    {"mold uptime s", "mold_uptime_seconds", G, "", "Seconds since the mold was started.",
+     kEveryForm,
+     [](const Snapshot& s) { return s.mold.pid > 0 ? number(s.mold.uptime_s) : FieldValue{}; }},
+    {"mold pss bytes", "mold_pss_bytes", G, "",
+     "PSS of the mold (the workers share most of its pages; counted in fcgihost_pss_bytes).",
+     kEveryForm, [](const Snapshot& s) {
+       return s.mold.memory ? number(s.mold.memory->pss_bytes) : FieldValue{};
+     }},
 });
 
 } // namespace

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <dlfcn.h>
+#include <exception>
 #include <mutex>
 #include <stdexcept>
 
@@ -72,10 +73,23 @@ Plugin::Plugin(const std::string& file, const std::string& shown_as) : shown_as_
   }
   // The table is plain data: reading it runs none of the plugin's handler code.
   entry_ = entry();
+  mold_hook_ = reinterpret_cast<void (*)()>(dlsym(library_, FCGI_HOST_MOLD_SYMBOL));
   std::string why = entry_ ? plugin_abi_mismatch(*entry_) : "its entry point returned no table";
   if (!why.empty()) {
     dlclose(library_);
     throw StartupError("\"" + shown_as + "\" does not match this fcgi-host: " + why);
+  }
+}
+
+void Plugin::run_mold_hook() const {
+  if (!mold_hook_) return;
+  try {
+    mold_hook_();
+  } catch (const std::exception& e) {
+    throw StartupError("the mold hook of \"" + shown_as_ + "\" failed: " + e.what());
+  } catch (...) {
+    throw StartupError("the mold hook of \"" + shown_as_ +
+                       "\" failed: an exception of unknown type");
   }
 }
 
@@ -93,20 +107,28 @@ std::uint32_t Plugin::flags() const {
   return entry_->flags;
 }
 
+const Plugin& PluginLoader::load() {
+  std::call_once(once_, [this] {
+    auto plugin = std::make_unique<Plugin>(file_, shown_as_);
+    plugin->run_mold_hook();
+    plugin_ = std::move(plugin);
+  });
+  return *plugin_;
+}
+
+bool PluginLoader::thread_safe() {
+  return (load().flags() & FCGI_HOST_PLUGIN_THREAD_SAFE) != 0;
+}
+
+HandlerFactory plugin_factory(std::shared_ptr<PluginLoader> loader) {
+  return [loader = std::move(loader)] { return loader->create(); };
+}
+
 HandlerFactory plugin_factory(std::shared_ptr<const void> keep, std::string file,
                               std::string shown_as) {
-  // Shared by the copies of the factory in one process; filled in the worker only, once (also
-  // when handler threads ask at the same time; a load that threw is tried again).
-  struct Loaded {
-    std::once_flag once;
-    std::unique_ptr<Plugin> plugin;
-  };
-  auto loaded = std::make_shared<Loaded>();
-  return [keep = std::move(keep), file = std::move(file), shown_as = std::move(shown_as), loaded] {
-    std::call_once(loaded->once,
-                   [&] { loaded->plugin = std::make_unique<Plugin>(file, shown_as); });
-    return loaded->plugin->create();
-  };
+  // Shared by the copies of the factory in one process; loaded in the worker only.
+  auto loader = std::make_shared<PluginLoader>(std::move(file), std::move(shown_as));
+  return [keep = std::move(keep), loader] { return loader->create(); };
 }
 
 } // namespace fcgi_host

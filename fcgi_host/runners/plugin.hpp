@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 struct fcgi_host_plugin;
@@ -26,11 +27,40 @@ public:
   HandlerPtr create() const;
   const std::string& path() const { return shown_as_; }
   std::uint32_t flags() const; // FCGI_HOST_PLUGIN_* bits (app/plugin.hpp)
+  // Runs the plugin's mold hook (FCGI_HOST_MOLD), when it has one. Throws StartupError naming
+  // the plugin and what the hook threw.
+  void run_mold_hook() const;
 
 private:
   std::string shown_as_;
   void* library_ = nullptr;
   const fcgi_host_plugin* entry_ = nullptr;
+  void (*mold_hook_)() = nullptr;
+};
+
+// One process's load of a plugin: the first load() (or create()) loads it and runs its mold
+// hook, once, also when handler threads ask at the same time (a load that threw is tried
+// again). A mold loads before it forks: its workers find it loaded and warmed.
+class PluginLoader {
+public:
+  PluginLoader(std::string file, std::string shown_as)
+      : file_(std::move(file)), shown_as_(std::move(shown_as)) {}
+  PluginLoader(const PluginLoader&) = delete;
+  PluginLoader& operator=(const PluginLoader&) = delete;
+
+  // The mold's own copy of the file (mold_boot.hpp), set before the load.
+  void set_file(std::string file) { file_ = std::move(file); }
+  const Plugin& load();
+  HandlerPtr create() { return load().create(); }
+  // Its table's FCGI_HOST_PLUGIN_THREAD_SAFE (loads it).
+  bool thread_safe();
+  const std::string& shown_as() const { return shown_as_; }
+
+private:
+  std::string file_;
+  std::string shown_as_;
+  std::once_flag once_;
+  std::unique_ptr<Plugin> plugin_;
 };
 
 // Why a plugin's table is not one this host loads, naming the first difference and what to do
@@ -45,5 +75,7 @@ std::string plugin_abi_text();
 // call creates a handler from it.
 HandlerFactory plugin_factory(std::shared_ptr<const void> keep, std::string file,
                               std::string shown_as);
+// The same over a loader that may be loaded already (by the mold the worker was forked from).
+HandlerFactory plugin_factory(std::shared_ptr<PluginLoader> loader);
 
 } // namespace fcgi_host

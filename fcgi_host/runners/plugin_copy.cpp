@@ -33,29 +33,6 @@ FileIdentity identity(const struct stat& st) {
   return FileIdentity{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
 }
 
-// Copies what `from` holds into `to`, at most kMaxPluginBytes (a file that grows past it while
-// it is read is refused); false with `why` on a failed read or write.
-bool copy_bytes(int from, int to, const std::string& from_name, const std::string& to_name,
-                std::string& why) {
-  char buffer[64 * 1024];
-  for (off_t total = 0;;) {
-    ssize_t n = ::read(from, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return why = sys_error("read", from_name), false;
-    if (n == 0) return true;
-    if ((total += n) > kMaxPluginBytes)
-      return why = "\"" + from_name + "\" grew past " + std::to_string(kMaxPluginBytes >> 20) +
-                   " MiB while it was copied",
-             false;
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(to, buffer + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return why = sys_error("write", to_name), false;
-      done += w;
-    }
-  }
-}
-
 constexpr const char* kPrefix = "fcgi-host-plugins.";
 
 std::string root_or_tmp(const std::string& root) {
@@ -175,8 +152,36 @@ FileIdentity identity_of(const std::string& path) {
   return identity(st);
 }
 
+bool copy_plugin_bytes(int from, int to, const std::string& from_name, const std::string& to_name,
+                       std::string& why) {
+  char buffer[64 * 1024];
+  for (off_t total = 0;;) {
+    ssize_t n = ::read(from, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return why = sys_error("read", from_name), false;
+    if (n == 0) return true;
+    if ((total += n) > kMaxPluginBytes)
+      return why = "\"" + from_name + "\" grew past " + std::to_string(kMaxPluginBytes >> 20) +
+                   " MiB while it was copied",
+             false;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(to, buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return why = sys_error("write", to_name), false;
+      done += w;
+    }
+  }
+}
+
 std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid) {
-  if (std::string why = process_manager::unsafe_config_file(st); !why.empty()) return why;
+  return unsafe_plugin_source(st, workers_uid, workers_gid, ::geteuid(), ::getegid());
+}
+
+std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid,
+                                 uid_t master_uid, gid_t master_gid) {
+  if (std::string why = process_manager::unsafe_config_file(st, master_uid, master_gid);
+      !why.empty())
+    return why;
   if (st.st_size > kMaxPluginBytes)
     return "larger than " + std::to_string(kMaxPluginBytes >> 20) + " MiB (" +
            std::to_string(st.st_size) + " bytes)";
@@ -212,7 +217,7 @@ PluginCopy::PluginCopy(std::shared_ptr<PluginDirectory> dir, const std::string& 
   Fd to{::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400)};
   if (to.fd < 0) throw StartupError(sys_error("open", path_));
   std::string why;
-  bool ok = copy_bytes(from.fd, to.fd, source, path_, why);
+  bool ok = copy_plugin_bytes(from.fd, to.fd, source, path_, why);
   if (ok && dir_->workers_gid() != static_cast<gid_t>(-1) &&
       ::fchown(to.fd, static_cast<uid_t>(-1), dir_->workers_gid()) != 0)
     ok = false, why = sys_error("fchown", path_);

@@ -79,6 +79,15 @@ constexpr off_t kMaxPluginBytes = off_t{256} << 20;
 // code to the workers), and, for workers of another user, readable by them by its mode (the
 // master never shows them a file they could not read: a symlink to /etc/shadow). Else why.
 std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid);
+// The same, asked by a process of another user than the master's (`master_uid`, `master_gid`):
+// a mold, which reads the file with the workers' rights (mold_boot.hpp).
+std::string unsafe_plugin_source(const struct stat& st, uid_t workers_uid, gid_t workers_gid,
+                                 uid_t master_uid, gid_t master_gid);
+
+// Copies what `from` holds into `to`, at most kMaxPluginBytes (a file that grows past it while
+// it is read is refused); false with `why` on a failed read or write.
+bool copy_plugin_bytes(int from, int to, const std::string& from_name, const std::string& to_name,
+                       std::string& why);
 
 class PluginCopy {
 public:

@@ -35,13 +35,16 @@ void cap_malloc_arenas() {
 
 int run_worker(const process_manager::WorkerContext& context, const WorkerSettings& settings,
                const HandlerFactory& make_handler) {
-  OutputCapture::attach(settings.output_fd);
-  if (std::string why = prepare_sandbox(settings.sandbox); !why.empty())
-    return process_manager::boot_failure(context, "sandbox: " + why);
-  if (!drop_privileges(settings.credentials))
-    return process_manager::boot_failure(context, std::string("could not drop privileges: ") +
-                                                      std::strerror(errno));
-  apply_environment(settings.clear_env, settings.env);
+  // A worker forked by its generation's mold is set up already (runners/mold_boot.hpp).
+  if (!context.from_mold) {
+    OutputCapture::attach(settings.output_fd);
+    if (std::string why = prepare_sandbox(settings.sandbox); !why.empty())
+      return process_manager::boot_failure(context, "sandbox: " + why);
+    if (!drop_privileges(settings.credentials))
+      return process_manager::boot_failure(context, std::string("could not drop privileges: ") +
+                                                        std::strerror(errno));
+    apply_environment(settings.clear_env, settings.env);
+  }
   return_large_allocations_when_freed();
   if (settings.threads > 1) cap_malloc_arenas();
   HandlerPtr handler(nullptr, [](app::Handler*) {});

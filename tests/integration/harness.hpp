@@ -140,8 +140,10 @@ public:
   bool exited() const { return exit_status_.has_value(); }
 
   fcgi_test::Client connect(Millis timeout = fcgi_test::kDefaultTimeout) const;
-  // The master's current children (remembered, so the destructor can kill strays).
+  // The master's current children but its molds (remembered, so the destructor can kill strays).
   std::vector<pid_t> worker_pids();
+  // Its molds (--mold on: children named "fcgi-host mold").
+  std::vector<pid_t> mold_pids();
   // Waits until exactly n workers run; returns them (empty on timeout).
   std::vector<pid_t> wait_workers(std::size_t n, Millis timeout = Millis{5000});
   // Waits until `old` is gone and n workers run again; returns them (empty on timeout).

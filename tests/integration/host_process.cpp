@@ -196,12 +196,34 @@ fcgi_test::Client HostProcess::connect(Millis timeout) const {
   return fcgi_test::Client::connect(address_, timeout);
 }
 
+namespace {
+// A mold of the host (process_manager/mold.hpp: kMoldProcessName), by its /proc/PID/comm.
+bool is_mold_process(pid_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name == "fcgi-host mold";
+}
+} // namespace
+
 std::vector<pid_t> HostProcess::worker_pids() {
-  auto pids = child_pids(pid_);
-  for (pid_t p : pids)
+  std::vector<pid_t> pids;
+  for (pid_t p : child_pids(pid_)) {
     if (std::find(known_workers_.begin(), known_workers_.end(), p) == known_workers_.end())
       known_workers_.push_back(p);
+    if (!is_mold_process(p)) pids.push_back(p);
+  }
   return pids;
+}
+
+std::vector<pid_t> HostProcess::mold_pids() {
+  std::vector<pid_t> molds;
+  for (pid_t p : child_pids(pid_)) {
+    if (std::find(known_workers_.begin(), known_workers_.end(), p) == known_workers_.end())
+      known_workers_.push_back(p);
+    if (is_mold_process(p)) molds.push_back(p);
+  }
+  return molds;
 }
 
 namespace {

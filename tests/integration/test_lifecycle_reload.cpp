@@ -74,59 +74,66 @@ TEST_SUITE("lifecycle") {
   }
 
   REQUEST_PATH_CASE("20 reloads under POST load through nginx keep-alive: 0 failures") {
-    // The old generation's kept connections must not be closed under a request nginx is
-    // writing: a POST lost that way is not retried by nginx.
-    HostProcess host(it::with_threads({"--app", "echo", "--workers", "2"}));
-    it::NginxOptions options{host.address()};
-    options.upstream_keepalive = 8;
-    it::NginxProcess nginx(options);
-    it::HttpLoad load(nginx.port(), "/echo?load=1", 4, 200'000, "payload=1");
-    REQUIRE(load.wait_more(50));
-    reload_times(host, 20);
-    CHECK(load.wait_more(50)); // and after the last one
-    CHECK(load.wait_completed(250));
-    load.stop();
-    MESSAGE("20 reloads, POST, keep-alive: " << load.samples().size() << " requests, "
-                                             << load.failures() << " failures");
-    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
-    CHECK(load.samples().size() > 200);
-    CHECK(load.failures() == 0);
-    CHECK(it::lines_with(host.log(), "reload refused").empty());
-    it::check_no_alerts(host);
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      // The old generation's kept connections must not be closed under a request nginx is
+      // writing: a POST lost that way is not retried by nginx.
+      HostProcess host(it::with_threads({"--app", "echo", "--workers", "2", "--mold", mold}));
+      it::NginxOptions options{host.address()};
+      options.upstream_keepalive = 8;
+      it::NginxProcess nginx(options);
+      it::HttpLoad load(nginx.port(), "/echo?load=1", 4, 200'000, "payload=1");
+      REQUIRE(load.wait_more(50));
+      reload_times(host, 20);
+      CHECK(load.wait_more(50)); // and after the last one
+      CHECK(load.wait_completed(250));
+      load.stop();
+      MESSAGE("20 reloads, POST, keep-alive: " << load.samples().size() << " requests, "
+                                               << load.failures() << " failures");
+      INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+      CHECK(load.samples().size() > 200);
+      CHECK(load.failures() == 0);
+      CHECK(it::lines_with(host.log(), "reload refused").empty());
+      it::check_no_alerts(host);
+    }
   }
 
   TEST_CASE("USR2 under load: the new master takes the socket and the pidfile, 0 failures") {
-    HostProcess host({"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid"});
-    std::string pidfile = host.dir().file("host.pid");
-    std::string sock = host.dir().file("host.sock");
-    // Written just after the socket is bound: the socket may accept first.
-    REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
-    it::NginxProcess nginx({host.address()});
-    it::HttpLoad load(nginx.port(), "/echo?load=1", 3);
-    REQUIRE(load.wait_more(50));
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostProcess host(
+          {"--app", "echo", "--workers", "2", "--pidfile", "{dir}/host.pid", "--mold", mold});
+      std::string pidfile = host.dir().file("host.pid");
+      std::string sock = host.dir().file("host.sock");
+      // Written just after the socket is bound: the socket may accept first.
+      REQUIRE(it::wait_for([&] { return it::read_pid(pidfile) == host.pid(); }, Millis{5000}));
+      it::NginxProcess nginx({host.address()});
+      it::HttpLoad load(nginx.port(), "/echo?load=1", 3);
+      REQUIRE(load.wait_more(50));
 
-    host.signal(SIGUSR2);
-    // The old master exits 0 once the new one is ready and its own workers are done.
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
-    pid_t new_master = it::read_pid(pidfile);
-    CHECK(new_master != host.pid());
-    CHECK(it::process_alive(new_master));
-    CHECK(load.wait_more(50)); // served by the new master alone
-    load.stop();
-    MESSAGE("USR2: " << load.samples().size() << " requests, " << load.failures()
-                     << " failures; new master " << new_master);
-    INFO("first error: " << load.first_error() << "\nhost log:\n" << host.log());
-    CHECK(load.failures() == 0);
-    struct stat st {};
-    CHECK(::stat(sock.c_str(), &st) == 0); // the old master left the socket file alone
-    CHECK(it::http_request(nginx.port(), "GET", "/echo?after=1").status == 200);
+      host.signal(SIGUSR2);
+      // The old master exits 0 once the new one is ready and its own workers are done.
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+      pid_t new_master = it::read_pid(pidfile);
+      CHECK(new_master != host.pid());
+      CHECK(it::process_alive(new_master));
+      CHECK(load.wait_more(50)); // served by the new master alone
+      load.stop();
+      MESSAGE("USR2: " << load.samples().size() << " requests, " << load.failures()
+                       << " failures; new master " << new_master);
+      INFO("first error: " << load.first_error() << "\nhost log:\n" << host.log());
+      CHECK(load.failures() == 0);
+      struct stat st {};
+      CHECK(::stat(sock.c_str(), &st) == 0); // the old master left the socket file alone
+      CHECK(it::http_request(nginx.port(), "GET", "/echo?after=1").status == 200);
 
-    // The new master stops like any other: it removes the socket file and the pidfile.
-    if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
-    CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
-    CHECK(::stat(sock.c_str(), &st) != 0);
-    CHECK(it::read_file(pidfile).empty());
-    CHECK(it::lines_with(host.log(), "binary upgrade: new master").size() >= 2);
+      // The new master stops like any other: it removes the socket file and the pidfile.
+      if (new_master > 0 && it::process_alive(new_master)) ::kill(new_master, SIGTERM);
+      CHECK(test_wait::wait_process_exit(new_master, Millis{10000}));
+      CHECK(::stat(sock.c_str(), &st) != 0);
+      CHECK(it::read_file(pidfile).empty());
+      CHECK(it::lines_with(host.log(), "binary upgrade: new master").size() >= 2);
+    }
   }
 
   TEST_CASE("USR2 keeps --status-listen: status, ping and reload answer through it afterwards") {
@@ -160,39 +167,42 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("TERM drains the backlog: 50 queued connections all answered, then exit 0") {
-    HostOptions o;
-    o.args = {"--app", "echo", "--workers", "1", "--graceful-timeout", "20"};
-    o.status_socket = true;
-    HostProcess host(o);
-    auto holder = host.connect();
-    holder.set_timeout(Millis{10000});
-    fcgi_test::Request slow;
-    slow.uri = "/echo?delay_ms=1500";
-    std::uint16_t slow_id = holder.send_request(slow);
-    REQUIRE(host.wait_active(1)); // the only worker is inside the slow handler
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostOptions o;
+      o.args = {"--app", "echo", "--workers", "1", "--graceful-timeout", "20", "--mold", mold};
+      o.status_socket = true;
+      HostProcess host(o);
+      auto holder = host.connect();
+      holder.set_timeout(Millis{10000});
+      fcgi_test::Request slow;
+      slow.uri = "/echo?delay_ms=1500";
+      std::uint16_t slow_id = holder.send_request(slow);
+      REQUIRE(host.wait_active(1)); // the only worker is inside the slow handler
 
-    std::vector<fcgi_test::Client> queued;
-    std::vector<std::uint16_t> ids;
-    for (int i = 0; i < 50; ++i) {
-      queued.push_back(host.connect());
-      queued.back().set_timeout(Millis{15000});
-      fcgi_test::Request r;
-      r.uri = "/echo?n=" + std::to_string(i);
-      ids.push_back(queued.back().send_request(r));
+      std::vector<fcgi_test::Client> queued;
+      std::vector<std::uint16_t> ids;
+      for (int i = 0; i < 50; ++i) {
+        queued.push_back(host.connect());
+        queued.back().set_timeout(Millis{15000});
+        fcgi_test::Request r;
+        r.uri = "/echo?n=" + std::to_string(i);
+        ids.push_back(queued.back().send_request(r));
+      }
+      host.signal(SIGTERM); // arrives while all 50 still wait in the listen backlog
+      CHECK(holder.read_response(slow_id).status == 200);
+      int answered = 0;
+      for (std::size_t i = 0; i < queued.size(); ++i) {
+        try {
+          fcgi_test::Response r = queued[i].read_response(ids[i]);
+          answered += r.ended && r.status == 200;
+        } catch (const std::exception&) {}
+      }
+      MESSAGE("TERM with 50 queued connections: " << answered << " answered");
+      CHECK(answered == 50);
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+      it::check_no_alerts(host);
     }
-    host.signal(SIGTERM); // arrives while all 50 still wait in the listen backlog
-    CHECK(holder.read_response(slow_id).status == 200);
-    int answered = 0;
-    for (std::size_t i = 0; i < queued.size(); ++i) {
-      try {
-        fcgi_test::Response r = queued[i].read_response(ids[i]);
-        answered += r.ended && r.status == 200;
-      } catch (const std::exception&) {}
-    }
-    MESSAGE("TERM with 50 queued connections: " << answered << " answered");
-    CHECK(answered == 50);
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
-    it::check_no_alerts(host);
   }
 
 } // TEST_SUITE

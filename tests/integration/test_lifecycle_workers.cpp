@@ -66,37 +66,43 @@ bool crash_until_breaker(const HostProcess& host, const std::string& uri, int mo
 TEST_SUITE("lifecycle") {
 
   TEST_CASE("hung handler killed and replaced: stack trace logged, nginx 5xx, fresh worker") {
-    HostProcess host({"--app", "echo", "--workers", "1", "--request-timeout", "1"});
-    it::NginxProcess nginx({host.address()});
-    auto t0 = Clock::now();
-    int status =
-        it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
-    double killed_after = test_support::elapsed_ms(t0);
-    auto t1 = Clock::now();
-    int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
-    double fresh_after = test_support::elapsed_ms(t1);
-    MESSAGE("request timeout 1 s: 5xx after " << killed_after << " ms (includes the stack trace); "
-                                              << "next request served in " << fresh_after << " ms");
-    CHECK(status >= 500);
-    CHECK(status <= 599);
-    // The timeout, the master's tick, the debugger's budget, and a second's margin for a loaded
-    // machine (ctest -j2, scripts/stress.sh): what this guards against is the 10 s request.
-    CHECK(killed_after < 1000 + 200 + 1500 + 1000);
-    CHECK(next == 200);
-    // The replacement is forked at once (a timeout kill is not a crash: no backoff); through
-    // nginx, under load, well within a second.
-    CHECK(fresh_after < 1000);
-    std::string log = host.log();
-    // The line names the request, its id, and how long it ran.
-    auto lines = it::lines_with(log, ": request \"GET /echo?delay_ms=10000\", request id ");
+    for (const std::string mold :
+         {"off", "on"}) { // --mold on: the stack of a worker the mold forked
+      CAPTURE(mold);
+      HostProcess host(
+          {"--app", "echo", "--workers", "1", "--request-timeout", "1", "--mold", mold});
+      it::NginxProcess nginx({host.address()});
+      auto t0 = Clock::now();
+      int status =
+          it::http_request(nginx.port(), "GET", "/echo?delay_ms=10000", {}, Millis{15000}).status;
+      double killed_after = test_support::elapsed_ms(t0);
+      auto t1 = Clock::now();
+      int next = it::http_request(nginx.port(), "GET", "/echo?after=1").status;
+      double fresh_after = test_support::elapsed_ms(t1);
+      MESSAGE("request timeout 1 s: 5xx after "
+              << killed_after << " ms (includes the stack trace); "
+              << "next request served in " << fresh_after << " ms");
+      CHECK(status >= 500);
+      CHECK(status <= 599);
+      // The timeout, the master's tick, the debugger's budget, and a second's margin for a loaded
+      // machine (ctest -j2, scripts/stress.sh): what this guards against is the 10 s request.
+      CHECK(killed_after < 1000 + 200 + 1500 + 1000);
+      CHECK(next == 200);
+      // The replacement is forked at once (a timeout kill is not a crash: no backoff); through
+      // nginx, under load, well within a second.
+      CHECK(fresh_after < 1000);
+      std::string log = host.log();
+      // The line names the request, its id, and how long it ran.
+      auto lines = it::lines_with(log, ": request \"GET /echo?delay_ms=10000\", request id ");
 
-    INFO("host log:\n" << log);
-    REQUIRE(lines.size() == 1);
-    CHECK(lines[0].find("worker ") != std::string::npos);
-    CHECK(lines[0].find(" ran for ") != std::string::npos);
-    CHECK(lines[0].find("past --request-timeout (1.0 s): the worker is killed; stack:") !=
-          std::string::npos);
-    CHECK(log.find("; stack:\nTID ") != std::string::npos); // the stuck thread named
+      INFO("host log:\n" << log);
+      REQUIRE(lines.size() == 1);
+      CHECK(lines[0].find("worker ") != std::string::npos);
+      CHECK(lines[0].find(" ran for ") != std::string::npos);
+      CHECK(lines[0].find("past --request-timeout (1.0 s): the worker is killed; stack:") !=
+            std::string::npos);
+      CHECK(log.find("; stack:\nTID ") != std::string::npos); // the stuck thread named
+    }
   }
 
   TEST_CASE("a kept connection idle between requests is never a running request") {
@@ -118,25 +124,28 @@ TEST_SUITE("lifecycle") {
   }
 
   REQUEST_PATH_CASE("recycling by --max-requests with jitter under keep-alive load: 0 failures") {
-    HostProcess host(it::with_threads({"--app", "echo", "--workers", "2", "--max-requests", "40",
-                                       "--max-requests-jitter", "20"}));
-    it::NginxOptions no{host.address()};
-    no.upstream_keepalive = 8;
-    it::NginxProcess nginx(no);
-    // Stopped as soon as 4 recyclings are seen; a recycling worker still serves its kept
-    // connections for a few seconds, so the cap is generous.
-    it::HttpLoad load(nginx.port(), "/echo?load=1", 3, 20000);
-    it::wait_for([&] { return it::lines_with(host.log(), "worker recycling").size() >= 4; },
-                 Millis{20000});
-    load.stop();
-    std::size_t recycled = it::lines_with(host.log(), "worker recycling").size();
-    MESSAGE("max-requests 40+0..20: " << load.samples().size() << " requests, " << load.failures()
-                                      << " failures, " << recycled << " recyclings");
-    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
-    CHECK(recycled >= 4);
-    CHECK(load.failures() == 0);
-    CHECK(it::lines_with(host.log(), "crash").empty());
-    it::check_no_alerts(host);
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostProcess host(it::with_threads({"--app", "echo", "--workers", "2", "--max-requests", "40",
+                                         "--max-requests-jitter", "20", "--mold", mold}));
+      it::NginxOptions no{host.address()};
+      no.upstream_keepalive = 8;
+      it::NginxProcess nginx(no);
+      // Stopped as soon as 4 recyclings are seen; a recycling worker still serves its kept
+      // connections for a few seconds, so the cap is generous.
+      it::HttpLoad load(nginx.port(), "/echo?load=1", 3, 20000);
+      it::wait_for([&] { return it::lines_with(host.log(), "worker recycling").size() >= 4; },
+                   Millis{20000});
+      load.stop();
+      std::size_t recycled = it::lines_with(host.log(), "worker recycling").size();
+      MESSAGE("max-requests 40+0..20: " << load.samples().size() << " requests, " << load.failures()
+                                        << " failures, " << recycled << " recyclings");
+      INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+      CHECK(recycled >= 4);
+      CHECK(load.failures() == 0);
+      CHECK(it::lines_with(host.log(), "crash").empty());
+      it::check_no_alerts(host);
+    }
   }
 
   TEST_CASE("recycling by --max-rss: the worker goes after the request that crossed it") {
@@ -158,57 +167,63 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("a worker killed mid-request costs only that request") {
-    it::HostOptions o;
-    o.args = {"--app", "echo", "--workers", "1"};
-    o.status_socket = true;
-    HostProcess host(o);
-    auto victim = host.connect();
-    victim.set_timeout(Millis{5000});
-    fcgi_test::Request slow;
-    slow.uri = "/echo?delay_ms=3000";
-    std::uint16_t id = victim.send_request(slow);
-    REQUIRE(host.wait_active(1));
-    std::vector<fcgi_test::Client> others;
-    std::vector<std::uint16_t> ids;
-    for (int i = 0; i < 5; ++i) {
-      others.push_back(host.connect());
-      others.back().set_timeout(Millis{5000});
-      fcgi_test::Request r;
-      r.uri = "/echo?n=" + std::to_string(i);
-      ids.push_back(others.back().send_request(r));
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      it::HostOptions o;
+      o.args = {"--app", "echo", "--workers", "1", "--mold", mold};
+      o.status_socket = true;
+      HostProcess host(o);
+      auto victim = host.connect();
+      victim.set_timeout(Millis{5000});
+      fcgi_test::Request slow;
+      slow.uri = "/echo?delay_ms=3000";
+      std::uint16_t id = victim.send_request(slow);
+      REQUIRE(host.wait_active(1));
+      std::vector<fcgi_test::Client> others;
+      std::vector<std::uint16_t> ids;
+      for (int i = 0; i < 5; ++i) {
+        others.push_back(host.connect());
+        others.back().set_timeout(Millis{5000});
+        fcgi_test::Request r;
+        r.uri = "/echo?n=" + std::to_string(i);
+        ids.push_back(others.back().send_request(r));
+      }
+      auto w = host.wait_workers(1);
+      REQUIRE(w.size() == 1);
+      ::kill(w[0], SIGKILL);
+      fcgi_test::Response lost;
+      try {
+        lost = victim.read_response(id);
+      } catch (const std::exception&) {}
+      CHECK(!lost.ended);
+      int ok = 0;
+      for (std::size_t i = 0; i < others.size(); ++i)
+        ok += others[i].read_response(ids[i]).status == 200;
+      CHECK(ok == 5);
     }
-    auto w = host.wait_workers(1);
-    REQUIRE(w.size() == 1);
-    ::kill(w[0], SIGKILL);
-    fcgi_test::Response lost;
-    try {
-      lost = victim.read_response(id);
-    } catch (const std::exception&) {}
-    CHECK(!lost.ended);
-    int ok = 0;
-    for (std::size_t i = 0; i < others.size(); ++i)
-      ok += others[i].read_response(ids[i]).status == 200;
-    CHECK(ok == 5);
   }
 
   TEST_CASE("/crash repeatedly: respawned with backoff, the breaker logs once, master lives") {
-    HostProcess host({"--app", "echo", "--workers", "12"});
-    REQUIRE(host.wait_workers(12).size() == 12);
-    // Bounded: 80 requests, 20 s.
-    const auto start = Clock::now();
-    int sent = 0;
-    crash_until_breaker(host, "/crash", 80, Millis{20000}, sent);
-    std::string log = host.log();
-    INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
-    CHECK(it::lines_with(log, "crash loop").size() == 1);
-    // Rate-limited crash lines: the first three of the burst, then one a second.
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    CHECK(static_cast<double>(it::lines_with(log, "killed by signal").size()) <= 3 + elapsed + 1);
-    CHECK(!host.wait_exit(Millis{0}));
-    host.signal(SIGTERM);
-    std::optional<int> code = host.wait_exit(Millis{20000});
-    INFO("host log after TERM:\n" << host.log());
-    CHECK(code.value_or(-1) == 0);
+    for (const std::string mold : {"off", "on"}) { // --mold on: every worker forked by the mold
+      CAPTURE(mold);
+      HostProcess host({"--app", "echo", "--workers", "12", "--mold", mold});
+      REQUIRE(host.wait_workers(12).size() == 12);
+      // Bounded: 80 requests, 20 s.
+      const auto start = Clock::now();
+      int sent = 0;
+      crash_until_breaker(host, "/crash", 80, Millis{20000}, sent);
+      std::string log = host.log();
+      INFO("crash requests sent: " << sent << "\nhost log:\n" << log);
+      CHECK(it::lines_with(log, "crash loop").size() == 1);
+      // Rate-limited crash lines: the first three of the burst, then one a second.
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      CHECK(static_cast<double>(it::lines_with(log, "killed by signal").size()) <= 3 + elapsed + 1);
+      CHECK(!host.wait_exit(Millis{0}));
+      host.signal(SIGTERM);
+      std::optional<int> code = host.wait_exit(Millis{20000});
+      INFO("host log after TERM:\n" << host.log());
+      CHECK(code.value_or(-1) == 0);
+    }
   }
 
   TEST_CASE("a handler that boots for 1.5 s and crashes on every request trips the breaker") {
@@ -418,24 +433,28 @@ TEST_SUITE("lifecycle") {
   }
 
   TEST_CASE("--pm ondemand: no worker at start, one for a request, none after idle-timeout") {
-    it::HostOptions o;
-    o.args = {"--app", "echo", "--pm", "ondemand", "--max-workers", "2", "--idle-timeout", "1"};
-    o.status_socket = true;
-    HostProcess host(o);
-    // The harness's readiness probe was a connection: it got a worker, which goes after the
-    // idle timeout.
-    CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
-    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
-    CHECK(host.wait_master_turn()); // it has looked again: nothing to start
-    CHECK(host.worker_pids().empty());
-    auto t0 = Clock::now();
-    CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
-    MESSAGE("ondemand: first request with a spawn served in " << test_support::elapsed_ms(t0)
-                                                              << " ms");
-    CHECK(host.worker_pids().size() == 1);
-    CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
-    host.signal(SIGTERM);
-    CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    for (const std::string mold : {"off", "on"}) { // --mold on: a fork of the mold per request wave
+      CAPTURE(mold);
+      it::HostOptions o;
+      o.args = {"--app", "echo",           "--pm", "ondemand", "--max-workers",
+                "2",     "--idle-timeout", "1",    "--mold",   mold};
+      o.status_socket = true;
+      HostProcess host(o);
+      // The harness's readiness probe was a connection: it got a worker, which goes after the
+      // idle timeout.
+      CHECK(host.wait_workers(1, Millis{2000}).size() == 1);
+      CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+      CHECK(host.wait_master_turn()); // it has looked again: nothing to start
+      CHECK(host.worker_pids().empty());
+      auto t0 = Clock::now();
+      CHECK(host.connect().request("GET", "/echo?x=1").status == 200);
+      MESSAGE("ondemand: first request with a spawn served in " << test_support::elapsed_ms(t0)
+                                                                << " ms");
+      CHECK(host.worker_pids().size() == 1);
+      CHECK(it::wait_for([&] { return host.worker_pids().empty(); }, Millis{3000}));
+      host.signal(SIGTERM);
+      CHECK(host.wait_exit(Millis{10000}).value_or(-1) == 0);
+    }
   }
 
 } // TEST_SUITE

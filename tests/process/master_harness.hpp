@@ -32,12 +32,14 @@ struct Probe {
   std::atomic<int> quits{0};  // workers that stopped on SIGQUIT
   std::atomic<int> in_job{0}; // a worker has started its job
   std::atomic<int> reloads{0};
-  std::atomic<int> reopens{0};   // USR1 in the master and in the workers
-  std::atomic<int> boot_gate{1}; // 0: workers that wait for it hold their boot
-  std::atomic<int> make_busy{0}; // steerable workers: each token makes one go Handling
-  std::atomic<int> release{0};   // set: busy steerable workers go back to Idle
-  std::atomic<int> let_boot{0};  // set: workers that hold their boot for it go on
-  std::atomic<pid_t> booting{0}; // the last worker that held its boot for let_boot
+  std::atomic<int> reopens{0};    // USR1 in the master and in the workers
+  std::atomic<int> boot_gate{1};  // 0: workers that wait for it hold their boot
+  std::atomic<int> make_busy{0};  // steerable workers: each token makes one go Handling
+  std::atomic<int> release{0};    // set: busy steerable workers go back to Idle
+  std::atomic<int> let_boot{0};   // set: workers that hold their boot for it go on
+  std::atomic<pid_t> booting{0};  // the last worker that held its boot for let_boot
+  std::atomic<int> mold_boots{0}; // MoldPlan::boot calls (--mold)
+  std::atomic<int> mold_kept{0};  // of them, those handed an earlier mold's kept descriptor
 };
 
 // The probe of the running test (valid in the test, the master and the workers).

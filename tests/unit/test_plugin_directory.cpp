@@ -161,3 +161,31 @@ TEST_CASE("plugin copy: a FIFO, a 300 MB sparse file and a file the workers cann
   CHECK(refused(secret).find("writable by others") != std::string::npos);
   CHECK(copies() == 0);
 }
+
+TEST_CASE("plugin source check for a mold: the owner is the master's user, not the checker's") {
+  // A mold checks the file as the workers' user, for a master of another user.
+  const uid_t master = ::geteuid() == 4321 ? 4322 : 4321;
+  struct stat st {};
+  st.st_mode = S_IFREG | 0644;
+  st.st_uid = master;
+  st.st_gid = master;
+  st.st_size = 4096;
+  const uid_t any = static_cast<uid_t>(-1);
+  const gid_t any_group = static_cast<gid_t>(-1);
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master) == "");
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master + 5, master + 5)
+            .find("neither root nor the master's user") != std::string::npos);
+  st.st_uid = 0; // root's is always the master's to run
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master) == "");
+  st.st_mode = S_IFREG | 0664; // its group may write: the master's group only
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master) == "");
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master + 1)
+            .starts_with("writable by group"));
+  st.st_mode = S_IFIFO | 0644;
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master) ==
+        "not a regular file");
+  st.st_mode = S_IFREG | 0644;
+  st.st_size = fcgi_host::kMaxPluginBytes + 1;
+  CHECK(fcgi_host::unsafe_plugin_source(st, any, any_group, master, master)
+            .starts_with("larger than 256 MiB"));
+}
