@@ -300,7 +300,9 @@ TEST_SUITE("plugin reload") {
     CHECK(pids_of("a") == a_before);
     CHECK(ask("a") == "v1");
 
-    // a watches: its rebuild reloads a alone.
+    // a watches: its rebuild reloads a alone. (b's old worker may still be on its way out
+    // after its last request: b's workers are counted once it is gone.)
+    REQUIRE(it::wait_for([&] { return pids_of("b").size() == 1; }, kReloadWait));
     b_before = pids_of("b");
     build_plugin(host.dir().file("p2.so"), "p2");
     REQUIRE(::rename(host.dir().file("p2.so").c_str(), host.dir().file("libp.so").c_str()) == 0);

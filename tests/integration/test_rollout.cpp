@@ -28,20 +28,22 @@ constexpr int kRolloutWorkers = 6;
 constexpr int kRolloutClients = 8;
 constexpr Millis kVerdictWait{40000}; // a 4 s window, extended at most 3 times, and the boot
 
-// The host's config: six workers, a canary of one watched for 4 s, serving `build`.
-std::string rollout_conf(const HostProcess* host, const std::string& build, unsigned threads) {
+// The host's config: six workers, a canary of one watched for 4 s, serving `build`; with
+// `mold`, every generation's workers forked by its mold.
+std::string rollout_conf(const HostProcess* host, const std::string& build, unsigned threads,
+                         bool mold = false) {
   const std::string plugin = host ? host->dir().file("librollout.so") : "{dir}/librollout.so";
   return "app = " + plugin + "\nworkers = " + std::to_string(kRolloutWorkers) +
          "\nthreads = " + std::to_string(threads) +
          "\nrollout = canary\ncanary-workers = 1\nrollout-window = 4\nrollout-step = 2\n"
-         "graceful-timeout = 10\nenv = FCGI_TEST_BUILD=" +
-         build + "\n";
+         "graceful-timeout = 10\nmold = " +
+         (mold ? "on" : "off") + "\nenv = FCGI_TEST_BUILD=" + build + "\n";
 }
 
-HostOptions rollout_host(unsigned threads) {
+HostOptions rollout_host(unsigned threads, bool mold = false) {
   HostOptions o;
   o.args = {"--config", "{dir}/host.conf", "--pidfile", "{dir}/host.pid"};
-  o.files = {{"host.conf", rollout_conf(nullptr, "good", threads)},
+  o.files = {{"host.conf", rollout_conf(nullptr, "good", threads, mold)},
              {"librollout.so", it::read_file(FCGI_TEST_ROLLOUT_PLUGIN)}};
   o.status_socket = true;
   return o;
@@ -72,15 +74,16 @@ std::size_t failures_since(const it::HttpLoad& load, RolloutClock::time_point fr
 
 // A reload to `build` under load, undone: the figures, the exit status of reload --wait, and
 // nothing but the old build afterwards.
-void check_bad_build_undone(const std::string& build, const std::string& figures) {
+void check_bad_build_undone(const std::string& build, const std::string& figures,
+                            bool mold = false) {
   const unsigned threads = it::request_path_threads();
-  HostProcess host(rollout_host(threads));
+  HostProcess host(rollout_host(threads, mold));
   REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
   it::NginxProcess nginx({host.address()});
   it::HttpLoad load(nginx.port(), "/", kRolloutClients);
   REQUIRE(load.wait_more(100));
 
-  host.dir().write("host.conf", rollout_conf(&host, build, threads));
+  host.dir().write("host.conf", rollout_conf(&host, build, threads, mold));
   host.allow_log("rollout of generation 2 undone");
   const auto window_from = RolloutClock::now();
   const std::size_t before = load.completed();
@@ -98,9 +101,9 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
 
   const std::size_t failed = failures_since(load, window_from) - failures_since(load, after_from);
   // One worker of six, a third of its answers 500: about 1/18 of the window's requests fail.
-  MESSAGE(build << " (--threads " << threads << "): " << failed << " failed of " << in_window
-                << " requests during the rollout (one canary of " << kRolloutWorkers
-                << " workers: 1/" << kRolloutWorkers << " of the traffic)");
+  MESSAGE(build << " (--threads " << threads << (mold ? ", --mold on" : "") << "): " << failed
+                << " failed of " << in_window << " requests during the rollout (one canary of "
+                << kRolloutWorkers << " workers: 1/" << kRolloutWorkers << " of the traffic)");
   INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
   CHECK(failures_since(load, after_from) == 0);
   CHECK(failed <= in_window / 6); // at most about three times the canary's share × 1/3
@@ -108,6 +111,33 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
   CHECK(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
   std::string status = host.status_json();
   CHECK(it::json_number(status, "rollout state") == 5); // undone
+}
+
+// A reload to a good build under load: promoted a step at a time, not one request failed.
+void check_good_build_promoted(bool mold) {
+  HostProcess host(rollout_host(1, mold));
+  REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+  it::NginxProcess nginx({host.address()});
+  it::HttpLoad load(nginx.port(), "/", kRolloutClients);
+  REQUIRE(load.wait_more(100));
+
+  host.dir().write("host.conf", rollout_conf(&host, "good-v2", 1, mold));
+  it::Command wait = reload_and_wait(host);
+  INFO(wait.output);
+  CHECK(wait.status == 0);
+  CHECK(wait.output.find("promoted") != std::string::npos);
+  REQUIRE(host.wait_log("rollout of generation 2 promoted: 5xx 0.0% against 0.0%, p99 .* "
+                        "replacing the old workers 2 at a time",
+                        kVerdictWait));
+  REQUIRE(host.wait_log("generation 2 serves all 6 worker\\(s\\); rollout complete", kVerdictWait));
+  CHECK(load.wait_more(200));
+  load.stop();
+  INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
+  MESSAGE("good build: " << load.failures() << " failed of " << load.samples().size()
+                         << " requests across the rollout");
+  CHECK(load.failures() == 0);
+  CHECK(all_answers_are(nginx.port(), "good-v2\n", 30));
+  CHECK(it::json_number(host.status_json(), "rollout state") == 4); // promoted
 }
 
 } // namespace
@@ -187,29 +217,12 @@ TEST_SUITE("rollout") {
   }
 
   TEST_CASE("--rollout canary: a good build is promoted a step at a time, 0 failed requests") {
-    HostProcess host(rollout_host(1));
-    REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
-    it::NginxProcess nginx({host.address()});
-    it::HttpLoad load(nginx.port(), "/", kRolloutClients);
-    REQUIRE(load.wait_more(100));
+    check_good_build_promoted(false);
+  }
 
-    host.dir().write("host.conf", rollout_conf(&host, "good-v2", 1));
-    it::Command wait = reload_and_wait(host);
-    INFO(wait.output);
-    CHECK(wait.status == 0);
-    CHECK(wait.output.find("promoted") != std::string::npos);
-    REQUIRE(host.wait_log("rollout of generation 2 promoted: 5xx 0.0% against 0.0%, p99 .* "
-                          "replacing the old workers 2 at a time",
-                          kVerdictWait));
-    REQUIRE(
-        host.wait_log("generation 2 serves all 6 worker\\(s\\); rollout complete", kVerdictWait));
-    CHECK(load.wait_more(200));
-    load.stop();
-    INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
-    MESSAGE("good build: " << load.failures() << " failed of " << load.samples().size()
-                           << " requests across the rollout");
-    CHECK(load.failures() == 0);
-    CHECK(all_answers_are(nginx.port(), "good-v2\n", 30));
-    CHECK(it::json_number(host.status_json(), "rollout state") == 4); // promoted
+  TEST_CASE("--rollout canary with --mold on: a bad build is undone, a good one promoted") {
+    it::request_path_threads() = 1;
+    check_bad_build_undone("fail-third", "5xx [0-9.]+% against 0.0% over [0-9]+ requests", true);
+    check_good_build_promoted(true);
   }
 }
