@@ -32,7 +32,10 @@ constexpr Millis kVerdictWait{40000}; // a 4 s window, extended at most 3 times,
 // `mold`, every generation's workers forked by its mold.
 std::string rollout_conf(const HostProcess* host, const std::string& build, unsigned threads,
                          bool mold = false) {
-  const std::string plugin = host ? host->dir().file("librollout.so") : "{dir}/librollout.so";
+  // The mold reads the plugin with the workers' rights: the fixture's copy their user reaches.
+  const std::string plugin = mold   ? it::workers_fixture(FCGI_TEST_ROLLOUT_PLUGIN)
+                             : host ? host->dir().file("librollout.so")
+                                    : "{dir}/librollout.so";
   return "app = " + plugin + "\nworkers = " + std::to_string(kRolloutWorkers) +
          "\nthreads = " + std::to_string(threads) +
          "\nrollout = canary\ncanary-workers = 1\nrollout-window = 4\nrollout-step = 2\n"
@@ -78,7 +81,7 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
                             bool mold = false) {
   const unsigned threads = it::request_path_threads();
   HostProcess host(rollout_host(threads, mold));
-  REQUIRE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers);
+  REQUIRE_MESSAGE(host.wait_workers(kRolloutWorkers).size() == kRolloutWorkers, host.log());
   it::NginxProcess nginx({host.address()});
   it::HttpLoad load(nginx.port(), "/", kRolloutClients);
   REQUIRE(load.wait_more(100));
@@ -101,9 +104,10 @@ void check_bad_build_undone(const std::string& build, const std::string& figures
 
   const std::size_t failed = failures_since(load, window_from) - failures_since(load, after_from);
   // One worker of six, a third of its answers 500: about 1/18 of the window's requests fail.
-  MESSAGE(build << " (--threads " << threads << (mold ? ", --mold on" : "") << "): " << failed
-                << " failed of " << in_window << " requests during the rollout (one canary of "
-                << kRolloutWorkers << " workers: 1/" << kRolloutWorkers << " of the traffic)");
+  MESSAGE(build << " (--threads " << threads << std::string(mold ? ", --mold on" : "")
+                << "): " << failed << " failed of " << in_window
+                << " requests during the rollout (one canary of " << kRolloutWorkers
+                << " workers: 1/" << kRolloutWorkers << " of the traffic)");
   INFO("first error: " << load.first_error() << "\nnginx: " << nginx.error_log());
   CHECK(failures_since(load, after_from) == 0);
   CHECK(failed <= in_window / 6); // at most about three times the canary's share × 1/3
