@@ -4,7 +4,8 @@
 // since the last look is idle, and runs its idle work once, until its next request. So it runs
 // between one and two periods after the lane's last request, and a request pays nothing for it: no
 // clock read, no store (the lane's request number, which begin() writes anyway, says whether it
-// served).
+// served). Once every lane has run its idle work the timer pauses, so an idle worker sleeps; the
+// next request resumes it (one test of a flag per request, one system call per idle period).
 //   one thread    the loop runs on_idle() itself: the worker takes no request meanwhile, and its
 //                 kept connections go to other workers as from a busy handler's (the watch's
 //                 table lock is given up around it, and the slot says Handling);
@@ -27,7 +28,10 @@ using process_manager::WorkerState;
 
 void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
   if (stopping() || quarantined_) return;
+  bool all_done = true; // every lane idle, its idle work run: nothing to look at until a request
   for (auto& lane : lanes_) {
+    all_done = all_done && !lane->busy && lane->idle_done &&
+               lane->request_number == lane->idle_seen_request;
     if (lane->busy) continue;
     if (lane->request_number != lane->idle_seen_request) { // it served since: a new period
       lane->idle_seen_request = lane->request_number;
@@ -46,6 +50,7 @@ void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
     watch_.handler_returned();
     count_idle_work(now);
   }
+  if (all_done) idle_timer_.pause(); // begin() resumes it with the next request
 }
 
 // A handler thread's idle work: its lane is busy with it (no request goes to it) until the

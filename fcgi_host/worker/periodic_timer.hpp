@@ -21,13 +21,15 @@ public:
   bool start(std::uint64_t every_ns) {
     fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (fd_ < 0) return false;
-    itimerspec spec{};
-    spec.it_interval.tv_sec = static_cast<time_t>(every_ns / 1'000'000'000);
-    spec.it_interval.tv_nsec = static_cast<long>(every_ns % 1'000'000'000);
-    spec.it_value = spec.it_interval;
-    return ::timerfd_settime(fd_, 0, &spec, nullptr) == 0;
+    every_.tv_sec = static_cast<time_t>(every_ns / 1'000'000'000);
+    every_.tv_nsec = static_cast<long>(every_ns % 1'000'000'000);
+    return set(true);
   }
   int fd() const { return fd_; } // -1 until started
+  // Stops firing until resume(): a loop with nothing to look at sleeps until an event of its own.
+  void pause() { set(false); }
+  void resume() { set(true); }
+  bool paused() const { return paused_; }
   // Takes the expirations so far (the fd is readable until then).
   void take() {
     std::uint64_t expirations;
@@ -35,7 +37,16 @@ public:
   }
 
 private:
+  bool set(bool firing) {
+    itimerspec spec{};
+    if (firing) spec.it_interval = spec.it_value = every_;
+    paused_ = !firing;
+    return ::timerfd_settime(fd_, 0, &spec, nullptr) == 0;
+  }
+
   int fd_ = -1;
+  timespec every_{};
+  bool paused_ = false;
 };
 
 } // namespace fcgi_host

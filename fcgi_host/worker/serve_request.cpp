@@ -135,6 +135,7 @@ WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
   lane.endpoint =
       lane.whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
   lane.request_number = ++request_number_;
+  if (idle_timer_.paused()) idle_timer_.resume(); // a new period of idle work (idle_work.cpp)
   process_manager::RequestSlot& rs = lane.slot;
   rs.request_number.store(lane.request_number, std::memory_order_relaxed);
   if (lane.counted()) {

@@ -24,6 +24,15 @@ std::size_t after_response_count(const std::string& text, const std::string& nee
   return n;
 }
 
+// How often the worker's main thread (its loop) has gone to sleep and been woken: the
+// voluntary context switches of /proc/PID/status (of the thread-group leader alone). -1 if gone.
+long loop_wakeups(pid_t worker) {
+  const std::string status = it::read_file("/proc/" + std::to_string(worker) + "/status");
+  const std::string key = "voluntary_ctxt_switches:";
+  const std::size_t at = status.find("\n" + key);
+  return at == std::string::npos ? -1 : std::stol(status.substr(at + key.size() + 1));
+}
+
 HostOptions after_response_host(std::vector<std::string> extra) {
   HostOptions o;
   o.args = it::with_threads({"--app", it::kAfterResponsePlugin});
@@ -174,6 +183,12 @@ TEST_SUITE("work after the response") {
                     .empty());
     // At most once per idle period: over three more periods' time, nothing more.
     CHECK_FALSE(host.wait_log("on_idle ran in pid", Millis{1000}, lanes + 1));
+    // And the idle work done, the worker's loop sleeps: no timer wakes it any more.
+    const std::vector<pid_t> workers = host.worker_pids();
+    REQUIRE(workers.size() == 1);
+    const long switches = loop_wakeups(workers[0]);
+    CHECK(switches >= 0);
+    CHECK_FALSE(it::wait_for([&] { return loop_wakeups(workers[0]) != switches; }, Millis{1000}));
     // A request ends its lane's idle period; ~2 s without requests later it has run again.
     NginxProcess nginx({host.address()});
     CHECK(it::http_request(nginx.port(), "GET", "/quick").status == 200);
