@@ -104,7 +104,7 @@ build_release() {
         { cat "$WORK/build.log"; fail "build"; }
     if grep -q 'warning:' "$WORK/build.log"; then
         echo "build warnings:"
-        grep -A3 'warning:' "$WORK/build.log" | head -40
+        grep -A3 'warning:' "$WORK/build.log" | awk 'NR <= 40'
     fi
 }
 if [ "$BUILD_ONLY" = 1 ]; then
