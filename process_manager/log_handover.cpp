@@ -1,5 +1,7 @@
 #include "process_manager/log_handover.hpp"
 
+#include "process_manager/fd_passing.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <sys/socket.h>
@@ -56,6 +58,8 @@ void LogHandover::close() {
   close_fd(worker_fd_);
 }
 
+static_assert(kMaxHandedLogs <= kMaxPassedFds, "the logs a worker takes fit in one message");
+
 bool LogHandover::send(std::span<const int> fds) const {
   if (master_fd_ < 0 || fds.empty() || fds.size() > kMaxHandedLogs) return false;
   std::array<char, kMaxHandedLogs> positions{};
@@ -65,24 +69,8 @@ bool LogHandover::send(std::span<const int> fds) const {
     positions[i] = fds[i] >= 0 ? kPresent : kAbsent;
     if (fds[i] >= 0) present[count++] = fds[i];
   }
-  iovec iov{positions.data(), fds.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxHandedLogs)]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (count > 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
-    std::memcpy(CMSG_DATA(cmsg), present.data(), sizeof(int) * count);
-  }
-  for (;;) {
-    if (::sendmsg(master_fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return true;
-    if (errno != EINTR) return false;
-  }
+  const iovec part{positions.data(), fds.size()};
+  return send_with_fds(master_fd_, {&part, 1}, {present.data(), count}, MSG_DONTWAIT);
 }
 
 HandedLogs::~HandedLogs() {

@@ -2,6 +2,7 @@
 
 #include "process_manager/clock.hpp"
 #include "process_manager/exit_codes.hpp"
+#include "process_manager/fd_passing.hpp"
 #include "process_manager/fork_clean.hpp"
 #include "process_manager/signal_pipe.hpp"
 #include "process_manager/spawner.hpp"
@@ -35,24 +36,10 @@ constexpr char kReady = 'R';
 constexpr char kFailed = 'E';
 
 bool send_message(int channel, const void* data, std::size_t size, int pass_fd) {
-  iovec iov{const_cast<void*>(data), size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (pass_fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
-  }
-  for (;;) {
-    if (::sendmsg(channel, &msg, MSG_NOSIGNAL) >= 0) return true;
-    if (errno != EINTR) return false;
-  }
+  const iovec part{const_cast<void*>(data), size};
+  return send_with_fds(channel, {&part, 1},
+                       pass_fd >= 0 ? std::span<const int>(&pass_fd, 1) : std::span<const int>{},
+                       0);
 }
 
 // One message into `data` (at most `size` bytes): its length, 0 when the peer is gone, -1 on

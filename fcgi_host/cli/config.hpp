@@ -59,7 +59,7 @@ struct Config {
   std::chrono::milliseconds reload_grace = default_duration("reload-grace");
   bool watch = false; // --watch on: reload when the plugin or a config file changes
   process_manager::RolloutSettings rollout; // --rollout and its judgement's options
-  bool mold = false;  // --mold on: a mold per generation loads once and forks the workers
+  bool mold = false; // --mold on: a mold per generation loads once and forks the workers
 
   std::string error_log; // empty: stderr
   std::string log_level{find_option("log-level")->default_text};

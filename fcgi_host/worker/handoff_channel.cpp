@@ -2,6 +2,7 @@
 
 #include "fcgi_host/net/fd_flags.hpp"
 #include "fcgi_host/sys_error.hpp"
+#include "process_manager/fd_passing.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -26,23 +27,9 @@ HandoffChannel make_handoff_channel() {
 bool HandoffChannel::send(int fd, std::string_view buffered) const {
   if (buffered.size() > kMaxHandoffBytes) return false;
   char marker = 'C'; // a message is never empty, even with no bytes
-  iovec iov[2] = {{&marker, 1}, {const_cast<char*>(buffered.data()), buffered.size()}};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-  msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = buffered.empty() ? 1 : 2;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-  for (;;) {
-    ssize_t n = ::sendmsg(send_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) return true;
-    if (errno != EINTR) return false;
-  }
+  const iovec parts[2] = {{&marker, 1}, {const_cast<char*>(buffered.data()), buffered.size()}};
+  return process_manager::send_with_fds(send_fd, {parts, buffered.empty() ? 1u : 2u}, {&fd, 1},
+                                        MSG_DONTWAIT);
 }
 
 int HandoffChannel::receive(std::string& buffered) const {
