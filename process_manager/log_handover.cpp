@@ -3,7 +3,6 @@
 #include "process_manager/fd_passing.hpp"
 
 #include <cerrno>
-#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <utility>
@@ -86,34 +85,19 @@ bool HandedLogs::receive(int channel) {
   bool got = false;
   for (;;) {
     std::array<char, kMaxHandedLogs + 1> positions{}; // one more: a longer message is refused
-    iovec iov{positions.data(), positions.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxHandedLogs)]{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return got;
     std::array<int, kMaxHandedLogs> received;
-    received.fill(-1);
-    std::size_t count = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (std::size_t i = 0; i < k; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        if (count < received.size())
-          received[count++] = fd;
-        else
-          ::close(fd);
-      }
+    const ReceivedMessage got_message =
+        receive_with_fds(channel, positions.data(), positions.size(), received, MSG_DONTWAIT);
+    const ssize_t n = got_message.length;
+    if (n <= 0) {
+      for (int& fd : received)
+        close_fd(fd);
+      return got;
     }
+    const std::size_t count = got_message.fds;
     auto length = static_cast<std::size_t>(n);
     std::size_t wanted = 0;
-    bool well_formed = length <= kMaxHandedLogs && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+    bool well_formed = length <= kMaxHandedLogs && !got_message.truncated;
     for (std::size_t i = 0; well_formed && i < length; ++i) {
       if (positions[i] == kPresent)
         ++wanted;

@@ -58,27 +58,14 @@ ssize_t receive_message(int channel, void* data, std::size_t size, int* received
       if (r < 0 && errno != EINTR) return -1;
       if (r <= 0) continue;
     }
-    iovec iov{data, size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n =
-        ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | (timeout.count() == 0 ? MSG_DONTWAIT : 0));
-    if (n < 0 && errno == EINTR) continue;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-          c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        if (received && *received < 0)
-          *received = fd;
-        else
-          ::close(fd);
-      }
-    return n;
+    int fd = -1;
+    const ReceivedMessage got =
+        receive_with_fds(channel, data, size, {&fd, 1}, timeout.count() == 0 ? MSG_DONTWAIT : 0);
+    if (fd >= 0 && received)
+      *received = fd;
+    else if (fd >= 0)
+      ::close(fd);
+    return got.length;
   }
 }
 

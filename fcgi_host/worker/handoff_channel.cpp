@@ -5,7 +5,6 @@
 #include "process_manager/fd_passing.hpp"
 
 #include <cerrno>
-#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,25 +33,15 @@ bool HandoffChannel::send(int fd, std::string_view buffered) const {
 
 int HandoffChannel::receive(std::string& buffered) const {
   buffered.resize(kMaxHandoffBytes + 1);
-  iovec iov{buffered.data(), buffered.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do
-    n = ::recvmsg(recv_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  int fd = -1;
+  const process_manager::ReceivedMessage got = process_manager::receive_with_fds(
+      recv_fd, buffered.data(), buffered.size(), {&fd, 1}, MSG_DONTWAIT);
+  const ssize_t n = got.length;
   if (n <= 0) {
+    if (fd >= 0) ::close(fd);
     buffered.clear();
     return -1;
   }
-  int fd = -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
   buffered.erase(0, 1); // the marker
   buffered.resize(static_cast<std::size_t>(n) - 1);
   if (fd < 0) return -1;
