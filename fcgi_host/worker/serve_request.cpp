@@ -88,7 +88,7 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
     break;
   case Begun::ForHandler:
     // The one place where the modes part: where respond runs.
-    if (threads_) return hand_to_thread(c, *lane);
+    if (threads_) return lane->index == 0 ? run_on_loop_thread(c, *lane) : hand_to_thread(c, *lane);
     const int fd = c.fd;
     serving_fd_ = fd;
     watch_.handler_starts(); // the table is free while the handler runs
@@ -206,17 +206,28 @@ void end_inline_stream(Lane& lane) {
 // The handler inside its exception boundary, then its response encoded. Inline with one thread
 // (the watch's table lock given up around it by the caller), on the lane's thread with more.
 void WorkerLoop::respond(Lane& lane) {
-  // A thread's CPU time per route: its own clock (a system call), on the requests the metrics
-  // sample, as the loop's own clock is read around an inline request.
-  const bool sample_cpu = lane.owner && lane.metrics.cpu_due();
-  const std::uint64_t cpu_start = sample_cpu ? thread_cpu_ns() : 0;
+  const std::uint64_t cpu_start = start_cpu_sample(lane);
+  call_handler(lane);
+  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
+  end_cpu_sample(lane, cpu_start);
+}
+
+void WorkerLoop::call_handler(Lane& lane) {
   try {
     lane.handler->handle(lane.request, lane.response);
   } catch (...) {
     lane.failure = std::current_exception();
   }
-  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
-  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
+}
+
+// A thread's CPU time per route: its own clock (a system call), on the requests the metrics
+// sample, as the loop's own clock is read around an inline request. 0: not sampled.
+std::uint64_t WorkerLoop::start_cpu_sample(Lane& lane) {
+  return lane.owner && lane.metrics.cpu_due() ? thread_cpu_ns() : 0;
+}
+
+void WorkerLoop::end_cpu_sample(Lane& lane, std::uint64_t start) {
+  if (start) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - start);
 }
 
 // The response's end: after the handler returned, or at its Response::finish().
@@ -499,10 +510,18 @@ bool WorkerLoop::keep_or_close(Connection& c, RequestCodec::Ending ending, std::
 
 // ---- the lanes --------------------------------------------------------------------------------
 
+// Lane 0 first: with threads, the loop's thread runs it itself (no hand-over), but only while it
+// holds the loop, and after a takeover only when no other lane is free (loop_lane_backoff_).
 Lane* WorkerLoop::idle_lane() {
-  for (auto& lane : lanes_)
-    if (!lane->busy) return lane.get();
-  return nullptr;
+  const bool loop_lane = !threads_ || relay_.loop_on_own_thread();
+  const bool later = threads_ && loop_lane_backoff_ > 0;
+  if (loop_lane && !later && !lanes_[0]->busy) return lanes_[0].get();
+  for (std::size_t i = 1; i < lanes_.size(); ++i)
+    if (!lanes_[i]->busy) {
+      if (later) --loop_lane_backoff_;
+      return lanes_[i].get();
+    }
+  return loop_lane && !lanes_[0]->busy ? lanes_[0].get() : nullptr;
 }
 
 void WorkerLoop::take_lane(Lane& lane) {
