@@ -195,6 +195,37 @@ TEST_SUITE("threads") {
     CHECK(!host.wait_worker_replaced(before[0], 1).empty());
   }
 
+  TEST_CASE("a crash in the loop's own thread (an idle worker's first request runs there): the "
+            "block names it as thread 0's, the worker is replaced, and a slow request there "
+            "does not hold the others") {
+    HostProcess host(one_worker(4));
+    host.allow_log("worker .* killed by signal");
+    std::vector<pid_t> before = host.wait_workers(1);
+    REQUIRE(before.size() == 1);
+    it::NginxProcess nginx({host.address()});
+    CHECK(it::http_request(nginx.port(), "GET", "/crash/segv").status == 502);
+    INFO("host log:\n" << host.log());
+    REQUIRE(host.wait_log(R"(thread 0 \(tid \d+\) faulted in request: "GET /crash/segv")"));
+    std::vector<pid_t> after = host.wait_worker_replaced(before[0], 1);
+    REQUIRE(!after.empty());
+    // The replacement's first request waits 3 s on the loop's thread; the others answer
+    // meanwhile, through the other threads.
+    int slow = 0;
+    std::thread held([&] {
+      slow = it::http_request(nginx.port(), "GET", "/slow?ms=3000", {}, Millis{15000}).status;
+    });
+    REQUIRE(!host.wait_status("busy threads", 1).empty());
+    const auto begin = std::chrono::steady_clock::now();
+    std::vector<int> others = concurrent_gets(nginx.port(), std::vector<std::string>(6, "/id"));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    held.join();
+    CHECK(slow == 200);
+    for (int s : others)
+      CHECK(s == 200);
+    CHECK(ms < 2000); // not after the slow one
+  }
+
   TEST_CASE("HUP and USR2 under threaded load lose nothing, --max-requests recycles a threaded "
             "worker without losing its in-flight requests") {
     HostOptions o;
