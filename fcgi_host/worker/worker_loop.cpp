@@ -121,6 +121,7 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     if (threaded) lane->metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
     lanes_.push_back(std::move(lane));
   }
+  lane_count_ = lanes_.size();
   if (!threaded && event_heartbeat_ns_ > 0) {
     heartbeat_ = std::make_unique<StreamHeartbeat>(*lanes_[0], event_heartbeat_ns_);
     lanes_[0]->heartbeat = heartbeat_.get();
@@ -251,15 +252,13 @@ int WorkerLoop::next_timeout_ms() {
     if (std::uint64_t due = next_lane_deadline(); due && (earliest == 0 || due < earliest))
       earliest = due;
   }
-  if (!admitting() && !stopping()) {
-    // Every thread busy: the pool counts the worker busy.
-    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
-    partial = kept = false;
-  }
-  if (!stopping() && admitting())
-    slot_.state.store(partial ? WorkerState::Reading
-                      : kept  ? WorkerState::KeepAliveIdle
-                              : WorkerState::Idle,
+  // Every thread busy: the pool counts the worker busy. (One look at admitting() and one store:
+  // this runs before every wait.)
+  if (!stopping())
+    slot_.state.store(!admitting() ? WorkerState::Handling
+                      : partial    ? WorkerState::Reading
+                      : kept       ? WorkerState::KeepAliveIdle
+                                   : WorkerState::Idle,
                       std::memory_order_relaxed);
   if (accept_paused_until_ && !accepting_ && !stopping() &&
       (earliest == 0 || accept_paused_until_ < earliest))

@@ -41,6 +41,8 @@
 
 namespace fcgi_host {
 
+class AccessLog;
+
 // Request::aborted() for a connection (its argument): FCGI_ABORT_REQUEST or a close.
 bool probe_aborted(void* connection);
 
@@ -173,13 +175,13 @@ private:
   // is a handler thread's until its request is done.
   bool serve_request(Connection& c, Lane* lane = nullptr);
   enum class Begun { Closed, Answered, ForHandler };
-  Begun begin(Connection& c, Lane& lane);
+  // Inline: only serve_request() calls it (serve_request.cpp), once per request.
+  inline Begun begin(Connection& c, Lane& lane);
   void answer_endpoint(Lane& lane);
   // The handler inside its exception boundary, then its response encoded: inline with one
-  // thread, on the lane's thread with more (it touches the lane and nothing of the loop).
+  // thread, on the lane's thread with more (it touches the lane and nothing of the loop; the
+  // encoding steps are serve_request.cpp's own, folded into it).
   static void respond(Lane& lane);
-  static void encode(Lane& lane);
-  static void end_response(Lane& lane);
   // Response::finish(), on the thread that runs the handler (LaneEnd): it touches the lane only,
   // but with one thread, where the loop is the handler's, the connection too.
   void end_response_early(Lane& lane);
@@ -192,21 +194,20 @@ private:
   void finish_work(Lane& lane, bool pumped);
   void report_failures(Lane& lane);
   void observe(Lane& lane);
+  void log_access(AccessLog& log, const Lane& lane, bool ran);
   bool keep_or_close(Connection& c, Lane& lane);
   bool keep_or_close(Connection& c, RequestCodec::Ending ending, std::uint64_t start_ns,
                      const StreamedBody* streamed, bool body_ended);
   Lane* idle_lane();
   void take_lane(Lane& lane);
   void release_lane(Lane& lane);
-  bool all_lanes_busy() const { return busy_lanes_ == lanes_.size(); }
+  bool all_lanes_busy() const { return busy_lanes_ == lane_count_; }
   // A request whose handler reads its body as it arrives (Handler::streams_body): served as
   // soon as its params are in. No: not such a request (it waits for its body as usual).
   enum class Streamed { No, Served, Closed };
   Streamed serve_streamed(Connection& c);
   bool finish_streamed_body(Connection& c, const StreamedBody& body, bool ended);
   void keep_upload_memory(Lane& lane);
-  // After a handler ran this long, the worker looks whether the client is still there.
-  static constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
   void count_request();
 
   const process_manager::WorkerContext& context_;
@@ -246,6 +247,7 @@ private:
   // The lanes: one per handler thread; with one thread, the one run inline.
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::size_t busy_lanes_ = 0;
+  std::size_t lane_count_ = 0; // lanes_.size(), kept: admitting() is asked on every request
   bool publish_every_request_; // the slot names each request (--metrics, or threads)
   // The memory of the last body gathered by a pump, kept for the next (up to --spill-threshold;
   // freed after kUploadMemoryKeepNs without one): a large upload's fresh pages cost more than
