@@ -445,18 +445,17 @@ void WorkerLoop::report_failures(Lane& lane) {
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
 void WorkerLoop::observe(Lane& lane) {
-  AccessLog& log = AccessLog::get();
   // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
   const bool ran = lane.counted() && !lane.shed;
   if (ran)
-    lane.metrics.end(lane.request.route(), lane.response.status, lane.request, log.enabled(),
-                     lane.aborted);
-  if (log.enabled()) log_access(log, lane, ran);
+    lane.metrics.end(lane.request.route(), lane.response.status, lane.request,
+                     access_log_.enabled(), lane.aborted);
+  if (access_log_.enabled()) log_access(lane, ran);
 }
 
 // Out of line: its line is built only when the access log is on (and the registers it needs are
 // not saved on every request).
-[[gnu::noinline]] void WorkerLoop::log_access(AccessLog& log, const Lane& lane, bool ran) {
+[[gnu::noinline]] void WorkerLoop::log_access(const Lane& lane, bool ran) {
   const app::Request& request = lane.request;
   const app::Response& response = lane.response;
   AccessLog::Entry e;
@@ -477,7 +476,7 @@ void WorkerLoop::observe(Lane& lane) {
   e.generation = generation_;
   e.request = &request;
   e.response = &response;
-  log.write(e);
+  access_log_.write(e);
 }
 
 bool WorkerLoop::keep_or_close(Connection& c, Lane& lane) {
@@ -607,7 +606,7 @@ void WorkerLoop::keep_upload_memory(Lane& lane) {
 
 // Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
 // unlike /proc/self/statm), and is only asked for when --max-rss is set.
-void WorkerLoop::count_request() {
+[[gnu::always_inline]] inline void WorkerLoop::count_request() {
   ++served_;
   if (upload_memory_used_ns_ != 0 &&
       process_manager::monotonic_ns() - upload_memory_used_ns_ > kUploadMemoryKeepNs) {

@@ -27,6 +27,7 @@
 #include "fcgi_host/worker/worker_loop.hpp"
 
 #include "app/host_access.hpp"
+#include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/handed_logs.hpp"
 #include "process_manager/clock.hpp"
@@ -97,8 +98,9 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
       host_(host_slot(context.scoreboard, context.slot_index)),
       queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
-      table_(settings.limits.request, settings.server_values), make_handler_(make_handler),
-      thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns),
+      table_(settings.limits.request, settings.server_values), access_log_(AccessLog::get()),
+      make_handler_(make_handler), thread_safe_(thread_safe),
+      request_timeout_ns_(settings.request_timeout_ns),
       event_heartbeat_ns_(settings.event_heartbeat_ns) {
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);

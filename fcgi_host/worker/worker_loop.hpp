@@ -194,7 +194,7 @@ private:
   void finish_work(Lane& lane, bool pumped);
   void report_failures(Lane& lane);
   void observe(Lane& lane);
-  void log_access(AccessLog& log, const Lane& lane, bool ran);
+  void log_access(const Lane& lane, bool ran);
   bool keep_or_close(Connection& c, Lane& lane);
   bool keep_or_close(Connection& c, RequestCodec::Ending ending, std::uint64_t start_ns,
                      const StreamedBody* streamed, bool body_ended);
@@ -208,7 +208,7 @@ private:
   Streamed serve_streamed(Connection& c);
   bool finish_streamed_body(Connection& c, const StreamedBody& body, bool ended);
   void keep_upload_memory(Lane& lane);
-  void count_request();
+  inline void count_request(); // (serve_request.cpp's alone, folded into finish_work())
 
   const process_manager::WorkerContext& context_;
   process_manager::WorkerSlot& slot_;
@@ -255,6 +255,7 @@ private:
   app::SpillBuffer upload_memory_;
   std::uint64_t upload_memory_used_ns_ = 0; // 0: none kept
   ClientErrorLog client_errors_;
+  AccessLog& access_log_; // AccessLog::get(), kept: observe() asks it after every request
   std::unique_ptr<CrashCapture> crash_capture_; // null unless --capture-crashes
 
   // --threads above 1 (null otherwise: the loop runs the handler itself, on lanes_[0]).
