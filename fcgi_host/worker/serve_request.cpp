@@ -333,7 +333,7 @@ inline void encode(Lane& lane) {
 bool WorkerLoop::finish(Connection& c, Lane& lane) {
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
   settle_ending(c, lane);
-  finish_work(lane, c.pump != nullptr);
+  finish_work_inline(lane, c.pump != nullptr);
   const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
   lane.streamed.reset();
   return open;
@@ -370,6 +370,10 @@ void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
 // The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
 // slot, and the lane free again.
 void WorkerLoop::finish_work(Lane& lane, bool pumped) {
+  finish_work_inline(lane, pumped);
+}
+
+[[gnu::always_inline]] inline void WorkerLoop::finish_work_inline(Lane& lane, bool pumped) {
   if (lane.failure || lane.refused_head || lane.write_timed_out ||
       lane.response.used_after_finish())
     report_failures(lane);

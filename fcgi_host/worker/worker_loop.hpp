@@ -192,6 +192,7 @@ private:
   void keep_request_bytes(Connection& c, Lane& lane);
   void settle_ending(Connection& c, Lane& lane);
   void finish_work(Lane& lane, bool pumped);
+  inline void finish_work_inline(Lane& lane, bool pumped); // finish_work(), folded into finish()
   void report_failures(Lane& lane);
   void observe(Lane& lane);
   void log_access(const Lane& lane, bool ran);
