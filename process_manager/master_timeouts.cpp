@@ -161,15 +161,17 @@ void Master::Impl::take_slow_request_stacks() {
   }
 }
 
-// The loop's tick: 1 ms while a nudge may be due (some worker holds several connections),
+// The loop's tick: until the next nudge may come due (some worker holds several connections),
 // kTick otherwise, so that an idle host stays idle.
 std::chrono::milliseconds Master::Impl::tick() const {
-  if (table.all().size() < 2) return kTick;
+  std::chrono::milliseconds wait = kTick;
+  if (table.all().size() < 2) return wait;
+  const std::uint64_t now = monotonic_ns();
   for (const Child& w : table.all())
     if (std::optional<std::chrono::milliseconds> t =
-            nudge_tick(w, scoreboard.slot(w.slot).connections.load(std::memory_order_relaxed)))
-      return *t;
-  return kTick;
+            nudge_tick(w, SlotSnapshot::of(scoreboard.slot(w.slot)), now))
+      wait = std::min(wait, *t);
+  return wait;
 }
 
 } // namespace process_manager

@@ -94,9 +94,16 @@ bool SlowStackBudget::take(std::uint64_t now_ns) {
   return true;
 }
 
-std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, std::uint32_t connections) {
-  if (w.nudge_after.count() == 0 || connections < 2) return std::nullopt;
-  return std::min(kTick, std::max(std::chrono::milliseconds{1}, w.nudge_after / 2));
+std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, const SlotSnapshot& s,
+                                                    std::uint64_t now_ns) {
+  if (w.nudge_after.count() == 0 || s.connections < 2) return std::nullopt;
+  std::uint64_t wait = ns(w.nudge_after); // between requests: one may begin now
+  if (s.request_start_ns != 0 && s.request_start_ns != w.nudged_request_ns) {
+    const std::uint64_t ran = running_ns(s, now_ns);
+    wait = ran >= wait ? 0 : wait - ran; // this request's nudge is due then
+  }
+  const auto ms = std::chrono::milliseconds((wait + 999'999) / 1'000'000); // (not before it)
+  return std::clamp(ms, std::chrono::milliseconds{1}, kTick);
 }
 
 } // namespace process_manager

@@ -84,8 +84,12 @@ private:
 
 // Short enough that timeouts fire on time, long enough that an idle master costs nothing.
 inline constexpr std::chrono::milliseconds kTick{100};
-// The loop's tick while a nudge may be due for `w` (it holds several connections): 1 ms up to
-// half its nudge_after, at most kTick. nullopt: `w` needs no faster tick.
-std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, std::uint32_t connections);
+// The loop's wait while a nudge may come due for `w` (it holds several connections): until its
+// request has run nudge_after (one not nudged yet), or nudge_after when it is between requests
+// (one may begin now); at least 1 ms, at most kTick. A nudge so comes on time, and a busy host's
+// master wakes once per nudge_after, not twice (each wake-up a context switch on the workers'
+// CPUs). nullopt: `w` needs no faster tick.
+std::optional<std::chrono::milliseconds> nudge_tick(const Child& w, const SlotSnapshot& s,
+                                                    std::uint64_t now_ns);
 
 } // namespace process_manager

@@ -35,7 +35,7 @@ HandlerThreads::~HandlerThreads() {
     lane->changed.notify_all();
   }
   for (std::size_t i = 0; i < threads_.size(); ++i) {
-    Lane& lane = *lanes_[i];
+    Lane& lane = *lanes_[i + 1];
     if (lane.cut) {
       // Still inside a handler that overran --request-timeout: it ends with the process, and
       // its handler instance is not destroyed under it.
@@ -45,56 +45,115 @@ HandlerThreads::~HandlerThreads() {
     }
     threads_[i].join();
   }
+  // Lane 0's thread is this one: its handler returned, or it would not be here.
+  if (started_lane0_) stop_thread(*lanes_[0]);
   if (event_fd_ >= 0) ::close(event_fd_);
 }
 
-std::string HandlerThreads::start(app::Handler& shared, bool thread_safe,
-                                  const HandlerFactory& make, Respond respond) {
-  respond_ = std::move(respond);
-  // Every signal blocked in the threads (they inherit the mask): the loop's signalfd takes the
-  // worker's signals, and a stop never lands in a handler thread.
-  sigset_t all, saved;
+ThreadSignalMask::ThreadSignalMask() {
+  sigset_t all;
   sigfillset(&all);
-  // Except the fatal ones: a fault raised while its signal is blocked kills the process without
-  // its handler (Linux resets it), and the crash report would be lost.
   for (int sig = 1; sig < NSIG; ++sig)
     if (process_manager::is_fatal_signal(sig)) sigdelset(&all, sig);
-  pthread_sigmask(SIG_BLOCK, &all, &saved);
-  for (auto& lane : lanes_) {
-    try {
-      threads_.emplace_back([this, &lane = *lane, &shared, thread_safe, &make] {
-        run(lane, shared, thread_safe, make);
-      });
-    } catch (const std::system_error& e) {
-      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-      return std::string("handler thread: ") + e.what();
+  pthread_sigmask(SIG_BLOCK, &all, &saved_);
+}
+
+ThreadSignalMask::~ThreadSignalMask() {
+  pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+}
+
+std::string HandlerThreads::start(app::Handler& shared, bool thread_safe,
+                                  const HandlerFactory& make, Respond respond, LoopRelay& relay) {
+  respond_ = std::move(respond);
+  relay_ = &relay;
+  {
+    ThreadSignalMask mask; // (the threads inherit it)
+    for (std::size_t i = 1; i < lanes_.size(); ++i) {
+      try {
+        threads_.emplace_back([this, &lane = *lanes_[i], &shared, thread_safe, &make] {
+          run(lane, shared, thread_safe, make);
+        });
+      } catch (const std::system_error& e) {
+        return std::string("handler thread: ") + e.what();
+      }
     }
   }
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  std::string error = begin_thread(*lanes_[0], shared, thread_safe, make);
+  started_lane0_ = error.empty();
   std::unique_lock lock(start_mutex_);
-  started_.wait(lock, [this] { return started_count_ == lanes_.size(); });
-  return start_error_;
+  started_.wait(lock, [this] { return started_count_ == threads_.size(); });
+  return error.empty() ? start_error_ : error;
+}
+
+std::string HandlerThreads::begin_thread(Lane& lane, app::Handler& shared, bool thread_safe,
+                                         const HandlerFactory& make) {
+  const pid_t tid = static_cast<pid_t>(gettid());
+  lane.tid.store(tid, std::memory_order_relaxed);
+  lane.slot.tid.store(tid, std::memory_order_relaxed);
+  lane.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
+  try {
+    if (thread_safe) {
+      lane.handler = &shared;
+    } else {
+      lane.own = make();
+      lane.handler = lane.own.get();
+    }
+    lane.handler->on_thread_start();
+  } catch (const std::exception& e) {
+    return "handler thread " + std::to_string(lane.index) + ": " + e.what();
+  }
+  return {};
+}
+
+void HandlerThreads::stop_thread(Lane& lane) {
+  try {
+    lane.handler->on_thread_stop();
+  } catch (const std::exception& e) {
+    PM_LOG(LogLevel::Error, "on_thread_stop failed in handler thread " +
+                                std::to_string(lane.index) + ": " + e.what());
+  }
+}
+
+namespace {
+
+// Under the lane's mutex.
+void reset_seam(Lane& lane) {
+  lane.done = lane.responded = lane.let_go = false;
+  lane.client_gone = false;
+  lane.delivered = 0;
+  lane.on_thread = true;
+  lane.encoding_end = false;
+  lane.event_stream = lane.between_events = false;
+}
+
+} // namespace
+
+// Lane 0's, on the loop's thread before its handler: no other thread has the lane (the relay's
+// regent takes the loop only once the handler began, after these stores).
+void HandlerThreads::prepare(Lane& lane) {
+  reset_seam(lane);
 }
 
 void HandlerThreads::hand_over(Lane& lane) {
   {
     std::lock_guard lock(lane.mutex);
+    reset_seam(lane);
     lane.job = true;
-    lane.done = lane.responded = lane.let_go = false;
-    lane.client_gone = false;
-    lane.delivered = 0;
-    lane.on_thread = true;
-    lane.encoding_end = false;
-    lane.event_stream = lane.between_events = false;
   }
   // After the unlock: a thread woken while the loop still holds the mutex would only wait for it
   // (two more futex calls per request).
   lane.changed.notify_all();
 }
 
+void HandlerThreads::wake_loop() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+}
+
 // Waits until the loop wrote the response and let the connection go (or gave up on its client):
 // what the handler does next, a crash too, no longer touches its client's answer.
 void HandlerThreads::response_ended(Lane& lane) {
+  hand_loop_on(lane);
   std::unique_lock lock(lane.mutex);
   lane.responded = true;
   lock.unlock();
@@ -105,9 +164,13 @@ void HandlerThreads::response_ended(Lane& lane) {
   lane.waiting_for_room.store(false, std::memory_order_relaxed);
 }
 
+// After its thread said it is done (under the mutex, which the loop took since), the thread
+// touches nothing of the lane but `job` and `quit` until its next hand_over(): no lock. An inline
+// lane's heartbeat thread looks at the stream's flags at any time: under the mutex.
 void HandlerThreads::release(Lane& lane) {
   lane.events = false;
-  std::lock_guard lock(lane.mutex);
+  std::unique_lock lock(lane.mutex, std::defer_lock);
+  if (!lane.owner) lock.lock();
   lane.output.clear();
   lane.done = lane.responded = lane.let_go = false;
   lane.on_thread = false;
@@ -141,10 +204,7 @@ void HandlerThreads::notify_loop(Lane& lane) {
       news_.push_back(&lane);
     }
   }
-  if (wake) {
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
-  }
+  if (wake) wake_loop();
 }
 
 bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) {
@@ -158,6 +218,11 @@ bool HandlerThreads::deliver(void* context, const char* data, std::size_t size) 
   // The response's end (a buffered response whole, or a streamed one's last records): the loop
   // takes it with `done`.
   if (lane.encoding_end && lane.output.size() <= kLaneOutputBound) return true;
+  if (lane.index == 0) { // (the loop's own thread: the relay takes the loop to write this)
+    lock.unlock();
+    hand_loop_on(lane);
+    lock.lock();
+  }
   lane.owner->notify_loop(lane);
   lane.waiting_for_room.store(true, std::memory_order_release);
   lane.changed.wait(lock,
@@ -229,23 +294,8 @@ Lane* HandlerThreads::lane_of_thread(pid_t tid) {
 
 void HandlerThreads::run(Lane& lane, app::Handler& shared, bool thread_safe,
                          const HandlerFactory& make) {
-  const pid_t tid = static_cast<pid_t>(gettid());
-  lane.tid.store(tid, std::memory_order_relaxed);
-  lane.slot.tid.store(tid, std::memory_order_relaxed);
-  lane.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
   process_manager::give_thread_alt_stack();
-  std::string error;
-  try {
-    if (thread_safe) {
-      lane.handler = &shared;
-    } else {
-      lane.own = make();
-      lane.handler = lane.own.get();
-    }
-    lane.handler->on_thread_start();
-  } catch (const std::exception& e) {
-    error = "handler thread " + std::to_string(lane.index) + ": " + e.what();
-  }
+  std::string error = begin_thread(lane, shared, thread_safe, make);
   {
     std::lock_guard lock(start_mutex_);
     if (!error.empty() && start_error_.empty()) start_error_ = error;
@@ -268,12 +318,13 @@ void HandlerThreads::run(Lane& lane, app::Handler& shared, bool thread_safe,
     }
     notify_loop(lane);
   }
-  try {
-    lane.handler->on_thread_stop();
-  } catch (const std::exception& e) {
-    PM_LOG(LogLevel::Error, "on_thread_stop failed in handler thread " +
-                                std::to_string(lane.index) + ": " + e.what());
-  }
+  stop_thread(lane);
+}
+
+// After LoopRelay::handler_returned(): the loop, and the lane, are this thread's alone.
+void HandlerThreads::loop_lane_done(Lane& lane) {
+  lane.done = true;
+  lane.on_thread = false;
 }
 
 } // namespace fcgi_host

@@ -11,12 +11,18 @@
 // Threads are made in the worker, after fork, with every signal blocked (the loop's signalfd
 // takes them); each thread gets its handler instance (its own, or the one shared when the
 // handler says it is thread-safe) and calls on_thread_start()/on_thread_stop() on it.
+//
+// Lane 0 has no thread of its own: the loop's thread is its thread (loop_relay.hpp). It runs
+// lane 0's requests itself while a relay stands by to take the loop over from it, and makes
+// lane 0's instance and calls on_thread_start()/on_thread_stop() on it, as the others do.
 #include "fcgi_host/worker/handler_factory.hpp"
+#include "fcgi_host/worker/loop_relay.hpp"
 #include "fcgi_host/worker/request_lane.hpp"
 #include "process_manager/scoreboard.hpp"
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,6 +34,21 @@
 #include <vector>
 
 namespace fcgi_host {
+
+// While one lives, the calling thread blocks every signal but the fatal ones, and so does every
+// thread it starts: the loop's signalfd takes the worker's signals, and a stop never lands in a
+// handler thread (a fault raised while its signal is blocked would kill the process without its
+// handler, Linux resetting it, and the crash report would be lost).
+class ThreadSignalMask {
+public:
+  ThreadSignalMask();
+  ~ThreadSignalMask();
+  ThreadSignalMask(const ThreadSignalMask&) = delete;
+  ThreadSignalMask& operator=(const ThreadSignalMask&) = delete;
+
+private:
+  sigset_t saved_;
+};
 
 class HandlerThreads {
 public:
@@ -41,13 +62,20 @@ public:
   HandlerThreads(const HandlerThreads&) = delete;
   HandlerThreads& operator=(const HandlerThreads&) = delete;
 
-  // Starts the threads: each gets `shared` (thread-safe) or its own instance from `make`.
-  // An error text when a thread could not start or its on_thread_start threw.
+  // Starts the threads (lanes 1 on), and makes lane 0's instance on the calling thread (the
+  // loop's): each gets `shared` (thread-safe) or its own instance from `make`. `relay`: what
+  // lane 0's handler asks before it waits for the loop. An error text when a thread could not
+  // start or an on_thread_start threw.
   std::string start(app::Handler& shared, bool thread_safe, const HandlerFactory& make,
-                    Respond respond);
+                    Respond respond, LoopRelay& relay);
 
   // The request decoded into `lane` runs on its thread.
   void hand_over(Lane& lane);
+  // Lane 0's seam, set for a new request on the loop's thread (hand_over() does it for the
+  // others).
+  static void prepare(Lane& lane);
+  // Makes the loop's wait return (the eventfd).
+  void wake_loop();
   // The lane is the loop's again (after its request was finished or cut).
   static void release(Lane& lane);
   // On the lane's thread, at Response::finish(): the response's end is in the lane's output;
@@ -68,14 +96,28 @@ public:
   // The lane whose thread this is (crash handler: async-signal-safe), or nullptr.
   Lane* lane_of_thread(pid_t tid);
 
+  // Lane 0, run by the loop's thread, which holds the loop again: done, as a thread says it
+  // (the loop then takes its end).
+  static void loop_lane_done(Lane& lane);
+
 private:
+  // A thread's start: its ids, its instance, on_thread_start(). An error text, or empty.
+  std::string begin_thread(Lane& lane, app::Handler& shared, bool thread_safe,
+                           const HandlerFactory& make);
+  void stop_thread(Lane& lane); // on_thread_stop(), on the lane's thread
   void run(Lane& lane, app::Handler& shared, bool thread_safe, const HandlerFactory& make);
   void notify_loop(Lane& lane);
+  // Before lane 0's handler waits for the loop (which is its own thread): the relay takes it.
+  static void hand_loop_on(Lane& lane) {
+    if (lane.index == 0) lane.owner->relay_->hand_on_now();
+  }
 
   process_manager::WorkerSlot& slot_;
   std::vector<std::unique_ptr<Lane>>& lanes_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_; // lanes 1 on (lane 0's is the loop's)
   Respond respond_;
+  LoopRelay* relay_ = nullptr;
+  bool started_lane0_ = false; // lane 0's on_thread_start() went well (on_thread_stop() follows)
   int event_fd_ = -1;
   std::mutex news_mutex_;
   std::vector<Lane*> news_; // guarded by news_mutex_

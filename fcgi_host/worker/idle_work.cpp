@@ -10,7 +10,8 @@
 //                 kept connections go to other workers as from a busy handler's (the watch's
 //                 table lock is given up around it, and the slot says Handling);
 //   threads       the lane's thread runs it as a job of its own: the lane is busy, so the loop
-//                 gives its requests to the other threads (or holds them) until it ends.
+//                 gives its requests to the other threads (or holds them) until it ends; lane 0's
+//                 thread is the loop's (loop_relay.hpp), whose relay stands by meanwhile.
 // --trim-when-idle adds malloc_trim(0) (glibc's arenas grow with threads and give little back
 // by themselves), once per worker: in the first lane's idle work.
 #include "fcgi_host/worker/worker_loop.hpp"
@@ -29,6 +30,7 @@ using process_manager::WorkerState;
 void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
   if (stopping() || quarantined_) return;
   bool all_done = true; // every lane idle, its idle work run: nothing to look at until a request
+  bool loop_lane_idle = false;
   for (auto& lane : lanes_) {
     all_done = all_done && !lane->busy && lane->idle_done &&
                lane->request_number == lane->idle_seen_request;
@@ -41,7 +43,10 @@ void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
     if (lane->idle_done) continue;
     lane->idle_done = true;
     if (threads_) {
-      start_idle_job(*lane);
+      if (lane->index == 0)
+        loop_lane_idle = true; // (last: the regent may hold the loop meanwhile)
+      else
+        start_idle_job(*lane);
       continue;
     }
     slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
@@ -51,6 +56,21 @@ void WorkerLoop::look_at_idle_lanes(std::uint64_t now) {
     count_idle_work(now);
   }
   if (all_done) idle_timer_.pause(); // begin() resumes it with the next request
+  if (loop_lane_idle) idle_work_on_loop_thread(*lanes_[0]);
+}
+
+// Lane 0's idle work, with threads: on the loop's thread (its thread), the relay standing by as
+// for its requests (run_on_loop_thread()).
+void WorkerLoop::idle_work_on_loop_thread(Lane& lane) {
+  take_lane(lane);
+  lane.idle_job = true;
+  lane.start_ns = process_manager::monotonic_ns();
+  if (!admitting()) set_accepting(false);
+  relay_.handler_starts();
+  run_idle_work(lane, settings_.trim_when_idle);
+  relay_.handler_returned();
+  end_idle_job(lane);
+  resume_held();
 }
 
 // A handler thread's idle work: its lane is busy with it (no request goes to it) until the

@@ -44,10 +44,11 @@ constexpr std::uint64_t kUploadMemoryKeepNs = 1'000'000'000; // upload_memory_ w
 // After a handler ran this long, the worker looks whether the client is still there.
 constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
 
-// The steps of respond, which touch the lane only (below), folded into their callers: an
-// inline request pays for no call where it paid for three.
-[[gnu::always_inline]] inline void handle_and_encode(Lane& lane);
-[[gnu::always_inline]] inline void end_response(Lane& lane);
+// The handler in its boundary (WorkerLoop::call_handler()), the response's end
+// (WorkerLoop::end_response()) and its encoding, which touch the lane only (below), folded into
+// their callers: an inline request pays no call for them.
+[[gnu::always_inline]] inline void handle_in_boundary(Lane& lane);
+[[gnu::always_inline]] inline void end_lane_response(Lane& lane);
 [[gnu::always_inline]] inline void encode(Lane& lane);
 
 } // namespace
@@ -83,9 +84,9 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
     return keep_or_close(c, RequestCodec::Ending::Kept, 0, nullptr, true);
   }
   if (!lane) {
-    // The first lane, when free, is the one idle_lane() would give (with one thread, the only).
+    // With one thread its one lane, when free, without the look (idle_lane() would give it).
     Lane& first = *lanes_.front();
-    lane = !first.busy && !quarantined_ ? &first : admitting() ? idle_lane() : nullptr;
+    lane = !threads_ && !first.busy && !quarantined_ ? &first : admitting() ? idle_lane() : nullptr;
     if (!lane) {
       hold(c); // every thread busy: another worker takes it, or it waits for a thread here
       return false;
@@ -98,11 +99,11 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
     break;
   case Begun::ForHandler:
     // The one place where the modes part: where respond runs.
-    if (threads_) return hand_to_thread(c, *lane);
+    if (threads_) return lane->index == 0 ? run_on_loop_thread(c, *lane) : hand_to_thread(c, *lane);
     const int fd = c.fd;
     serving_fd_ = fd;
-    watch_.handler_starts();  // the table is free while the handler runs
-    handle_and_encode(*lane); // respond(), folded in
+    watch_.handler_starts(); // the table is free while the handler runs
+    respond_inline(*lane);
     watch_.handler_returned();
     serving_fd_ = -1;
     if (lane->fd < 0) return finish_without_connection(fd, c, *lane);
@@ -213,32 +214,53 @@ void end_inline_stream(Lane& lane) {
   lane.event_stream = false;
 }
 
+} // namespace
+
 // The handler inside its exception boundary, then its response encoded. Inline with one thread
 // (the watch's table lock given up around it by the caller), on the lane's thread with more.
-inline void handle_and_encode(Lane& lane) {
-  // A thread's CPU time per route: its own clock (a system call), on the requests the metrics
-  // sample, as the loop's own clock is read around an inline request.
-  const bool sample_cpu = lane.owner && lane.metrics.cpu_due();
-  const std::uint64_t cpu_start = sample_cpu ? thread_cpu_ns() : 0;
+void WorkerLoop::respond(Lane& lane) {
+  respond_inline(lane);
+}
+
+// respond(), folded into serve_request() with one thread: the steps of an inline request cost
+// no call of their own.
+[[gnu::always_inline]] inline void WorkerLoop::respond_inline(Lane& lane) {
+  const std::uint64_t cpu_start = start_cpu_sample(lane);
+  handle_in_boundary(lane);
+  if (!lane.response.finished()) end_lane_response(lane); // (else ended by Response::finish())
+  end_cpu_sample(lane, cpu_start);
+}
+
+void WorkerLoop::call_handler(Lane& lane) {
+  handle_in_boundary(lane);
+}
+
+// A thread's CPU time per route: its own clock (a system call), on the requests the metrics
+// sample, as the loop's own clock is read around an inline request. 0: not sampled.
+std::uint64_t WorkerLoop::start_cpu_sample(Lane& lane) {
+  return lane.owner && lane.metrics.cpu_due() ? thread_cpu_ns() : 0;
+}
+
+void WorkerLoop::end_cpu_sample(Lane& lane, std::uint64_t start) {
+  if (start) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - start);
+}
+
+// The response's end: after the handler returned, or at its Response::finish().
+void WorkerLoop::end_response(Lane& lane) {
+  end_lane_response(lane);
+}
+
+namespace {
+
+inline void handle_in_boundary(Lane& lane) {
   try {
     lane.handler->handle(lane.request, lane.response);
   } catch (...) {
     lane.failure = std::current_exception();
   }
-  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
-  if (sample_cpu) lane.thread_cpu_ns = static_cast<std::int64_t>(thread_cpu_ns() - cpu_start);
 }
 
-} // namespace
-
-void WorkerLoop::respond(Lane& lane) {
-  handle_and_encode(lane);
-}
-
-namespace {
-
-// The response's end: after the handler returned, or at its Response::finish().
-inline void end_response(Lane& lane) {
+inline void end_lane_response(Lane& lane) {
   if (lane.failure) answer_failure(lane);
   if (lane.heartbeat && lane.events) end_inline_stream(lane); // no heartbeat inside the end
   // nginx closes the connection when its client leaves; a small answer written to it would
@@ -267,7 +289,7 @@ void WorkerLoop::end_response_early(Lane& lane) {
   lane.responded_ns = process_manager::monotonic_ns();
   lane.metrics.responded(lane.responded_ns);
   if (!lane.owner) lane.backlog = nullptr;
-  end_response(lane);
+  end_lane_response(lane);
   if (!lane.owner) pass_on_finished_connection(lane);
   // Request::aborted() asks the connection no more: it goes on to its next request.
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
@@ -533,10 +555,18 @@ bool WorkerLoop::keep_or_close(Connection& c, RequestCodec::Ending ending, std::
 
 // ---- the lanes --------------------------------------------------------------------------------
 
+// Lane 0 first: with threads, the loop's thread runs it itself (no hand-over), but only while it
+// holds the loop, and after a takeover only when no other lane is free (loop_lane_backoff_).
 Lane* WorkerLoop::idle_lane() {
-  for (auto& lane : lanes_)
-    if (!lane->busy) return lane.get();
-  return nullptr;
+  const bool loop_lane = !threads_ || relay_.loop_on_own_thread();
+  const bool later = threads_ && loop_lane_backoff_ > 0;
+  if (loop_lane && !later && !lanes_[0]->busy) return lanes_[0].get();
+  for (std::size_t i = 1; i < lanes_.size(); ++i)
+    if (!lanes_[i]->busy) {
+      if (later) --loop_lane_backoff_;
+      return lanes_[i].get();
+    }
+  return loop_lane && !lanes_[0]->busy ? lanes_[0].get() : nullptr;
 }
 
 void WorkerLoop::take_lane(Lane& lane) {

@@ -28,9 +28,11 @@
 #include "fcgi_host/worker/worker_loop.hpp"
 #include "process_manager/clock.hpp"
 #include "process_manager/crash_report.hpp"
+#include "process_manager/exit_codes.hpp"
 #include "process_manager/log.hpp"
 #include "process_manager/request_id.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <string_view>
@@ -47,7 +49,8 @@ using process_manager::WorkerState;
 void describe_thread_for_crash(process_manager::WorkerSlot&, const void* threads) {
   auto& t = *static_cast<HandlerThreads*>(const_cast<void*>(threads));
   Lane* lane = t.lane_of_thread(static_cast<pid_t>(gettid()));
-  if (lane && !lane->idle_job) // (in on_idle(): no request; the lane's is an old one)
+  // (In on_idle(), or the loop's thread outside lane 0's handler: no request, or an old one.)
+  if (lane && !lane->idle_job && lane->slot.request_start_ns.load(std::memory_order_relaxed))
     describe_request_for_crash(lane->slot, lane->request);
 }
 
@@ -57,11 +60,13 @@ std::string WorkerLoop::start_threads() {
   threads_ = std::make_unique<HandlerThreads>(slot_, lanes_);
   slot_.threads.store(settings_.threads, std::memory_order_relaxed);
   process_manager::set_crash_describer(describe_thread_for_crash, threads_.get());
-  std::string error = threads_->start(handler_, thread_safe_, *make_handler_,
-                                      [this](Lane& lane) { respond_on_thread(lane); });
+  std::string error = threads_->start(
+      handler_, thread_safe_, *make_handler_, [this](Lane& lane) { respond_on_thread(lane); },
+      relay_);
   if (!error.empty()) return error;
   if (!epoll_.add(threads_->event_fd(), EPOLLIN)) return sys_error("epoll_ctl", "eventfd");
-  return {};
+  ThreadSignalMask mask;
+  return relay_.start([this] { regent_turn(); }, [this] { threads_->wake_loop(); });
 }
 
 // A request begun on `lane` for its handler: to the lane's thread. The connection is the lane's
@@ -75,6 +80,64 @@ bool WorkerLoop::hand_to_thread(Connection& c, Lane& lane) {
   if (!admitting()) set_accepting(false);
   publish_lanes();
   return false;
+}
+
+// Lane 0's request, on the loop's own thread (loop_relay.hpp): set up as for a thread, its
+// handler run here with the relay standing by. A buffered response is then encoded straight to
+// the socket, as with one thread (finish_on_loop_thread()); a streamed one, or one ended by
+// Response::finish(), went through the lane as a thread's, and its end is taken as a thread's.
+// False, as from hand_to_thread(), unless the connection is here for its next request.
+bool WorkerLoop::run_on_loop_thread(Connection& c, Lane& lane) {
+  c.phase = Connection::Phase::Serving;
+  c.lane = 0;
+  lane.last_output_ns = lane.start_ns;
+  lane.codec.deliver_to(&HandlerThreads::deliver, &lane);
+  HandlerThreads::prepare(lane);
+  if (!admitting()) set_accepting(false);
+  const std::uint64_t cpu_start = start_cpu_sample(lane);
+  relay_.handler_starts();
+  if (lane.streamed) relay_.hand_on_now(); // its reader waits on the socket: the loop goes on
+  call_handler(lane);
+  const bool buffered = !lane.streamed && !lane.response.finished() && !lane.response.head_sent();
+  if (!buffered && !lane.response.finished()) end_response(lane); // (while the relay stands by)
+  if (relay_.handler_returned()) // the regent held the loop meanwhile: lane 0 less for a while
+    loop_lane_backoff_ = std::min(2 * loop_lane_backoff_ + 1, kMaxLoopLaneBackoff);
+  if (buffered && !lane.cut) return finish_on_loop_thread(c, lane, cpu_start);
+  end_cpu_sample(lane, cpu_start);
+  HandlerThreads::loop_lane_done(lane);
+  on_lane_news(lane, true);
+  publish_lanes();
+  if (!held_.empty() || !accepting_) resume_held();
+  return false;
+}
+
+// The loop is this thread's again, and nothing of the response went out: it is encoded to the
+// socket (what it does not take waits in the connection's backlog) and the request finishes, as
+// with one thread. The connection is the loop's again (no thread had its bytes).
+bool WorkerLoop::finish_on_loop_thread(Connection& c, Lane& lane, std::uint64_t cpu_start) {
+  lane.on_thread = false;
+  lane.codec.deliver_to(nullptr, nullptr);
+  end_response(lane);
+  end_cpu_sample(lane, cpu_start);
+  c.lane = -1;
+  c.phase = Connection::Phase::Reading;
+  const bool open = finish(c, lane);
+  publish_lanes();
+  if (!held_.empty() || !accepting_) resume_held();
+  return open;
+}
+
+// The regent's turn (loop_relay.hpp): the loop's, while the loop's thread is in lane 0's
+// handler. A worker that is done while that handler still runs has cut it (--request-timeout):
+// it ends here, as the loop's thread would once its other requests are done (the cut handler's
+// thread ends with the process; nothing of the handler is stopped under it).
+void WorkerLoop::regent_turn() {
+  if (done() && lanes_[0]->cut) {
+    client_errors_.flush_due(~std::uint64_t{0});
+    ::_exit(process_manager::exit_code::kWorkerDone);
+  }
+  if (recycle_if_due() || accept_without_waiting()) return;
+  if (!wait_and_dispatch()) ::_exit(process_manager::exit_code::kWorkerError);
 }
 
 // No thread free: a free worker takes the connection with its request, else it waits here.
@@ -112,47 +175,56 @@ void WorkerLoop::respond_on_thread(Lane& lane) {
 
 // The eventfd: lanes with output, or done.
 void WorkerLoop::on_thread_news() {
-  for (Lane* lane : threads_->take_news()) {
-    if (lane->cut) {
-      // A cut request's thread returned after all: its connection goes now, the lane is free.
-      bool done;
-      {
-        std::lock_guard lock(lane->mutex);
-        lane->output.clear();
-        done = lane->done;
-      }
-      HandlerThreads::output_taken(*lane);
-      if (!done) continue;
-      lane->cut = false;
-      if (lane->fd >= 0) --abandoned_; // (not when it let its connection go at finish())
-      if (Connection* c = table_.find(lane->fd)) close_connection(*c);
-      lane->responded_ns = 0;
-      lane->slot.responded_ns.store(0, std::memory_order_relaxed);
-      lane->request_bytes = ByteBuffer{};
-      lane->slot.request_start_ns.store(0, std::memory_order_relaxed);
-      lane->slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
-      lane->streamed.reset();
-      release_lane(*lane);
-      continue;
-    }
-    if (Connection* c = table_.find(lane->fd))
-      take_lane_output(*c, *lane);
-    else if (lane->fd < 0)
-      on_lane_without_connection(*lane);
-  }
+  for (Lane* lane : threads_->take_news())
+    on_lane_news(*lane);
   publish_lanes();
   resume_held();
 }
 
-// Moves what the lane's thread wrote to the connection (while the connection holds less than
-// the bound), writes it, and finishes the request once the thread is done and all is taken.
-void WorkerLoop::take_lane_output(Connection& c, Lane& lane) {
-  bool done, responded;
+// A lane's thread wrote output, or is done (lane 0's: the loop's thread, after its handler).
+void WorkerLoop::on_lane_news(Lane& lane, bool lane_is_ours) {
+  if (lane.cut) {
+    end_cut_lane(lane);
+    return;
+  }
+  if (Connection* c = table_.find(lane.fd))
+    take_lane_output(*c, lane, lane_is_ours);
+  else if (lane.fd < 0)
+    on_lane_without_connection(lane);
+}
+
+// A cut request's thread returned after all: its connection goes now, the lane is free.
+void WorkerLoop::end_cut_lane(Lane& lane) {
+  bool done;
   {
     std::lock_guard lock(lane.mutex);
+    lane.output.clear();
+    done = lane.done;
+  }
+  HandlerThreads::output_taken(lane);
+  if (!done) return;
+  lane.cut = false;
+  if (lane.fd >= 0) --abandoned_; // (not when it let its connection go at finish())
+  if (Connection* c = table_.find(lane.fd)) close_connection(*c);
+  lane.responded_ns = 0;
+  lane.slot.responded_ns.store(0, std::memory_order_relaxed);
+  lane.request_bytes = ByteBuffer{};
+  lane.slot.request_start_ns.store(0, std::memory_order_relaxed);
+  lane.slot.state.store(WorkerState::Idle, std::memory_order_relaxed);
+  lane.streamed.reset();
+  release_lane(lane);
+}
+
+// Moves what the lane's thread wrote to the connection (while the connection holds less than
+// the bound), writes it, and finishes the request once the thread is done and all is taken.
+void WorkerLoop::take_lane_output(Connection& c, Lane& lane, bool lane_is_ours) {
+  bool done, responded;
+  {
+    std::unique_lock lock(lane.mutex, std::defer_lock);
+    if (!lane_is_ours) lock.lock(); // (lane 0 on the loop's thread after its handler: no lock)
     lane.events = lane.event_stream;
     if (c.backlog.size() < kLaneOutputBound && !lane.output.empty()) {
-      lane.last_output_ns = process_manager::monotonic_ns();
+      if (lane.events) lane.last_output_ns = process_manager::monotonic_ns(); // (heartbeats)
       if (c.backlog.empty())
         c.backlog.swap(lane.output);
       else

@@ -135,6 +135,7 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
 }
 
 WorkerLoop::~WorkerLoop() {
+  relay_.stop();
   process_manager::set_crash_describer(nullptr, nullptr);
   process_manager::set_crash_recorder(nullptr, nullptr);
   watch_.stop(); // before anything its thread may touch goes
@@ -169,11 +170,16 @@ int WorkerLoop::run() {
   // Logs rotated while this worker started (after Idle: the master hands them before it looks
   // whether to signal, so a rotation is either taken here or signalled).
   if (context_.log_channel >= 0) take_handed_logs(context_.log_channel);
+  int code = exit_code::kWorkerDone;
   while (!done()) {
     if (recycle_if_due() || accept_without_waiting()) continue;
-    if (!wait_and_dispatch()) return exit_code::kWorkerError;
+    if (!wait_and_dispatch()) {
+      code = exit_code::kWorkerError;
+      break;
+    }
   }
-  return exit_code::kWorkerDone;
+  relay_.stop(); // (the loop is this thread's: the regent waits)
+  return code;
 }
 
 // Here, at the top of the loop, not inside process(): stopping may close connections.

@@ -141,12 +141,18 @@ private:
   // ---- --threads: requests on handler threads (threaded_requests.cpp)
   std::string start_threads();
   bool hand_to_thread(Connection& c, Lane& lane);
+  bool run_on_loop_thread(Connection& c, Lane& lane);
+  bool finish_on_loop_thread(Connection& c, Lane& lane, std::uint64_t cpu_start);
+  void regent_turn();
   void hold(Connection& c);
   void resume_held();
   void respond_on_thread(Lane& lane);
   void on_thread_news();
+  // `lane_is_ours`: lane 0 after its handler on the loop's thread (no other thread has it).
+  void on_lane_news(Lane& lane, bool lane_is_ours = false);
+  void end_cut_lane(Lane& lane);
   void on_serving_ready(Connection& c);
-  void take_lane_output(Connection& c, Lane& lane);
+  void take_lane_output(Connection& c, Lane& lane, bool lane_is_ours = false);
   void write_lane_output(Connection& c);
   void finish_lane(Connection& c, Lane& lane);
   bool let_connection_go(Connection& c, Lane& lane);
@@ -161,6 +167,7 @@ private:
   // ---- --idle-work-after: the handler's on_idle() between requests (idle_work.cpp)
   void look_at_idle_lanes(std::uint64_t now);
   void start_idle_job(Lane& lane);
+  void idle_work_on_loop_thread(Lane& lane);
   void end_idle_job(Lane& lane);
   static void run_idle_work(Lane& lane, bool trim);
   void count_idle_work(std::uint64_t started_ns);
@@ -179,9 +186,14 @@ private:
   inline Begun begin(Connection& c, Lane& lane);
   void answer_endpoint(Lane& lane);
   // The handler inside its exception boundary, then its response encoded: inline with one
-  // thread, on the lane's thread with more (it touches the lane and nothing of the loop; the
-  // encoding steps are serve_request.cpp's own, folded into it).
+  // thread, on the lane's thread with more (it touches the lane and nothing of the loop).
   static void respond(Lane& lane);
+  // respond(), folded into serve_request() with one thread (serve_request.cpp's alone).
+  static inline void respond_inline(Lane& lane);
+  static void call_handler(Lane& lane);
+  static std::uint64_t start_cpu_sample(Lane& lane);
+  static void end_cpu_sample(Lane& lane, std::uint64_t start);
+  static void end_response(Lane& lane);
   // Response::finish(), on the thread that runs the handler (LaneEnd): it touches the lane only,
   // but with one thread, where the loop is the handler's, the connection too.
   void end_response_early(Lane& lane);
@@ -263,6 +275,12 @@ private:
   const HandlerFactory* make_handler_;
   bool thread_safe_;
   std::unique_ptr<HandlerThreads> threads_;
+  // Lane 0 runs on the loop's thread, the relay standing by (loop_relay.hpp). After its regent
+  // had to take the loop, the next requests go to the other lanes first: a handler that waits
+  // (a database) is best on a thread of its own, and the backoff doubles at each takeover.
+  LoopRelay relay_;
+  unsigned loop_lane_backoff_ = 0;
+  static constexpr unsigned kMaxLoopLaneBackoff = 1023;
   // One thread and --event-heartbeat: the inline lane's (null otherwise).
   std::unique_ptr<StreamHeartbeat> heartbeat_;
   std::deque<int> held_;      // connections whose complete request waits for a thread

@@ -104,6 +104,36 @@ public:
   std::atomic<int> idle_runs_{0};
 };
 
+// /hold waits until released (bounded), as a handler waiting on a database would; /count
+// answers at once; /big answers 1 MiB buffered.
+class Holds : public app::Router {
+public:
+  Holds() {
+    get("/hold", [this](const app::Request&, app::Response& res) {
+      holding_ = true;
+      std::unique_lock lock(mutex_);
+      released_.wait_for(lock, 10s, [this] { return release_; });
+      res.set_content(release_ ? "released" : "not released", "text/plain");
+    });
+    get("/count", [this](const app::Request&, app::Response& res) {
+      res.set_content(std::to_string(++calls_), "text/plain");
+    });
+    get("/big", [](const app::Request&, app::Response& res) {
+      res.set_content(std::string(1 << 20, 'b'), "text/plain");
+    });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    release_ = true;
+    released_.notify_all();
+  }
+  std::atomic<bool> holding_{false};
+  std::atomic<int> calls_{0};
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool release_ = false;
+};
+
 fcgi_host::WorkerSettings threaded(unsigned threads, bool thread_safe) {
   fcgi_host::WorkerSettings s;
   s.threads = threads;
@@ -234,4 +264,39 @@ TEST_CASE("threads: a client that stops reading a streamed response holds its ha
   CHECK(b.request("GET", "/count").status == 200);
   // The stalled client's connection was ended: what it reads now ends in a close.
   CHECK(stalled.read_until_closed(fcgi_test::Millis{10000}).status == fcgi_test::IoStatus::Closed);
+}
+
+TEST_CASE("threads: a handler that waits on the loop's own thread does not hold the loop: the "
+          "other threads answer meanwhile, and its answer comes whole") {
+  for (unsigned threads : {2u, 4u}) {
+    CAPTURE(threads);
+    auto shared = std::make_shared<Holds>();
+    fcgi_host::InProcessHost host(threaded(threads, true), [shared] {
+      return fcgi_host::HandlerPtr(shared.get(), [](app::Handler*) {});
+    });
+    // An idle worker's first request runs on the loop's thread (lane 0).
+    auto held = fcgi_test::Client::connect(host.address());
+    fcgi_test::Request request;
+    request.uri = "/hold";
+    const std::uint16_t id = held.send_request(request);
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!shared->holding_ && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    REQUIRE(shared->holding_);
+    // Served by the other threads while /hold waits (the relay took the loop over).
+    auto other = fcgi_test::Client::connect(host.address());
+    for (int i = 0; i < 20; ++i)
+      CHECK(other.request("GET", "/count").status == 200);
+    fcgi_test::Response big = other.request("GET", "/big");
+    CHECK(big.status == 200);
+    CHECK(big.body.size() == std::size_t{1} << 20);
+    CHECK(shared->calls_ == 20);
+    shared->release();
+    fcgi_test::Response answer = held.read_response(id);
+    CHECK(answer.status == 200);
+    CHECK(answer.body == "released");
+    // And the loop is the loop's thread's again: its connection serves on, large answers too.
+    CHECK(held.request("GET", "/count").status == 200);
+    CHECK(held.request("GET", "/big").body.size() == std::size_t{1} << 20);
+  }
 }

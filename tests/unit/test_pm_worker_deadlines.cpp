@@ -136,14 +136,22 @@ TEST_CASE("deadlines: at most ten slow-request stacks a minute, the refused ones
   CHECK(b.take(kT0 + 60 * kS)); // a new minute
 }
 
-TEST_CASE("deadlines: the loop ticks faster only while a nudge may be due") {
+TEST_CASE("deadlines: the loop ticks faster only while a nudge may be due, and wakes when it "
+          "comes due") {
   Child w = worker();
-  CHECK_FALSE(nudge_tick(w, 5));
+  SlotSnapshot between{WorkerState::KeepAliveIdle, 0, 5, false};
+  CHECK_FALSE(nudge_tick(w, between, kT0)); // no --handoff-after
   w.nudge_after = 100ms;
-  CHECK_FALSE(nudge_tick(w, 1));
-  CHECK(nudge_tick(w, 2) == 50ms);
+  CHECK_FALSE(nudge_tick(w, in_handler(kT0, 1), kT0 + 10 * kMs)); // nothing to pass on
+  between.connections = 2;
+  CHECK(nudge_tick(w, between, kT0) == 100ms); // a request may begin now
+  CHECK(nudge_tick(w, in_handler(kT0, 2), kT0 + 30 * kMs) == 70ms);
+  CHECK(nudge_tick(w, in_handler(kT0, 2), kT0 + 30 * kMs + 1) == 70ms); // not before it is due
+  CHECK(nudge_tick(w, in_handler(kT0, 2), kT0 + 150 * kMs) == 1ms);     // due: the next turn
+  w.nudged_request_ns = kT0;
+  CHECK(nudge_tick(w, in_handler(kT0, 2), kT0 + 150 * kMs) == 100ms); // nudged: the next one's
   w.nudge_after = 1ms;
-  CHECK(nudge_tick(w, 2) == 1ms);
+  CHECK(nudge_tick(w, between, kT0) == 1ms);
   w.nudge_after = 10s;
-  CHECK(nudge_tick(w, 2) == kTick);
+  CHECK(nudge_tick(w, between, kT0) == kTick);
 }
