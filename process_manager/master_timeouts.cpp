@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 
 namespace process_manager {
@@ -114,15 +115,24 @@ void Master::Impl::kill_timed_out_requests(std::uint64_t now) {
 
 // Workers that run a request longer than nudge_after while holding other connections (kept
 // connections, on which the web server may send a request that would wait for this one) are
-// nudged once per request; the worker decides whether another worker is free to take them.
+// nudged once per request; the worker decides whether another worker is free to take them. Not
+// a worker that was only kept off the CPU (nudge_now(): more runnable threads than CPUs, a
+// worker preempted inside a short request looks slow to the clock): its connections would wait
+// for a CPU in the next worker too, and moving them would cost.
 void Master::Impl::nudge_slow_workers() {
   if (table.all().size() < 2) return;
   std::uint64_t now = monotonic_ns();
   for (Child& w : table.all()) {
     SlotSnapshot s = SlotSnapshot::of(scoreboard.slot(w.slot));
-    if (!nudge_due(w, s, now)) continue;
+    if (!nudge_due(w, s, now) ||
+        !nudge_now(w, s.request_start_ns, read_thread_sched(w.pid, s.tid != 0 ? s.tid : w.pid)))
+      continue;
     w.nudged_request_ns = s.request_start_ns;
-    ::kill(w.pid, signals::nudge_signal());
+    // With the request's start: a worker that has moved on to its next request by the time it
+    // reads the nudge ignores it.
+    sigval request{};
+    request.sival_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.request_start_ns));
+    ::sigqueue(w.pid, signals::nudge_signal(), request);
   }
 }
 

@@ -80,9 +80,11 @@ bool read_all(int fd, void* data, std::size_t size) {
   return true;
 }
 
-// Forks twice: the grandchild runs `become` once its middle parent is gone, that is once it is
-// the master's child (the subreaper's), so that its death signal and its parent are the
-// master's. Returns the grandchild's pid, or -1 with errno.
+// Forks twice (fork_clean, the house's one fork, both times: the mold's signals are all blocked
+// already, and the worker gets the master's mask back in run_child): the grandchild runs
+// `become` once its middle parent is gone, that is once it is the master's child (the
+// subreaper's), so that its death signal and its parent are the master's. Returns the
+// grandchild's pid, or -1 with errno.
 pid_t fork_reparented(const char* name, const std::function<void()>& become) {
   int pid_pipe[2], go_pipe[2];
   if (::pipe2(pid_pipe, O_CLOEXEC) != 0) return -1;
@@ -91,24 +93,22 @@ pid_t fork_reparented(const char* name, const std::function<void()>& become) {
     ::close(pid_pipe[0]), ::close(pid_pipe[1]);
     return errno = err, -1;
   }
-  const pid_t middle = ::fork();
-  if (middle == 0) {
+  const pid_t middle = fork_clean([&](const sigset_t&) {
     ::close(pid_pipe[0]);
     ::close(go_pipe[1]);
-    std::int32_t reply[2] = {::fork(), errno};
-    if (reply[0] == 0) {
+    const pid_t grandchild = fork_clean([&](const sigset_t&) {
       ::prctl(PR_SET_NAME, name); // a worker, not a mold, from its first moment in the master's
       ::close(pid_pipe[1]);
       char go = 0; // the middle parent has been reaped: this process is the master's now
       if (!read_all(go_pipe[0], &go, 1)) _exit(exit_code::kWorkerError);
       ::close(go_pipe[0]);
       become();
-      _exit(127);
-    }
+    });
+    std::int32_t reply[2] = {grandchild, errno};
     ssize_t ignored = ::write(pid_pipe[1], reply, sizeof reply);
     (void)ignored;
     _exit(0);
-  }
+  });
   const int fork_errno = errno;
   ::close(pid_pipe[1]);
   ::close(go_pipe[0]);

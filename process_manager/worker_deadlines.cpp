@@ -74,6 +74,17 @@ bool nudge_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns) {
          ran_past(w, w.nudge_after, s, now_ns);
 }
 
+bool nudge_now(Child& w, std::uint64_t request_start_ns, const ThreadSched& t) {
+  if (!t.known || !t.runnable) return true;
+  const bool looked = w.sched_request_ns == request_start_ns;
+  const std::uint64_t ran = t.run_ns - w.sched_run_ns;
+  const std::uint64_t waited = t.wait_ns - w.sched_wait_ns;
+  w.sched_request_ns = request_start_ns;
+  w.sched_run_ns = t.run_ns;
+  w.sched_wait_ns = t.wait_ns;
+  return looked && ran >= waited;
+}
+
 bool slow_stack_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns) {
   // Later than the last request stacked: starts only grow, and each thread's request is stacked
   // once though several run at a time.

@@ -14,6 +14,7 @@
 //   nudge_after: a request running longer beside other connections gets one nudge.
 #include "process_manager/master_state.hpp"
 #include "process_manager/scoreboard.hpp"
+#include "process_manager/thread_sched.hpp"
 #include "process_manager/worker_table.hpp"
 
 #include <chrono>
@@ -61,6 +62,11 @@ bool request_timed_out(const Child& w, const SlotSnapshot& s, std::uint64_t now_
 // nudge_after: the request has run past it while the worker holds other connections, and this
 // request was not nudged yet.
 bool nudge_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns);
+// A due nudge goes now unless the worker's thread was only kept off the CPU (thread_sched.hpp):
+// one that sleeps (its handler waits on something) at once; a runnable one is looked at again a
+// tick later, and goes once it ran more than it waited for a CPU meanwhile (a handler that
+// computes). Remembers the look in `w`.
+bool nudge_now(Child& w, std::uint64_t request_start_ns, const ThreadSched& t);
 // slow_stack_after: the request in the handler has run past it and has no stack yet; a crashed
 // worker is not slow.
 bool slow_stack_due(const Child& w, const SlotSnapshot& s, std::uint64_t now_ns);

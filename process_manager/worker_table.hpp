@@ -32,7 +32,12 @@ struct Child {
   std::chrono::milliseconds nudge_after{0};
   std::chrono::milliseconds boot_window{0}; // PoolSettings::boot_window
   std::chrono::milliseconds slow_stack_after{0};
-  std::uint64_t nudged_request_ns = 0;     // the request start the last nudge was for
+  std::uint64_t nudged_request_ns = 0; // the request start the last nudge was for
+  // A due nudge's first look at a runnable thread (nudge_now()): its request, and the
+  // scheduler's times then.
+  std::uint64_t sched_request_ns = 0;
+  std::uint64_t sched_run_ns = 0;
+  std::uint64_t sched_wait_ns = 0;
   int stop_signal = 0;                     // the graceful signal last sent, for resend_stop_every
   std::uint64_t resend_at_ns = 0;          // 0: nothing to repeat
   std::uint64_t slow_stack_request_ns = 0; // the request start the last slow-request stack was for

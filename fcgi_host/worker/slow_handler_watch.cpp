@@ -17,7 +17,7 @@ sigset_t nudge_set() {
 
 } // namespace
 
-void SlowHandlerWatch::start(std::function<void()> on_nudge) {
+void SlowHandlerWatch::start(std::function<void(std::uint64_t)> on_nudge) {
   on_nudge_ = std::move(on_nudge);
   sigset_t nudge = nudge_set();
   pthread_sigmask(SIG_BLOCK, &nudge, nullptr);
@@ -41,7 +41,9 @@ void SlowHandlerWatch::wait_for_nudges() {
     if (sigwaitinfo(&nudge, &info) < 0) continue;
     std::lock_guard lock(table_mutex_);
     if (quit_) return;
-    if (in_handler_) on_nudge_();
+    const bool queued = info.si_code == SI_QUEUE; // the master's, naming the request
+    if (in_handler_)
+      on_nudge_(queued ? reinterpret_cast<std::uintptr_t>(info.si_value.sival_ptr) : 0);
   }
 }
 

@@ -7,6 +7,7 @@
 // while a handler runs) and lets the worker pass its waiting connections on
 // (worker_handoff.cpp). Nothing of it runs while no handler is slow: the fast path pays an
 // uncontended lock and unlock per request, no system call.
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -21,9 +22,10 @@ public:
   SlowHandlerWatch& operator=(const SlowHandlerWatch&) = delete;
 
   // Starts the thread. `on_nudge` runs on it, with the table lock held, for each nudge that
-  // arrives while a handler runs. Blocks the nudge signal in the calling thread (and so in
-  // every thread it starts), so that sigwaitinfo() alone takes it.
-  void start(std::function<void()> on_nudge);
+  // arrives while a handler runs, with the start (CLOCK_MONOTONIC ns) of the request the master
+  // found slow, or 0 (a retiring worker's nudge: for any request). Blocks the nudge signal in the
+  // calling thread (and so in every thread it starts), so that sigwaitinfo() alone takes it.
+  void start(std::function<void(std::uint64_t request_start_ns)> on_nudge);
   // Ends the thread; the calling thread must not hold the table.
   void stop();
 
@@ -59,7 +61,7 @@ private:
   std::unique_lock<std::mutex> main_lock_{table_mutex_, std::defer_lock}; // the main thread's
   bool in_handler_ = false;                                               // guarded by table_mutex_
   bool quit_ = false;                                                     // guarded by table_mutex_
-  std::function<void()> on_nudge_;
+  std::function<void(std::uint64_t)> on_nudge_;
   std::thread thread_;
 };
 

@@ -109,8 +109,13 @@ bool WorkerLoop::release_when_stopping(Connection& c, bool idle_deadline) {
 
 // On the watch's thread, the table lock held, while a handler runs: a slow handler's other
 // connections go to a free worker; a retiring worker's (the master nudges it with the stop) to
-// any worker that goes on, without waiting for the handler.
-void WorkerLoop::on_nudge() {
+// any worker that goes on, without waiting for the handler. A nudge for a request that is over
+// (`request_start_ns` is not the running one's: this worker was kept off the CPU, not slow, and
+// is in its next request now) is ignored: moving its connections would only cost.
+void WorkerLoop::on_nudge(std::uint64_t request_start_ns) {
+  if (request_start_ns != 0 &&
+      request_start_ns != lanes_[0]->slot.request_start_ns.load(std::memory_order_relaxed))
+    return;
   if (can_hand_off(true) || (retire_pending() && can_hand_off(false)))
     hand_off_waiting(serving_fd_);
 }

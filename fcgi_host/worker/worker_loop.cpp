@@ -152,7 +152,8 @@ std::string WorkerLoop::setup() {
   if (!epoll_.add(signals_.fd(), EPOLLIN)) return sys_error("epoll_ctl", "signalfd");
   set_accepting(true);
   watch_channel(true);
-  if (settings_.handoff.enabled()) watch_.start([this] { on_nudge(); });
+  if (settings_.handoff.enabled())
+    watch_.start([this](std::uint64_t request_start_ns) { on_nudge(request_start_ns); });
   if (settings_.threads > 1 && make_handler_)
     if (error = start_threads(); !error.empty()) return error;
   if (settings_.idle_work_after_ns > 0 &&

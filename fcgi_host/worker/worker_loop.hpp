@@ -136,7 +136,7 @@ private:
   bool hand_off(Connection& c);
   void hand_off_waiting(int except_fd);
   bool release_when_stopping(Connection& c, bool idle_deadline);
-  void on_nudge();
+  void on_nudge(std::uint64_t request_start_ns);
 
   // ---- --threads: requests on handler threads (threaded_requests.cpp)
   std::string start_threads();

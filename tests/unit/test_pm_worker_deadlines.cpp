@@ -155,3 +155,24 @@ TEST_CASE("deadlines: the loop ticks faster only while a nudge may be due, and w
   w.nudge_after = 10s;
   CHECK(nudge_tick(w, between, kT0) == kTick);
 }
+
+TEST_CASE("deadlines: a due nudge goes at once to a sleeping thread, to a runnable one only once "
+          "it ran more than it waited for a CPU") {
+  Child w = worker();
+  ThreadSched asleep = parse_thread_sched("42 (fcgi-host: w (1)) S 1 2 3", "5000000 100 7\n");
+  REQUIRE(asleep.known);
+  CHECK_FALSE(asleep.runnable);
+  CHECK(asleep.run_ns == 5000000);
+  CHECK(asleep.wait_ns == 100);
+  CHECK(nudge_now(w, kT0, asleep)); // a handler waiting on something
+
+  // Kept off the CPU: it waited 3 ms for 0.1 ms run; looked again: waited again.
+  CHECK_FALSE(nudge_now(w, kT0, parse_thread_sched("42 (w) R 1", "1000000 2000000 9")));
+  CHECK_FALSE(nudge_now(w, kT0, parse_thread_sched("42 (w) R 1", "1100000 5000000 10")));
+  // A new request starts the looks over; one that computes goes at the second look.
+  CHECK_FALSE(nudge_now(w, kT0 + kMs, parse_thread_sched("42 (w) R 1", "1200000 5000000 10")));
+  CHECK(nudge_now(w, kT0 + kMs, parse_thread_sched("42 (w) R 1", "3200000 5100000 11")));
+  // Unknown (the files unreadable): as before, at once.
+  CHECK(nudge_now(w, kT0 + 2 * kMs, parse_thread_sched("garbage", "")));
+  CHECK_FALSE(parse_thread_sched("42 (w) R", "x y").known);
+}
