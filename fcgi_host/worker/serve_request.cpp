@@ -41,6 +41,15 @@ using Kind = ClientErrorLog::Kind;
 
 constexpr std::size_t kShrinkAbove = 256 * 1024;
 constexpr std::uint64_t kUploadMemoryKeepNs = 1'000'000'000; // upload_memory_ without a use
+// After a handler ran this long, the worker looks whether the client is still there.
+constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
+
+// The handler in its boundary (WorkerLoop::call_handler()), the response's end
+// (WorkerLoop::end_response()) and its encoding, which touch the lane only (below), folded into
+// their callers: an inline request pays no call for them.
+[[gnu::always_inline]] inline void handle_in_boundary(Lane& lane);
+[[gnu::always_inline]] inline void end_lane_response(Lane& lane);
+[[gnu::always_inline]] inline void encode(Lane& lane);
 
 } // namespace
 
@@ -75,7 +84,9 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
     return keep_or_close(c, RequestCodec::Ending::Kept, 0, nullptr, true);
   }
   if (!lane) {
-    lane = admitting() ? idle_lane() : nullptr;
+    // With one thread its one lane, when free, without the look (idle_lane() would give it).
+    Lane& first = *lanes_.front();
+    lane = !threads_ && !first.busy && !quarantined_ ? &first : admitting() ? idle_lane() : nullptr;
     if (!lane) {
       hold(c); // every thread busy: another worker takes it, or it waits for a thread here
       return false;
@@ -92,7 +103,7 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
     const int fd = c.fd;
     serving_fd_ = fd;
     watch_.handler_starts(); // the table is free while the handler runs
-    respond(*lane);
+    respond_inline(*lane);
     watch_.handler_returned();
     serving_fd_ = -1;
     if (lane->fd < 0) return finish_without_connection(fd, c, *lane);
@@ -105,12 +116,14 @@ bool WorkerLoop::serve_request(Connection& c, Lane* lane) {
 // touches until the request is finished), published to its slot, and answered here when the
 // host answers it itself: a body that could not be stored (400), the status and ping pages, a
 // request shed by --max-queue-time (503).
-WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
+// (Folded into serve_request(); what it reads again after a call is kept in locals.)
+[[gnu::always_inline]] inline WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
   RecordGuard& g = c.guard;
-  lane.start_ns = process_manager::monotonic_ns();
+  const std::uint64_t start_ns = process_manager::monotonic_ns();
+  lane.start_ns = start_ns;
   RequestCodec::Decoded decoded =
       lane.codec.decode(c.fd, c.in.data() + g.request_begin(), g.request_end() - g.request_begin(),
-                        g.framing(), lane.start_ns + write_timeout_ns_, lane.request);
+                        g.framing(), start_ns + write_timeout_ns_, lane.request);
   if (decoded == RequestCodec::Decoded::Refused) {
     lane.streamed.reset();
     close_connection(c, "the decoder refused a request the record guard accepted");
@@ -120,10 +133,10 @@ WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
   lane.fd = c.fd;
   lane.connection = &c;
   lane.backlog = &c.backlog;
-  lane.whole = decoded == RequestCodec::Decoded::Whole;
+  const bool whole = decoded == RequestCodec::Decoded::Whole;
+  lane.whole = whole;
   lane.shed = false;
-  lane.queue_ns = -1;
-  lane.failure = nullptr;
+  if (lane.failure) lane.failure = nullptr; // (set only by a handler that threw)
   lane.failed_after_head = lane.aborted = lane.write_timed_out = false;
   lane.refused_head = 0;
   lane.thread_cpu_ns = -1;
@@ -132,14 +145,14 @@ WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
     app::HostAccess::set_body_stream(lane.request, &*lane.streamed); // the reader sees an abort
   else
     app::HostAccess::set_abort_probe(lane.request, probe_aborted, &c);
-  lane.endpoint =
-      lane.whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
+  lane.endpoint = whole ? worker_endpoint(settings_.observe, lane.request.path()) : Endpoint::None;
+  const bool counted = lane.counted();
   lane.request_number = ++request_number_;
   if (idle_timer_.paused()) idle_timer_.resume(); // a new period of idle work (idle_work.cpp)
   process_manager::RequestSlot& rs = lane.slot;
   rs.request_number.store(lane.request_number, std::memory_order_relaxed);
-  if (lane.counted()) {
-    rs.request_start_ns.store(lane.start_ns, std::memory_order_relaxed);
+  if (counted) {
+    rs.request_start_ns.store(start_ns, std::memory_order_relaxed);
     rs.queue_ns.store(-1, std::memory_order_relaxed);
     if (publish_every_request_) {
       std::string_view method = lane.request.method(), uri = lane.request.uri();
@@ -147,13 +160,13 @@ WorkerLoop::Begun WorkerLoop::begin(Connection& c, Lane& lane) {
                                                uri.size(), lane.request.carried_id());
     }
     lane.state.store(WorkerState::Handling, std::memory_order_relaxed);
-    lane.metrics.begin(lane.start_ns);
+    lane.metrics.begin(start_ns);
   }
   lane.response.reset(lane.response_sink());
-  if (!lane.whole) {
+  if (!whole) {
     lane.response.status = 400;
     lane.response.set_content("Bad Request\n", "text/plain");
-  } else if (!lane.counted()) {
+  } else if (!counted) {
     answer_endpoint(lane);
   } else if (queue_gate_.admit(lane.request, lane.response)) {
     lane.queue_ns = queue_gate_.last_queue_ns();
@@ -206,18 +219,20 @@ void end_inline_stream(Lane& lane) {
 // The handler inside its exception boundary, then its response encoded. Inline with one thread
 // (the watch's table lock given up around it by the caller), on the lane's thread with more.
 void WorkerLoop::respond(Lane& lane) {
+  respond_inline(lane);
+}
+
+// respond(), folded into serve_request() with one thread: the steps of an inline request cost
+// no call of their own.
+[[gnu::always_inline]] inline void WorkerLoop::respond_inline(Lane& lane) {
   const std::uint64_t cpu_start = start_cpu_sample(lane);
-  call_handler(lane);
-  if (!lane.response.finished()) end_response(lane); // (else ended by Response::finish())
+  handle_in_boundary(lane);
+  if (!lane.response.finished()) end_lane_response(lane); // (else ended by Response::finish())
   end_cpu_sample(lane, cpu_start);
 }
 
 void WorkerLoop::call_handler(Lane& lane) {
-  try {
-    lane.handler->handle(lane.request, lane.response);
-  } catch (...) {
-    lane.failure = std::current_exception();
-  }
+  handle_in_boundary(lane);
 }
 
 // A thread's CPU time per route: its own clock (a system call), on the requests the metrics
@@ -232,6 +247,20 @@ void WorkerLoop::end_cpu_sample(Lane& lane, std::uint64_t start) {
 
 // The response's end: after the handler returned, or at its Response::finish().
 void WorkerLoop::end_response(Lane& lane) {
+  end_lane_response(lane);
+}
+
+namespace {
+
+inline void handle_in_boundary(Lane& lane) {
+  try {
+    lane.handler->handle(lane.request, lane.response);
+  } catch (...) {
+    lane.failure = std::current_exception();
+  }
+}
+
+inline void end_lane_response(Lane& lane) {
   if (lane.failure) answer_failure(lane);
   if (lane.heartbeat && lane.events) end_inline_stream(lane); // no heartbeat inside the end
   // nginx closes the connection when its client leaves; a small answer written to it would
@@ -249,6 +278,8 @@ void WorkerLoop::end_response(Lane& lane) {
       !lane.streamed || lane.ending == RequestCodec::Ending::WriteFailed || lane.streamed->finish();
 }
 
+} // namespace
+
 // Response::finish(), where the handler runs: the response ends now. Inline, it goes out whole
 // before the handler goes on (until --write-timeout), not into the connection's backlog, which
 // the loop writes only after the handler returned, and the connection's part follows
@@ -258,7 +289,7 @@ void WorkerLoop::end_response_early(Lane& lane) {
   lane.responded_ns = process_manager::monotonic_ns();
   lane.metrics.responded(lane.responded_ns);
   if (!lane.owner) lane.backlog = nullptr;
-  end_response(lane);
+  end_lane_response(lane);
   if (!lane.owner) pass_on_finished_connection(lane);
   // Request::aborted() asks the connection no more: it goes on to its next request.
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
@@ -295,9 +326,11 @@ void LaneEnd::end_response(app::Response&) {
   lane_.loop->end_response_early(lane_);
 }
 
+namespace {
+
 // The response's bytes: to the socket (what it does not take at once waits in the connection's
 // backlog), or through the lane to the loop (RequestCodec::deliver_to, a handler thread's).
-void WorkerLoop::encode(Lane& lane) {
+inline void encode(Lane& lane) {
   if (lane.counted()) lane.state.store(WorkerState::Writing, std::memory_order_relaxed);
   if (lane.failed_after_head) {
     lane.codec.abort();
@@ -314,13 +347,15 @@ void WorkerLoop::encode(Lane& lane) {
     lane.write_timed_out = errno == ETIMEDOUT;
 }
 
+} // namespace
+
 // On the loop, after the response: both parts, the lane's first (its lines and logs read the
 // request, whose views are into the connection's buffer), then the connection kept or closed.
 // False: the connection was closed.
 bool WorkerLoop::finish(Connection& c, Lane& lane) {
   app::HostAccess::set_abort_probe(lane.request, nullptr, nullptr);
   settle_ending(c, lane);
-  finish_work(lane, c.pump != nullptr);
+  finish_work_inline(lane, c.pump != nullptr);
   const bool open = keep_or_close(c, lane); // (what it reads of the lane stays)
   lane.streamed.reset();
   return open;
@@ -357,6 +392,10 @@ void WorkerLoop::settle_ending(Connection& c, Lane& lane) {
 // The lane's part, once the handler returned: the lines its failures earn, metrics and logs, the
 // slot, and the lane free again.
 void WorkerLoop::finish_work(Lane& lane, bool pumped) {
+  finish_work_inline(lane, pumped);
+}
+
+[[gnu::always_inline]] inline void WorkerLoop::finish_work_inline(Lane& lane, bool pumped) {
   if (lane.failure || lane.refused_head || lane.write_timed_out ||
       lane.response.used_after_finish())
     report_failures(lane);
@@ -437,13 +476,19 @@ void WorkerLoop::report_failures(Lane& lane) {
 // Metrics, the slow log and the access log, after the response went out. Nothing here formats
 // a line or reads a clock unless that feature is on.
 void WorkerLoop::observe(Lane& lane) {
+  // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
+  const bool ran = lane.counted() && !lane.shed;
+  if (ran)
+    lane.metrics.end(lane.request.route(), lane.response.status, lane.request,
+                     access_log_.enabled(), lane.aborted);
+  if (access_log_.enabled()) log_access(lane, ran);
+}
+
+// Out of line: its line is built only when the access log is on (and the registers it needs are
+// not saved on every request).
+[[gnu::noinline]] void WorkerLoop::log_access(const Lane& lane, bool ran) {
   const app::Request& request = lane.request;
   const app::Response& response = lane.response;
-  AccessLog& log = AccessLog::get();
-  // A request shed by the queue gate is no call of its handler (it is counted in `shed`).
-  bool ran = lane.counted() && !lane.shed;
-  if (ran) lane.metrics.end(request.route(), response.status, request, log.enabled(), lane.aborted);
-  if (!log.enabled()) return;
   AccessLog::Entry e;
   e.remote_addr = request.param("REMOTE_ADDR");
   e.method = request.method();
@@ -462,7 +507,7 @@ void WorkerLoop::observe(Lane& lane) {
   e.generation = generation_;
   e.request = &request;
   e.response = &response;
-  log.write(e);
+  access_log_.write(e);
 }
 
 bool WorkerLoop::keep_or_close(Connection& c, Lane& lane) {
@@ -600,7 +645,7 @@ void WorkerLoop::keep_upload_memory(Lane& lane) {
 
 // Recycling checks after each request. ru_maxrss is one getrusage() (no file to open and parse,
 // unlike /proc/self/statm), and is only asked for when --max-rss is set.
-void WorkerLoop::count_request() {
+[[gnu::always_inline]] inline void WorkerLoop::count_request() {
   ++served_;
   if (upload_memory_used_ns_ != 0 &&
       process_manager::monotonic_ns() - upload_memory_used_ns_ > kUploadMemoryKeepNs) {

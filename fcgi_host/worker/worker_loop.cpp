@@ -27,6 +27,7 @@
 #include "fcgi_host/worker/worker_loop.hpp"
 
 #include "app/host_access.hpp"
+#include "fcgi_host/observe/access_log.hpp"
 #include "fcgi_host/sys_error.hpp"
 #include "fcgi_host/worker/handed_logs.hpp"
 #include "process_manager/clock.hpp"
@@ -97,8 +98,9 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
       host_(host_slot(context.scoreboard, context.slot_index)),
       queue_gate_(host_, settings.admission), policy_(settings.limits),
       write_timeout_ns_(policy_.write_timeout_ns()),
-      table_(settings.limits.request, settings.server_values), make_handler_(make_handler),
-      thread_safe_(thread_safe), request_timeout_ns_(settings.request_timeout_ns),
+      table_(settings.limits.request, settings.server_values), access_log_(AccessLog::get()),
+      make_handler_(make_handler), thread_safe_(thread_safe),
+      request_timeout_ns_(settings.request_timeout_ns),
       event_heartbeat_ns_(settings.event_heartbeat_ns) {
   id_prefix_ = process_manager::random_id_prefix();
   slot_.id_prefix.store(id_prefix_, std::memory_order_relaxed);
@@ -121,6 +123,7 @@ WorkerLoop::WorkerLoop(const process_manager::WorkerContext& context,
     if (threaded) lane->metrics.measure_cpu_on_other_thread(); // the handler thread's CPU clock
     lanes_.push_back(std::move(lane));
   }
+  lane_count_ = lanes_.size();
   if (!threaded && event_heartbeat_ns_ > 0) {
     heartbeat_ = std::make_unique<StreamHeartbeat>(*lanes_[0], event_heartbeat_ns_);
     lanes_[0]->heartbeat = heartbeat_.get();
@@ -258,15 +261,13 @@ int WorkerLoop::next_timeout_ms() {
     if (std::uint64_t due = next_lane_deadline(); due && (earliest == 0 || due < earliest))
       earliest = due;
   }
-  if (!admitting() && !stopping()) {
-    // Every thread busy: the pool counts the worker busy.
-    slot_.state.store(WorkerState::Handling, std::memory_order_relaxed);
-    partial = kept = false;
-  }
-  if (!stopping() && admitting())
-    slot_.state.store(partial ? WorkerState::Reading
-                      : kept  ? WorkerState::KeepAliveIdle
-                              : WorkerState::Idle,
+  // Every thread busy: the pool counts the worker busy. (One look at admitting() and one store:
+  // this runs before every wait.)
+  if (!stopping())
+    slot_.state.store(!admitting() ? WorkerState::Handling
+                      : partial    ? WorkerState::Reading
+                      : kept       ? WorkerState::KeepAliveIdle
+                                   : WorkerState::Idle,
                       std::memory_order_relaxed);
   if (accept_paused_until_ && !accepting_ && !stopping() &&
       (earliest == 0 || accept_paused_until_ < earliest))

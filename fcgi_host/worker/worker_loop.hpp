@@ -41,6 +41,8 @@
 
 namespace fcgi_host {
 
+class AccessLog;
+
 // Request::aborted() for a connection (its argument): FCGI_ABORT_REQUEST or a close.
 bool probe_aborted(void* connection);
 
@@ -180,15 +182,17 @@ private:
   // is a handler thread's until its request is done.
   bool serve_request(Connection& c, Lane* lane = nullptr);
   enum class Begun { Closed, Answered, ForHandler };
-  Begun begin(Connection& c, Lane& lane);
+  // Inline: only serve_request() calls it (serve_request.cpp), once per request.
+  inline Begun begin(Connection& c, Lane& lane);
   void answer_endpoint(Lane& lane);
   // The handler inside its exception boundary, then its response encoded: inline with one
   // thread, on the lane's thread with more (it touches the lane and nothing of the loop).
   static void respond(Lane& lane);
+  // respond(), folded into serve_request() with one thread (serve_request.cpp's alone).
+  static inline void respond_inline(Lane& lane);
   static void call_handler(Lane& lane);
   static std::uint64_t start_cpu_sample(Lane& lane);
   static void end_cpu_sample(Lane& lane, std::uint64_t start);
-  static void encode(Lane& lane);
   static void end_response(Lane& lane);
   // Response::finish(), on the thread that runs the handler (LaneEnd): it touches the lane only,
   // but with one thread, where the loop is the handler's, the connection too.
@@ -200,24 +204,24 @@ private:
   void keep_request_bytes(Connection& c, Lane& lane);
   void settle_ending(Connection& c, Lane& lane);
   void finish_work(Lane& lane, bool pumped);
+  inline void finish_work_inline(Lane& lane, bool pumped); // finish_work(), folded into finish()
   void report_failures(Lane& lane);
   void observe(Lane& lane);
+  void log_access(const Lane& lane, bool ran);
   bool keep_or_close(Connection& c, Lane& lane);
   bool keep_or_close(Connection& c, RequestCodec::Ending ending, std::uint64_t start_ns,
                      const StreamedBody* streamed, bool body_ended);
   Lane* idle_lane();
   void take_lane(Lane& lane);
   void release_lane(Lane& lane);
-  bool all_lanes_busy() const { return busy_lanes_ == lanes_.size(); }
+  bool all_lanes_busy() const { return busy_lanes_ == lane_count_; }
   // A request whose handler reads its body as it arrives (Handler::streams_body): served as
   // soon as its params are in. No: not such a request (it waits for its body as usual).
   enum class Streamed { No, Served, Closed };
   Streamed serve_streamed(Connection& c);
   bool finish_streamed_body(Connection& c, const StreamedBody& body, bool ended);
   void keep_upload_memory(Lane& lane);
-  // After a handler ran this long, the worker looks whether the client is still there.
-  static constexpr std::uint64_t kLookForAbortAfterNs = 100'000'000;
-  void count_request();
+  inline void count_request(); // (serve_request.cpp's alone, folded into finish_work())
 
   const process_manager::WorkerContext& context_;
   process_manager::WorkerSlot& slot_;
@@ -256,6 +260,7 @@ private:
   // The lanes: one per handler thread; with one thread, the one run inline.
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::size_t busy_lanes_ = 0;
+  std::size_t lane_count_ = 0; // lanes_.size(), kept: admitting() is asked on every request
   bool publish_every_request_; // the slot names each request (--metrics, or threads)
   // The memory of the last body gathered by a pump, kept for the next (up to --spill-threshold;
   // freed after kUploadMemoryKeepNs without one): a large upload's fresh pages cost more than
@@ -263,6 +268,7 @@ private:
   app::SpillBuffer upload_memory_;
   std::uint64_t upload_memory_used_ns_ = 0; // 0: none kept
   ClientErrorLog client_errors_;
+  AccessLog& access_log_; // AccessLog::get(), kept: observe() asks it after every request
   std::unique_ptr<CrashCapture> crash_capture_; // null unless --capture-crashes
 
   // --threads above 1 (null otherwise: the loop runs the handler itself, on lanes_[0]).
