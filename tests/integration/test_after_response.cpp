@@ -92,6 +92,8 @@ TEST_SUITE("work after the response") {
                     "another thread, or with one thread on another worker") {
     HostProcess host(after_response_host({"--workers", "2"}));
     REQUIRE(host.wait_workers(2).size() == 2);
+    // Both ready and waiting (a worker still starting is no free worker to pass it to).
+    REQUIRE(!host.wait_status("idle processes", 2, Millis{10000}).empty());
     const double next_ms = after_response_next_ms(host);
     INFO("next answered after " << next_ms << " ms");
     CHECK(next_ms < 300);
