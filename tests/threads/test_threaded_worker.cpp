@@ -25,7 +25,7 @@ constexpr int kRequestsEach = 40;
 
 using namespace std::chrono_literals;
 
-// Shared by every thread: only atomics, and the stream's gate under its mutex.
+// Shared by every thread: only atomics, and the gate (/quiet-stream, /hold) under its mutex.
 class SharedCounter : public app::Router {
 public:
   SharedCounter() {
@@ -56,6 +56,16 @@ public:
         refused = !res.write(chunk);
       flood_ended_ = refused ? 1 : 2;
     });
+    // Waits until released (bounded), as a handler waiting on a database would.
+    get("/hold", [this](const app::Request&, app::Response& res) {
+      holding_ = true;
+      std::unique_lock lock(mutex_);
+      released_.wait_for(lock, 10s, [this] { return release_; });
+      res.set_content(release_ ? "released" : "not released", "text/plain");
+    });
+    get("/big", [](const app::Request&, app::Response& res) {
+      res.set_content(std::string(1 << 20, 'b'), "text/plain");
+    });
   }
   void release() {
     std::lock_guard lock(mutex_);
@@ -64,6 +74,7 @@ public:
   }
   std::atomic<int> calls_{0};
   std::atomic<int> flood_ended_{0}; // 1: a write returned false, 2: it never did
+  std::atomic<bool> holding_{false};
   std::mutex mutex_;
   std::condition_variable released_;
   bool release_ = false;
@@ -102,36 +113,6 @@ public:
   void on_idle() override { ++idle_runs_; }
   std::atomic<int> done_{0};
   std::atomic<int> idle_runs_{0};
-};
-
-// /hold waits until released (bounded), as a handler waiting on a database would; /count
-// answers at once; /big answers 1 MiB buffered.
-class Holds : public app::Router {
-public:
-  Holds() {
-    get("/hold", [this](const app::Request&, app::Response& res) {
-      holding_ = true;
-      std::unique_lock lock(mutex_);
-      released_.wait_for(lock, 10s, [this] { return release_; });
-      res.set_content(release_ ? "released" : "not released", "text/plain");
-    });
-    get("/count", [this](const app::Request&, app::Response& res) {
-      res.set_content(std::to_string(++calls_), "text/plain");
-    });
-    get("/big", [](const app::Request&, app::Response& res) {
-      res.set_content(std::string(1 << 20, 'b'), "text/plain");
-    });
-  }
-  void release() {
-    std::lock_guard lock(mutex_);
-    release_ = true;
-    released_.notify_all();
-  }
-  std::atomic<bool> holding_{false};
-  std::atomic<int> calls_{0};
-  std::mutex mutex_;
-  std::condition_variable released_;
-  bool release_ = false;
 };
 
 fcgi_host::WorkerSettings threaded(unsigned threads, bool thread_safe) {
@@ -270,7 +251,7 @@ TEST_CASE("threads: a handler that waits on the loop's own thread does not hold 
           "other threads answer meanwhile, and its answer comes whole") {
   for (unsigned threads : {2u, 4u}) {
     CAPTURE(threads);
-    auto shared = std::make_shared<Holds>();
+    auto shared = std::make_shared<SharedCounter>();
     fcgi_host::InProcessHost host(threaded(threads, true), [shared] {
       return fcgi_host::HandlerPtr(shared.get(), [](app::Handler*) {});
     });
