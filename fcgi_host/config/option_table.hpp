@@ -58,11 +58,12 @@ inline constexpr std::array kOptions = std::to_array<OptionSpec>({
      "worker processes (default: the CPUs the process may use: its cgroup's CPU quota rounded "
      "up, else its affinity mask, else the cores)"},
     {"threads", 0, "N", "1",
-     "handler threads per worker: the worker's loop hands complete requests to N threads, each "
-     "with its own handler instance unless the app is thread-safe (1: the loop runs the handler)"},
+     "handler threads per worker: up to N requests at once, one on the worker's loop thread (a "
+     "standby takes the loop when it runs long) and the others on N-1 threads, each with its own "
+     "handler instance unless the app is thread-safe (1: the loop runs the handler)"},
     {"event-heartbeat", 0, "SECONDS", "15",
-     "with --threads above 1: an event stream (text/event-stream) quiet this long gets a "
-     "heartbeat comment from the host, so that proxies keep it open (0: never)"},
+     "an event stream (text/event-stream) quiet this long gets a heartbeat comment from the "
+     "host, so that proxies keep it open (0: never)"},
     {"idle-work-after", 0, "MS", "1000",
      "a worker (each handler thread with --threads) that served no request for this long runs "
      "the handler's on_idle() once, taking no request meanwhile (0: never)"},

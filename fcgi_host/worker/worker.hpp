@@ -37,7 +37,8 @@ struct WorkerSettings {
   unsigned long max_requests = 0;
   unsigned long max_requests_jitter = 0;
   long max_rss_kib = 0;
-  // Handler threads (--threads): the loop hands complete requests to them (handler_threads.hpp).
+  // Handler threads (--threads): the loop's thread runs lane 0's requests, the others go to them
+  // (handler_threads.hpp, loop_relay.hpp).
   // 1: the loop runs the handler itself, as without threads.
   unsigned threads = 1;
   // One handler instance serves every thread (a thread-safe plugin or built-in app); otherwise
