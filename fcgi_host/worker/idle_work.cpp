@@ -68,7 +68,7 @@ void WorkerLoop::idle_work_on_loop_thread(Lane& lane) {
   if (!admitting()) set_accepting(false);
   relay_.handler_starts();
   run_idle_work(lane, settings_.trim_when_idle);
-  relay_.handler_returned();
+  if (relay_.handler_returned()) after_regent();
   end_idle_job(lane);
   resume_held();
 }

@@ -100,8 +100,7 @@ bool WorkerLoop::run_on_loop_thread(Connection& c, Lane& lane) {
   call_handler(lane);
   const bool buffered = !lane.streamed && !lane.response.finished() && !lane.response.head_sent();
   if (!buffered && !lane.response.finished()) end_response(lane); // (while the relay stands by)
-  if (relay_.handler_returned()) // the regent held the loop meanwhile: lane 0 less for a while
-    loop_lane_backoff_ = std::min(2 * loop_lane_backoff_ + 1, kMaxLoopLaneBackoff);
+  if (relay_.handler_returned()) after_regent();
   if (buffered && !lane.cut) return finish_on_loop_thread(c, lane, cpu_start);
   end_cpu_sample(lane, cpu_start);
   HandlerThreads::loop_lane_done(lane);
@@ -125,6 +124,15 @@ bool WorkerLoop::finish_on_loop_thread(Connection& c, Lane& lane, std::uint64_t 
   publish_lanes();
   if (!held_.empty() || !accepting_) resume_held();
   return open;
+}
+
+// The loop is this thread's again after the regent held it: lane 0 less for a while (a handler
+// that waits is best on a thread of its own), and a look at the signals sent to this thread alone
+// (an in-process host's stop, pthread_kill): the regent's epoll_wait polled the signalfd in its
+// own context, where they are not pending, and took the wake-up away from this thread's next wait.
+void WorkerLoop::after_regent() {
+  loop_lane_backoff_ = std::min(2 * loop_lane_backoff_ + 1, kMaxLoopLaneBackoff);
+  look_at_signals_ = true;
 }
 
 // The regent's turn (loop_relay.hpp): the loop's, while the loop's thread is in lane 0's

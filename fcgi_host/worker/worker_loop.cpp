@@ -173,6 +173,10 @@ int WorkerLoop::run() {
   if (context_.log_channel >= 0) take_handed_logs(context_.log_channel);
   int code = exit_code::kWorkerDone;
   while (!done()) {
+    if (look_at_signals_) {
+      look_at_signals_ = false;
+      if (signals_.pending()) take_signals();
+    }
     if (recycle_if_due() || accept_without_waiting()) continue;
     if (!wait_and_dispatch()) {
       code = exit_code::kWorkerError;

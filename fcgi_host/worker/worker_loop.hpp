@@ -142,6 +142,7 @@ private:
   std::string start_threads();
   bool hand_to_thread(Connection& c, Lane& lane);
   bool run_on_loop_thread(Connection& c, Lane& lane);
+  void after_regent();
   bool finish_on_loop_thread(Connection& c, Lane& lane, std::uint64_t cpu_start);
   void regent_turn();
   void hold(Connection& c);
@@ -280,6 +281,7 @@ private:
   // (a database) is best on a thread of its own, and the backoff doubles at each takeover.
   LoopRelay relay_;
   unsigned loop_lane_backoff_ = 0;
+  bool look_at_signals_ = false; // after the regent held the loop (after_regent())
   static constexpr unsigned kMaxLoopLaneBackoff = 1023;
   // One thread and --event-heartbeat: the inline lane's (null otherwise).
   std::unique_ptr<StreamHeartbeat> heartbeat_;
