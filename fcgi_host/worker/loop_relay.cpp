@@ -31,7 +31,8 @@ void LoopRelay::stop() {
 // The fast path: a count and a store, and a look at whether the regent sleeps (it does only
 // after two looks found the loop's thread outside any handler, and no new one begun).
 void LoopRelay::handler_starts() {
-  runs_.fetch_add(1, std::memory_order_relaxed);
+  // (One writer: a plain increment, no locked read-modify-write.)
+  runs_.store(runs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   state_.store(kHandler, std::memory_order_seq_cst);
   if (sleeping_.load(std::memory_order_seq_cst)) {
     std::lock_guard lock(mutex_);
@@ -101,7 +102,6 @@ bool LoopRelay::wait_for_a_handler(std::unique_lock<std::mutex>& lock) {
 
 // The loop's turns, until the loop's thread wants it back.
 void LoopRelay::rule() {
-  takeovers_.fetch_add(1, std::memory_order_relaxed);
   while (state_.load(std::memory_order_acquire) == kRegent)
     turn_();
   {

@@ -57,9 +57,6 @@ public:
   // Inside that handler, before it waits for the loop: the regent takes the loop now.
   void hand_on_now();
 
-  // How many times the regent took the loop (tests, the status of a worker).
-  std::uint64_t takeovers() const { return takeovers_.load(std::memory_order_relaxed); }
-
 private:
   enum State : int {
     kOwn,      // the loop's thread holds the loop, outside a handler
@@ -73,9 +70,8 @@ private:
   void rule();
 
   std::atomic<int> state_{kOwn};
-  std::atomic<std::uint64_t> runs_{0}; // handlers begun on the loop's thread
+  std::atomic<std::uint64_t> runs_{0}; // handlers begun on the loop's thread (its writer)
   std::atomic<bool> sleeping_{false};  // the regent waits without a timeout
-  std::atomic<std::uint64_t> takeovers_{0};
   std::mutex mutex_;
   std::condition_variable regent_wakes_; // a handler began, hand_on_now(), stop()
   std::condition_variable loop_back_;    // the regent gave the loop back
